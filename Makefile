@@ -1,0 +1,208 @@
+# slowburn — build in the libbpf-tools manner: bpf/X.bpf.c -> X.bpf.o -> X.skel.h,
+# then a C++20 library, the CLI, the tests. Everything generated lands in $(BUILD).
+#
+#   make            build/slowburn
+#   make deps       install missing Debian packages (idempotent)
+#   make test       deps + build + unit, BPF and scenario tests
+#   make demo       deps + build + run the bundled straggler demo
+#   make bench      deps + build + benchmarks (results: bench/RESULTS.md)
+#   make install PREFIX=/usr/local
+#   make format     clang-format the sources
+#   V=1             show the commands
+
+BUILD      ?= build
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+CLANG      ?= clang
+LLVM_STRIP ?= llvm-strip
+BPFTOOL    ?= bpftool
+CXX        ?= g++
+CC         ?= gcc
+MPICC      ?= mpicc
+ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+ifeq ($(V),1)
+Q   =
+msg =
+else
+Q   = @
+msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := all
+
+# ---------------------------------------------------------------- BPF
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/skel/%.skel.h,$(BPF_SRCS))
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+              -Ivmlinux -Iinclude -Ibpf
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h include/slowburn/*.h) vmlinux/vmlinux.h | $(BUILD)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(BUILD)/skel/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(BUILD)/skel
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .,_,$*)_bpf > $@
+
+# ---------------------------------------------------------------- C++
+CXXFLAGS ?= -O2 -g
+SB_CXXFLAGS := -std=c++20 -Wall -Wextra -Werror -Iinclude -Iuser -I. -I$(BUILD)/skel -MMD -MP
+LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread
+
+LIB_SRCS  := $(shell find user -name '*.cpp' ! -path 'user/cli/*' ! -path 'user/demo/*' | sort)
+TOOL_SRCS := $(sort $(wildcard tools/*.cpp))
+CLI_SRCS  := $(sort $(wildcard user/cli/*.cpp))
+LIB_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(LIB_SRCS))
+CLI_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CLI_SRCS) $(TOOL_SRCS))
+LIB       := $(BUILD)/libslowburn.a
+CLI       := $(BUILD)/slowburn
+WORKLOAD  := $(BUILD)/libexec/slowburn-mpi-workload
+
+# Skeletons are generated headers: every object waits for them.
+$(BUILD)/obj/%.o: %.cpp | $(SKELS)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CXXFLAGS) $(SB_CXXFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(CLI): $(CLI_OBJS) $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+
+$(WORKLOAD): user/demo/mpi_workload.c
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$@)
+	$(Q)$(MPICC) -O2 -Wall -Wextra -Werror -o $@ $<
+
+# ---------------------------------------------------------------- tests
+TEST_CXXFLAGS := $(SB_CXXFLAGS) -Itests
+UNIT_SRCS     := $(sort $(wildcard tests/unit/*.cpp))
+BPF_TEST_SRCS := $(sort $(wildcard tests/bpf/*.cpp))
+SCEN_SRCS     := $(sort $(wildcard tests/scenario/*.cpp))
+TEST_SUPPORT  := $(sort $(wildcard tests/support/*.cpp))
+UNIT_OBJS     := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(UNIT_SRCS))
+BPF_TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(BPF_TEST_SRCS))
+SCEN_OBJS     := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(SCEN_SRCS))
+SUPPORT_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
+UNIT_BIN      := $(BUILD)/tests/unit_tests
+BPF_TEST_BIN  := $(BUILD)/tests/bpf_tests
+SCEN_BIN      := $(BUILD)/tests/scenario_tests
+
+$(BUILD)/obj/tests/%.o: tests/%.cpp | $(SKELS)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CXXFLAGS) $(TEST_CXXFLAGS) -c $< -o $@
+
+$(UNIT_BIN): $(UNIT_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgmock -lgtest_main -lgtest $(LDLIBS)
+
+$(BPF_TEST_BIN): $(BPF_TEST_OBJS) $(SUPPORT_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgmock -lgtest_main -lgtest $(LDLIBS) -ldl
+
+$(SCEN_BIN): $(SCEN_OBJS) $(SUPPORT_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgmock -lgtest_main -lgtest $(LDLIBS)
+
+# Test targets: small programs the BPF tests attach to (tests/targets/README.md).
+TARGET_DIR := $(BUILD)/tests/targets
+TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_DIR)/gpu_lib_caller
+
+$(TARGET_DIR)/call_counter: tests/targets/call_counter.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
+
+$(TARGET_DIR)/gpu_lib_caller: tests/targets/gpu_lib_caller.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -ldl
+
+$(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$@)
+	$(Q)$(MPICC) -O1 -g -Wall -Wextra -Werror -o $@ $<
+
+# ---------------------------------------------------------------- bench
+BENCH_DECODE := $(BUILD)/bench/decode_bench
+BENCH_COST   := $(BUILD)/bench/probe_cost
+BENCH_TARGET := $(BUILD)/bench/call_loop
+
+$(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CXXFLAGS) $(SB_CXXFLAGS) -c $< -o $@
+
+$(BENCH_DECODE): $(BUILD)/obj/bench/decode_bench.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lbenchmark $(LDLIBS)
+
+$(BENCH_COST): $(BUILD)/obj/bench/probe_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_TARGET): bench/call_loop.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
+
+# ---------------------------------------------------------------- phony
+.PHONY: all deps build tests test run-tests demo bench run-bench install format clean
+
+all: $(CLI) $(WORKLOAD)
+
+build: all
+
+deps:
+	$(Q)scripts/deps.sh
+
+tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS)
+
+# The dependency install runs in its own make so this make's view of the
+# system (headers, tools) is taken after it.
+test:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)$(MAKE) --no-print-directory run-tests
+
+run-tests:
+	$(Q)scripts/run-tests.sh $(BUILD)
+
+demo:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(CLI) demo $(DEMO_ARGS)
+
+bench:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET)
+	$(Q)bench/run.sh $(BUILD)
+
+install: all
+	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn
+	install -D -m 0755 $(WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-mpi-workload
+
+FORMAT_SRCS = $(shell find user tools tests bench include bpf -name '*.cpp' -o -name '*.h' -o -name '*.c' | grep -v '^tests/fixtures')
+format:
+	clang-format -i $(FORMAT_SRCS)
+
+clean:
+	rm -rf $(BUILD)
+
+$(BUILD)/bpf $(BUILD)/skel:
+	$(Q)mkdir -p $@
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

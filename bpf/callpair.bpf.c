@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * One uprobe/uretprobe pair for every traced function. The attachment's
+ * bpf_cookie says which probe fired (see include/slowburn/callpair.h), so
+ * one loaded object serves MPI, NCCL and CUDA call sites alike.
+ *
+ * Entry: remember the entry time and the declared arguments per (thread,
+ * probe). Return: add the duration to a per-CPU log2 histogram keyed by
+ * (process, probe) and, unless records are off, emit one ring-buffer record.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "slowburn/callpair.h"
+#include "compat.bpf.h"
+#include "bits.bpf.h"
+#include "maps.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Knobs, set by user space between open and load. */
+const volatile __u32 targ_tgid = 0;        /* 0: every process the probe is attached in */
+const volatile __u64 targ_min_ns = 0;      /* records only for calls at least this long */
+const volatile __u64 hist_unit_ns = 1000;  /* histogram unit: 1 ns, 1000 us, 1000000 ms */
+const volatile bool emit_records = true;   /* false: histograms only (funclat) */
+
+struct call_state_key {
+	__u32 tid;
+	__u32 probe_id;
+};
+
+struct call_state {
+	__u64 entry_ns; /* 0 while the thread is not inside the call */
+	__u64 size_arg;
+	__u64 aux_arg;
+	__u64 seq;  /* completed calls so far */
+	__u32 tgid; /* lets user space list in-flight calls per process */
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384); /* threads x probes; user space may resize */
+	__type(key, struct call_state_key);
+	__type(value, struct call_state);
+} call_states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096); /* processes x probes */
+	__type(key, struct sb_hist_key);
+	__type(value, struct sb_hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} events SEC(".maps");
+
+struct sb_callpair_counters counters = {};
+
+static const struct call_state zero_state = {};
+static const struct sb_hist zero_hist = {};
+
+/* Every register is read at a constant offset first and pinned there: left
+ * alone, clang sinks the loads into the switch and computes the ctx offset,
+ * which the verifier rejects ("dereference of modified ctx ptr"). */
+static __always_inline __u64 arg_by_index(struct pt_regs *ctx, __u32 index)
+{
+	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx);
+	__u64 p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), p6 = PT_REGS_PARM6(ctx);
+
+	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p4), "+r"(p5), "+r"(p6));
+
+	switch (index) {
+	case 1: return p1;
+	case 2: return p2;
+	case 3: return p3;
+	case 4: return p4;
+	case 5: return p5;
+	case 6: return p6;
+	default: return 0;
+	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_enter)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct call_state_key key = {
+		.tid = (__u32)pid_tgid,
+		.probe_id = cookie & SB_COOKIE_PROBE_MASK,
+	};
+	struct call_state *state;
+
+	if (targ_tgid && tgid != targ_tgid)
+		return 0;
+
+	state = lookup_or_try_init(&call_states, &key, &zero_state);
+	if (!state) {
+		__sync_fetch_and_add(&counters.state_failures, 1);
+		return 0;
+	}
+	state->tgid = tgid;
+	state->size_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_SIZE_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
+	state->aux_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_AUX_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
+	/* Last, so the arguments are in place when user space sees the call as in flight. */
+	state->entry_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit)
+{
+	__u64 exit_ns = bpf_ktime_get_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct call_state_key key = {
+		.tid = (__u32)pid_tgid,
+		.probe_id = cookie & SB_COOKIE_PROBE_MASK,
+	};
+	struct sb_hist_key hist_key = { .tgid = tgid, .probe_id = key.probe_id };
+	struct call_state *state;
+	struct sb_call_event *event;
+	struct sb_hist *hist;
+	__u64 entry_ns, duration_ns, seq;
+
+	if (targ_tgid && tgid != targ_tgid)
+		return 0;
+
+	state = bpf_map_lookup_elem(&call_states, &key);
+	if (!state || !state->entry_ns) {
+		__sync_fetch_and_add(&counters.orphan_returns, 1);
+		return 0;
+	}
+	entry_ns = state->entry_ns;
+	state->entry_ns = 0;
+	seq = ++state->seq;
+	duration_ns = exit_ns - entry_ns;
+
+	hist = lookup_or_try_init(&hists, &hist_key, &zero_hist);
+	if (hist) {
+		/* Per-CPU value: no other writer, plain increments are safe. */
+		hist->slots[log2_slot(duration_ns / hist_unit_ns, SB_HIST_SLOTS)]++;
+		hist->count++;
+		hist->total_ns += duration_ns;
+	}
+
+	if (!emit_records || duration_ns < targ_min_ns)
+		return 0;
+
+	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (!event) {
+		__sync_fetch_and_add(&counters.ringbuf_drops, 1);
+		return 0;
+	}
+	event->hdr.type = SB_EVENT_CALL;
+	event->hdr.version = SB_CALL_EVENT_VERSION;
+	event->hdr.pid = tgid;
+	event->hdr.tid = (__u32)pid_tgid;
+	event->hdr.cpu = bpf_get_smp_processor_id();
+	event->hdr.ts_ns = exit_ns;
+	event->probe_id = key.probe_id;
+	event->_reserved = 0;
+	event->seq = seq;
+	event->entry_ns = entry_ns;
+	event->exit_ns = exit_ns;
+	event->size_arg = state->size_arg;
+	event->aux_arg = state->aux_arg;
+	bpf_ringbuf_submit(event, 0);
+	return 0;
+}

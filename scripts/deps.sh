@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages slowburn needs, only those missing.
+# Idempotent: a machine that has them all runs no apt-get at all.
+set -euo pipefail
+
+packages=(
+	make g++ clang llvm pkg-config            # toolchain (llvm: llvm-strip)
+	libbpf-dev bpftool libelf-dev zlib1g-dev  # BPF: loader, skeletons
+	libcli11-dev libfmt-dev nlohmann-json3-dev # CLI, formatting, JSON
+	libgtest-dev libgmock-dev libbenchmark-dev # tests, benchmarks
+	openmpi-bin libopenmpi-dev                # demo workload, MPI probes, scenarios
+	bpftrace                                  # bench baseline (the one-liner we replace)
+	clang-format                              # make format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing packages need root: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have empty package lists: update once and retry.
+if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
+	apt-get update
+	apt-get install -y --no-install-recommends "${missing[@]}"
+fi

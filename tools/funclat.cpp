@@ -1,0 +1,210 @@
+// slowburn funclat: per-process log2 latency histograms of any function, the
+// bpftrace one-liner
+//   uprobe:LIB:SYM { @s[tid] = nsecs } uretprobe:LIB:SYM /@s[tid]/ { @[pid] = hist(nsecs - @s[tid]); }
+// as bcc's funclatency, counted in the kernel (no record per call).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "cli/command.h"
+#include "loader/callpair_program.h"
+#include "loader/privileges.h"
+#include "probes/resolver.h"
+#include "procfs/ranks.h"
+#include "session/trace_session.h"
+
+namespace slowburn::cli {
+
+namespace {
+
+struct FunclatArgs {
+  std::vector<std::string> functions;  // LIB:SYMBOL
+  int32_t pid = 0;
+  double duration_s = 0;
+  double interval_s = 0;
+  bool nsecs = false;
+  bool msecs = false;
+  bool json = false;
+  std::string proc_root = "/proc";
+};
+
+// A library named without a path: the directories the dynamic loader and
+// CUDA installs use.
+Result<std::string> find_library_file(const std::string& name) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("LD_LIBRARY_PATH")) {
+    std::string paths = env;
+    for (size_t start = 0, end; start <= paths.size(); start = end + 1) {
+      end = paths.find(':', start);
+      if (end == std::string::npos) end = paths.size();
+      if (end > start) dirs.push_back(paths.substr(start, end - start));
+    }
+  }
+  for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+                          "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib", "/usr/local/lib",
+                          "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
+    dirs.push_back(dir);
+  std::string stem = name.rfind("lib", 0) == 0 ? name : "lib" + name;
+  if (stem.find(".so") == std::string::npos) stem += ".so";
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (library_name_matches(entry.path().string(), stem)) return entry.path().string();
+  }
+  return make_error("library '{}' not found in LD_LIBRARY_PATH or the usual library directories; give its path",
+                    name);
+}
+
+struct Target {
+  ProbeSpec spec;
+  ProbeResolution where;
+};
+
+Result<std::vector<Target>> resolve_targets(const FunclatArgs& args, SymbolCache& cache) {
+  std::vector<Target> targets;
+  targets.reserve(args.functions.size());  // ProbeResolution points at its spec
+  std::vector<MapEntry> maps;
+  if (args.pid) {
+    auto read = read_process_maps(args.proc_root, args.pid);
+    if (!read) return make_error("{} (has pid {} exited?)", read.error().message, args.pid);
+    maps = std::move(*read);
+  }
+  for (size_t i = 0; i < args.functions.size(); ++i) {
+    const std::string& text = args.functions[i];
+    size_t colon = text.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+      return make_error("'{}' is not LIB:SYMBOL (e.g. /usr/lib/x86_64-linux-gnu/libmpi.so.40:MPI_Allreduce)", text);
+    std::string library = text.substr(0, colon);
+    std::string symbol = text.substr(colon + 1);
+    Target& t = targets.emplace_back();
+    t.spec.id = static_cast<uint16_t>(kFirstDynamicProbeId + i);
+    t.spec.name = symbol;
+    t.spec.kind = CallKind::function;
+    if (library.find('/') != std::string::npos) {
+      t.spec.targets = {{std::filesystem::path(library).filename().string(), {symbol}}};
+      t.where = resolve_in_file(t.spec, library, cache);
+    } else if (args.pid) {
+      std::string stem = library.rfind("lib", 0) == 0 ? library : "lib" + library;
+      if (stem.find(".so") == std::string::npos) stem += ".so";
+      t.spec.targets = {{stem, {symbol}}};
+      t.where = resolve_in_process(t.spec, args.proc_root, args.pid, maps, cache);
+    } else {
+      auto file = find_library_file(library);
+      if (!file) return file.error();
+      t.spec.targets = {{std::filesystem::path(*file).filename().string(), {symbol}}};
+      t.where = resolve_in_file(t.spec, *file, cache);
+    }
+    t.where.spec = &t.spec;
+    if (!t.where.resolved) return make_error("{}: {}", text, t.where.reason);
+  }
+  return targets;
+}
+
+void print_histograms(CallpairProgram& program, const std::vector<Target>& targets, const FunclatArgs& args,
+                      const std::string& unit, Sink& sink) {
+  std::map<uint32_t, const Target*> by_id;
+  for (const Target& t : targets) by_id[t.spec.id] = &t;
+  auto hists = program.histograms(unit);
+  std::sort(hists.begin(), hists.end(), [](const KernelHistogram& a, const KernelHistogram& b) {
+    return std::tie(a.probe_id, a.tgid) < std::tie(b.probe_id, b.tgid);
+  });
+  for (KernelHistogram& h : hists) {
+    HistogramReport report;
+    report.pid = static_cast<int32_t>(h.tgid);
+    if (auto rank = read_rank(args.proc_root, report.pid)) report.rank = *rank;
+    auto it = by_id.find(h.probe_id);
+    report.probe = it != by_id.end() ? it->second->spec.name : fmt::format("probe {}", h.probe_id);
+    report.hist = std::move(h.hist);
+    report.total_ns = h.total_ns;
+    sink.histogram(report);
+  }
+}
+
+int run_funclat(const FunclatArgs& args) {
+  if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
+  SymbolCache cache;
+  auto targets = resolve_targets(args, cache);
+  if (!targets) return fail(targets.error());
+
+  CallpairConfig config;
+  config.emit_records = false;
+  config.target_tgid = static_cast<uint32_t>(args.pid);
+  config.hist_unit_ns = args.nsecs ? 1 : args.msecs ? 1'000'000 : 1000;
+  config.ringbuf_bytes = 4096;  // unused without records; the map must still exist
+  std::string unit = args.nsecs ? "nsecs" : args.msecs ? "msecs" : "usecs";
+  auto program = CallpairProgram::load(config);
+  if (!program) return fail(program.error());
+
+  auto sink = make_stdout_sink(args.json);
+  for (const Target& t : *targets) {
+    uint64_t cookie = make_callpair_cookie(t.spec.id, 0, 0);
+    ProbeStatus status{t.spec.name, std::nullopt, args.pid, ProbeState::attached, t.where.library, t.where.sites, {}};
+    for (const AttachSite& site : t.where.sites) {
+      if (auto ok = (*program)->attach(t.where.attach_path, site.file_offset, args.pid, cookie); !ok)
+        return fail(ok.error());
+    }
+    sink->probe_status(status);
+  }
+  sink->probes_done();
+  if (!args.json)
+    std::cout << fmt::format("Tracing {} function(s){}... Hit Ctrl-C to end.\n", targets->size(),
+                             args.pid ? fmt::format(" in pid {}", args.pid) : "");
+
+  const auto& stop = install_stop_handlers();
+  auto start = std::chrono::steady_clock::now();
+  auto next_interval = start + std::chrono::duration<double>(args.interval_s);
+  while (!stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto now = std::chrono::steady_clock::now();
+    if (args.duration_s > 0 && now - start >= std::chrono::duration<double>(args.duration_s)) break;
+    if (args.interval_s > 0 && now >= next_interval) {
+      print_histograms(**program, *targets, args, unit, *sink);
+      (*program)->clear_histograms();
+      next_interval += std::chrono::duration<double>(args.interval_s);
+    }
+    if (args.pid && !process_alive(args.proc_root, args.pid)) {
+      sink->note(fmt::format("pid {} exited", args.pid));
+      break;
+    }
+  }
+  print_histograms(**program, *targets, args, unit, *sink);
+  CallpairCounters counters = (*program)->counters();
+  if (counters.orphan_returns || counters.state_failures)
+    sink->note(fmt::format("{} returns without a traced entry (attached mid-call), {} entries not tracked "
+                           "(thread-state map full)",
+                           counters.orphan_returns, counters.state_failures));
+  return 0;
+}
+
+}  // namespace
+
+Command add_funclat_command(CLI::App& app) {
+  auto args = std::make_shared<FunclatArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "funclat",
+      "Per-process log2 latency histogram of functions (bcc funclatency, the bpftrace uprobe/uretprobe hist() "
+      "one-liner), aggregated in the kernel.\n\nExamples:\n"
+      "  slowburn funclat /usr/lib/x86_64-linux-gnu/libmpi.so.40:MPI_Allreduce\n"
+      "  slowburn funclat -p 4242 -i 5 mpi:MPI_Barrier\n"
+      "  slowburn funclat 'libnccl.so.2:ncclIbTest(void*, int*, int*)' -m\n"
+      "  slowburn funclat -d 10 --json c:malloc");
+  sub->add_option("functions", args->functions, "LIB:SYMBOL; LIB a path or a name (mpi, libmpi.so.40); C++ "
+                                                "names mangled or demangled")
+      ->required();
+  sub->add_option("-p,--pid", args->pid, "Trace only this process");
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-i,--interval", args->interval_s, "Print and reset the histograms every N seconds")
+      ->check(CLI::NonNegativeNumber);
+  auto* ns = sub->add_flag("-n,--nanoseconds", args->nsecs, "Histogram in nanoseconds");
+  sub->add_flag("-m,--milliseconds", args->msecs, "Histogram in milliseconds")->excludes(ns);
+  sub->add_flag("--json", args->json, "JSON lines (kind: hist)");
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
+  return {sub, [args] { return run_funclat(*args); }};
+}
+
+}  // namespace slowburn::cli

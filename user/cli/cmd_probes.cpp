@@ -1,0 +1,107 @@
+// slowburn probes: the catalog, and where each probe resolves in a process
+// or a library file.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "probes/resolver.h"
+
+namespace slowburn::cli {
+
+namespace {
+
+std::string targets_text(const ProbeSpec& spec) {
+  std::string out;
+  for (const ProbeTarget& t : spec.targets) {
+    std::string symbols;
+    for (const std::string& s : t.symbols) symbols += (symbols.empty() ? "" : "|") + s;
+    out += fmt::format("{}{}:{}", out.empty() ? "" : ", ", t.library, symbols);
+  }
+  return out;
+}
+
+nlohmann::json resolution_json(const ProbeResolution& r) {
+  nlohmann::json j{{"probe", r.spec->name}, {"kind", call_kind_name(r.spec->kind)},
+                   {"state", r.resolved ? "resolved" : "unavailable"}};
+  if (r.resolved) {
+    j["library"] = r.library;
+    nlohmann::json sites = nlohmann::json::array();
+    for (const AttachSite& s : r.sites) {
+      nlohmann::json site{{"symbol", s.symbol}, {"address", s.address}, {"offset", s.file_offset}};
+      if (!s.demangled.empty()) site["demangled"] = s.demangled;
+      sites.push_back(std::move(site));
+    }
+    j["sites"] = std::move(sites);
+  } else {
+    j["reason"] = r.reason;
+  }
+  return j;
+}
+
+}  // namespace
+
+Command add_probes_command(CLI::App& app) {
+  struct Args {
+    int32_t pid = 0;
+    std::string library;
+    std::string proc_root = "/proc";
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand(
+      "probes",
+      "List the probe catalog; with --pid or --lib, where each probe attaches (library, symbol, offset) or why "
+      "it cannot.\n\nExamples:\n"
+      "  slowburn probes\n  slowburn probes --pid 4242\n"
+      "  slowburn probes --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
+  auto* pid = sub->add_option("--pid", args->pid, "Resolve in this process (the libraries it loaded)");
+  sub->add_option("--lib", args->library, "Resolve in this library file")->excludes(pid);
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
+  sub->add_flag("--json", args->json, "One JSON object per probe");
+  return {sub, [args] {
+            const auto& catalog = probe_catalog();
+            if (args->pid == 0 && args->library.empty()) {
+              for (const ProbeSpec& spec : catalog) {
+                if (args->json)
+                  std::cout << nlohmann::json{{"probe", spec.name},
+                                              {"kind", call_kind_name(spec.kind)},
+                                              {"targets", targets_text(spec)},
+                                              {"description", spec.description}}
+                                   .dump()
+                            << '\n';
+                else
+                  std::cout << fmt::format("{:<26} {:<15} {}\n", spec.name, call_kind_name(spec.kind),
+                                           targets_text(spec));
+              }
+              return 0;
+            }
+            std::vector<MapEntry> maps;
+            if (args->pid) {
+              auto read = read_process_maps(args->proc_root, args->pid);
+              if (!read) return fail(make_error("{} (does pid {} exist? other users' processes need root)",
+                                                read.error().message, args->pid));
+              maps = std::move(*read);
+            }
+            SymbolCache cache;
+            for (const ProbeSpec& spec : catalog) {
+              ProbeResolution r = args->pid ? resolve_in_process(spec, args->proc_root, args->pid, maps, cache)
+                                            : resolve_in_file(spec, args->library, cache);
+              if (args->json) {
+                std::cout << resolution_json(r).dump() << '\n';
+                continue;
+              }
+              if (!r.resolved) {
+                std::cout << fmt::format("{:<26} {:<11} {}\n", spec.name, "unavailable", r.reason);
+                continue;
+              }
+              for (const AttachSite& s : r.sites)
+                std::cout << fmt::format("{:<26} {:<11} {} {}+0x{:x}\n", spec.name, "resolved", r.library,
+                                         s.symbol, s.file_offset);
+            }
+            return 0;
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,60 @@
+// slowburn ranks: the rank processes on this node, from their environment.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "procfs/ranks.h"
+
+namespace slowburn::cli {
+
+namespace {
+std::string or_dash(const std::optional<int>& v) { return v ? std::to_string(*v) : "-"; }
+std::string or_dash(const std::string& v) { return v.empty() ? "-" : v; }
+
+nlohmann::json to_json(const RankIdentity& r) {
+  auto opt = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"pid", r.pid},       {"rank", r.rank},         {"local_rank", opt(r.local_rank)},
+          {"world_size", opt(r.world_size)}, {"launcher", r.launcher}, {"job", r.job},
+          {"host", r.host},     {"command", r.command},   {"cuda_visible_devices", r.cuda_visible_devices},
+          {"nccl_ib_hca", r.nccl_ib_hca}};
+}
+}  // namespace
+
+Command add_ranks_command(CLI::App& app) {
+  struct Args {
+    bool json = false;
+    std::string proc_root = "/proc";
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand(
+      "ranks",
+      "List the rank processes on this node (OMPI_COMM_WORLD_*, PMIX_RANK, PMI_RANK, SLURM_PROCID, "
+      "RANK/LOCAL_RANK/WORLD_SIZE in /proc/PID/environ).\n\nExamples:\n"
+      "  slowburn ranks\n  slowburn ranks --json | jq .pid");
+  sub->add_flag("--json", args->json, "One JSON object per rank");
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
+  return {sub, [args] {
+            auto ranks = discover_ranks(args->proc_root, getpid());
+            if (args->json) {
+              for (const RankIdentity& r : ranks) std::cout << to_json(r).dump() << '\n';
+              return 0;
+            }
+            if (ranks.empty()) {
+              std::cout << fmt::format("No rank processes found (looked for {}).\n", rank_variable_names());
+              if (geteuid() != 0) std::cout << "Not root: other users' processes are invisible; run as root.\n";
+              return 0;
+            }
+            std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", "PID", "RANK",
+                                     "LOCAL", "SIZE", "LAUNCHER", "JOB", "GPUS", "NICS", "COMMAND");
+            for (const RankIdentity& r : ranks)
+              std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", r.pid, r.rank,
+                                       or_dash(r.local_rank), or_dash(r.world_size), r.launcher, or_dash(r.job),
+                                       or_dash(r.cuda_visible_devices), or_dash(r.nccl_ib_hca), r.command);
+            return 0;
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,72 @@
+// slowburn trace: an ad-hoc session on every rank of the node.
+#include <cstdio>
+#include <regex>
+
+#include "cli/command.h"
+#include "session/trace_session.h"
+
+namespace slowburn::cli {
+
+namespace {
+struct TraceArgs {
+  TraceOptions options;
+  std::string library;
+  std::string proc_root = "/proc";
+  std::string persistence = "3/5";
+  double window_ms = 500;
+  bool json = false;
+};
+
+Result<void> apply(TraceArgs& args) {
+  std::smatch m;
+  static const std::regex kMofN(R"((\d+)/(\d+))");
+  if (!std::regex_match(args.persistence, m, kMofN) || std::stoi(m[1]) < 1 || std::stoi(m[1]) > std::stoi(m[2]))
+    return make_error("--persistence '{}' is not M/N with 1 <= M <= N (e.g. 3/5)", args.persistence);
+  args.options.detector.persistence_m = std::stoi(m[1]);
+  args.options.detector.persistence_n = std::stoi(m[2]);
+  args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
+  if (!args.library.empty()) args.options.library = args.library;
+  args.options.proc_root = args.proc_root;
+  return {};
+}
+}  // namespace
+
+Command add_trace_command(CLI::App& app) {
+  auto args = std::make_shared<TraceArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "trace",
+      "Trace collective calls of every rank on this node: live per-rank table, log2 histograms, straggler "
+      "verdict.\n\nExamples:\n"
+      "  slowburn trace                         # every rank, every probe, until Ctrl-C\n"
+      "  slowburn trace -d 30 -i 2              # 30 s, table every 2 s\n"
+      "  slowburn trace --probe 'mpi.*' --pid 4242 --pid 4243\n"
+      "  slowburn trace --json | jq 'select(.kind==\"finding\")'");
+  TraceOptions& o = args->options;
+  sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)");
+  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
+  sub->add_option("--lib", args->library, "Attach in this library file instead of the one each rank loaded");
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(CLI::NonNegativeNumber);
+  sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist}");
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")->capture_default_str();
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  detector->add_option("--window-ms", args->window_ms, "Window length")->check(CLI::PositiveNumber)->capture_default_str();
+  detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness")->capture_default_str();
+  detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
+  detector->add_option("--min-blame-share", o.detector.min_blame_share,
+                       "Effect-size floor: blame as a share of the window")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  return {sub, [args] {
+            if (auto ok = apply(*args); !ok) return fail(ok.error());
+            const auto& stop = install_stop_handlers();
+            auto sink = make_stdout_sink(args->json);
+            if (!args->json)
+              std::printf("Tracing collective calls... Hit Ctrl-C to end.\n");
+            auto result = run_trace(args->options, *sink, stop);
+            if (!result) return fail(result.error());
+            return 0;
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,38 @@
+// Subcommands register themselves on the CLI11 app and hand back what to run
+// when they are chosen. Only the CLI knows about argv and exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "sinks/sink.h"
+
+namespace slowburn::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_trace_command(CLI::App& app);
+Command add_probes_command(CLI::App& app);
+Command add_ranks_command(CLI::App& app);
+Command add_demo_command(CLI::App& app);
+Command add_funclat_command(CLI::App& app);  // tools/funclat.cpp
+
+// Prints "slowburn: <message>" on stderr; returns the exit code for errors.
+int fail(const Error& error);
+
+// The text or JSON-lines sink on stdout.
+std::unique_ptr<Sink> make_stdout_sink(bool json);
+
+// Ctrl-C / SIGTERM: set once handlers are installed, read by sessions.
+const std::atomic<bool>& install_stop_handlers();
+
+}  // namespace slowburn::cli

@@ -1,0 +1,47 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "cli/command.h"
+#include "session/trace_session.h"
+#include "sinks/json_sink.h"
+#include "sinks/text_sink.h"
+
+namespace slowburn::cli {
+
+namespace {
+std::atomic<bool> g_stop{false};
+
+void on_stop_signal(int) { g_stop.store(true); }
+
+std::string hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+}  // namespace
+
+int fail(const Error& error) {
+  std::cerr << "slowburn: " << error.message << '\n';
+  return 1;
+}
+
+std::unique_ptr<Sink> make_stdout_sink(bool json) {
+  if (json) return std::make_unique<JsonSink>(std::cout, hostname(), wall_offset_ns());
+  return std::make_unique<TextSink>(std::cout);
+}
+
+const std::atomic<bool>& install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: the poll returns, the loop sees the flag
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  return g_stop;
+}
+
+}  // namespace slowburn::cli

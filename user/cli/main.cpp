@@ -1,0 +1,48 @@
+// slowburn: find the straggler in a synchronised training job, and why.
+#include <bpf/libbpf.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace {
+
+bool g_verbose = false;
+
+int print_libbpf(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG && !g_verbose) return 0;
+  if (level == LIBBPF_INFO && !g_verbose) return 0;
+  return vfprintf(stderr, format, args);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "slowburn: names the straggler rank of a synchronised training job (the one that arrives last, not the "
+      "ones that wait longest) from eBPF uprobes on collective-library calls.\n\n"
+      "Examples:\n"
+      "  slowburn ranks                          # rank processes on this node\n"
+      "  slowburn probes --pid 4242              # where each probe attaches in a rank\n"
+      "  slowburn trace -d 30                    # trace every rank for 30 s, name the straggler\n"
+      "  slowburn trace --probe 'mpi.*' --json   # JSON lines\n"
+      "  slowburn funclat /usr/lib/x86_64-linux-gnu/libmpi.so.40:MPI_Allreduce\n"
+      "  slowburn demo                           # a 4-rank MPI job with one slow rank, traced live",
+      "slowburn"};
+  app.require_subcommand(1);
+  app.add_flag("-v,--verbose", g_verbose, "Show libbpf's debug output");
+  app.set_version_flag("--version", "slowburn 0.1.0");
+
+  std::vector<slowburn::cli::Command> commands = {
+      slowburn::cli::add_trace_command(app),  slowburn::cli::add_probes_command(app),
+      slowburn::cli::add_ranks_command(app),  slowburn::cli::add_funclat_command(app),
+      slowburn::cli::add_demo_command(app),
+  };
+  CLI11_PARSE(app, argc, argv);
+  libbpf_set_print(print_libbpf);
+  for (const auto& command : commands)
+    if (command.app->parsed()) return command.run();
+  return 2;
+}

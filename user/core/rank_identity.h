@@ -1,0 +1,24 @@
+// Who a traced process is in its job. The one rank-identity type: every layer
+// (detector, sinks, CLI) names a rank through this.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace slowburn {
+
+struct RankIdentity {
+  int32_t pid = 0;
+  int rank = -1;                  // global rank
+  std::optional<int> local_rank;  // rank on this node
+  std::optional<int> world_size;
+  std::string launcher;  // where the rank came from: openmpi, pmix, pmi, torchrun, slurm
+  std::string job;       // the launcher's job id ("" when it sets none)
+  std::string host;
+  std::string command;
+  std::string cuda_visible_devices;  // GPU hint
+  std::string nccl_ib_hca;           // NIC hint
+};
+
+}  // namespace slowburn

@@ -1,0 +1,124 @@
+/*
+ * The demo workload: a barrier-synchronised OpenMPI job shaped like a
+ * data-parallel training step: compute, then MPI_Allgather, then
+ * MPI_Allreduce. One rank can be given more compute per step (--slow-rank,
+ * --slowdown): the straggler slowburn must name.
+ *
+ * Compute is a fixed amount of arithmetic, the same on every rank (rank 0
+ * calibrates it and broadcasts it), scaled on the slow rank: a slower rank
+ * does more work, as a rank on a throttled or contended device does.
+ *
+ *   slowburn-mpi-workload [--slow-rank R] [--slowdown F] [--compute-us C]
+ *                         [--seconds S] [--steps N]
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A dependent chain the compiler cannot fold away. */
+static uint64_t work(uint64_t iterations, uint64_t seed)
+{
+	uint64_t x = seed | 1;
+
+	for (uint64_t i = 0; i < iterations; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return x;
+}
+
+static uint64_t calibrate_iterations_per_us(void)
+{
+	uint64_t n = 1 << 16;
+	double elapsed;
+	volatile uint64_t sink;
+
+	for (;;) {
+		double start = now_s();
+
+		sink = work(n, 7);
+		elapsed = now_s() - start;
+		if (elapsed > 0.02)
+			break;
+		n *= 2;
+	}
+	(void)sink;
+	return (uint64_t)(n / (elapsed * 1e6)) + 1;
+}
+
+int main(int argc, char **argv)
+{
+	int slow_rank = -1, rank, size;
+	double slowdown = 1.0, seconds = 60, compute_us = 3000;
+	long steps = -1;
+	uint64_t per_us, iterations, acc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--slow-rank") && i + 1 < argc)
+			slow_rank = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--slowdown") && i + 1 < argc)
+			slowdown = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--compute-us") && i + 1 < argc)
+			compute_us = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+			steps = atol(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--compute-us C] "
+					"[--seconds S] [--steps N]\n", argv[0]);
+			return 2;
+		}
+	}
+	signal(SIGTERM, on_term);
+	signal(SIGINT, on_term);
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+	per_us = rank == 0 ? calibrate_iterations_per_us() : 0;
+	MPI_Bcast(&per_us, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	iterations = (uint64_t)(per_us * compute_us);
+	if (rank == slow_rank)
+		iterations = (uint64_t)(iterations * slowdown);
+
+	double start = now_s();
+	double *gathered = calloc((size_t)size, sizeof(double));
+	for (long step = 0; steps < 0 || step < steps; step++) {
+		double mine, sums[2], local[2];
+
+		acc ^= work(iterations, acc + (uint64_t)step);
+		mine = (double)(acc & 0xffff);
+		MPI_Allgather(&mine, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+		/* Rank 0 decides when to stop; everyone learns it in the same step. */
+		local[0] = gathered[0];
+		local[1] = rank == 0 && (stop_requested || now_s() - start > seconds);
+		MPI_Allreduce(local, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		if (sums[1] > 0 || stop_requested)
+			break;
+	}
+	if (rank == 0)
+		printf("workload done after %.1f s\n", now_s() - start);
+	free(gathered);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,71 @@
+#include "detect/aligner.h"
+
+#include <algorithm>
+
+namespace slowburn {
+
+void CollectiveAligner::add_participant(int32_t pid) { queues_.try_emplace(pid); }
+
+void CollectiveAligner::remove_participant(int32_t pid) {
+  auto it = queues_.find(pid);
+  if (it == queues_.end()) return;
+  discarded_ += it->second.size();
+  queues_.erase(it);
+}
+
+void CollectiveAligner::add(const RankCall& call) {
+  auto& queue = queues_[call.pid];
+  queue.push_back(call);
+  // Bounded: a participant that others never match (not in this
+  // communicator) must not grow memory without limit.
+  if (queue.size() > max_queue_) {
+    queue.pop_front();
+    ++discarded_;
+  }
+}
+
+std::vector<CollectiveInstance> CollectiveAligner::take_ready() {
+  std::vector<CollectiveInstance> ready;
+  if (queues_.size() < 2) return ready;
+  for (;;) {
+    uint64_t max_entry = 0;
+    uint64_t min_exit = UINT64_MAX;
+    std::deque<RankCall>* first_out = nullptr;
+    for (auto& [pid, queue] : queues_) {
+      if (queue.empty()) return ready;  // wait for every participant
+      const RankCall& head = queue.front();
+      max_entry = std::max(max_entry, head.entry_ns);
+      if (head.exit_ns < min_exit) {
+        min_exit = head.exit_ns;
+        first_out = &queue;
+      }
+    }
+    if (max_entry > min_exit) {
+      // That call ended before another rank's call began: not one instance.
+      first_out->pop_front();
+      ++discarded_;
+      continue;
+    }
+    CollectiveInstance instance;
+    instance.release_ns = min_exit;
+    instance.calls.reserve(queues_.size());
+    for (auto& [pid, queue] : queues_) {
+      instance.calls.push_back(queue.front());
+      queue.pop_front();
+    }
+    ready.push_back(std::move(instance));
+  }
+}
+
+std::vector<int32_t> CollectiveAligner::idle_participants(uint64_t cutoff_ns) const {
+  bool others_waiting = false;
+  for (const auto& [pid, queue] : queues_)
+    if (!queue.empty() && queue.front().exit_ns < cutoff_ns) others_waiting = true;
+  std::vector<int32_t> idle;
+  if (!others_waiting) return idle;
+  for (const auto& [pid, queue] : queues_)
+    if (queue.empty()) idle.push_back(pid);
+  return idle;
+}
+
+}  // namespace slowburn

@@ -1,0 +1,66 @@
+// What the straggler detector produces: per-window statistics per (probe,
+// rank), and findings that name a culprit with its evidence and cost.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rank_identity.h"
+#include "probes/catalog.h"
+
+namespace slowburn {
+
+struct RankWindowStats {
+  RankIdentity identity;
+  uint64_t calls = 0;  // completed calls in the window
+  std::optional<double> wait_p50_ns;
+  std::optional<double> wait_p99_ns;
+  // Synchronizing collectives only (aligned across ranks):
+  uint64_t instances = 0;  // aligned instances this rank took part in
+  std::optional<double> lateness_median_ns;  // entry - median entry over ranks
+  std::optional<double> gap_median_ns;       // entry - previous traced exit
+  double blame_ns = 0;        // sum of (last arrival - second-to-last), when last
+  double blame_share = 0;     // blame over the window's elapsed time
+  double last_fraction = 0;   // share of instances where this rank arrived last
+  std::optional<double> z_lateness;  // robust z across ranks (>= 3 ranks)
+  std::optional<double> z_gap;
+  double cusum_gap = 0;  // upper CUSUM of z_gap over windows
+  bool flagged = false;  // passed every test in this window
+};
+
+struct WindowReport {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t probe_id = 0;
+  std::string probe;
+  CallKind kind = CallKind::function;
+  uint64_t instances = 0;  // aligned instances (synchronizing probes)
+  std::vector<RankWindowStats> ranks;
+};
+
+struct Finding {
+  std::string type;      // "straggler" or "hang"
+  std::string detector;  // "persistence", "cusum" or "in-flight"
+  RankIdentity culprit;
+  std::string probe;  // the collective carrying the signal
+  uint64_t detected_ns = 0;
+  // Evidence (straggler):
+  double lateness_median_ns = 0;
+  double blame_share = 0;
+  double last_fraction = 0;
+  std::optional<double> z_lateness;
+  std::optional<double> z_gap;
+  int windows_flagged = 0;
+  int windows_considered = 0;
+  // Evidence (hang): who waits, for how long.
+  std::vector<int> waiting_ranks;
+  uint64_t waited_ns = 0;
+  // Cost: how much sooner the collectives would have started without it.
+  uint64_t cost_ns = 0;
+  double cost_share = 0;  // of the traced time
+  std::string summary;    // one line, culprit first
+};
+
+}  // namespace slowburn

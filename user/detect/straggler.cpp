@@ -1,0 +1,487 @@
+#include "detect/straggler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/format.h"
+#include "stats/robust.h"
+
+namespace slowburn {
+
+namespace {
+constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
+
+std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pid {})", id.rank, id.pid); }
+
+}  // namespace
+
+struct StragglerDetector::RankAccum {
+  uint64_t calls = 0;
+  std::vector<double> waits_ns;
+  uint64_t instances = 0;
+  std::vector<double> lateness_ns;
+  std::vector<double> gaps_ns;
+  double blame_ns = 0;
+  uint64_t last_count = 0;
+};
+
+struct StragglerDetector::ProbeAccum {
+  uint64_t instances = 0;
+  std::map<int32_t, RankAccum> ranks;
+};
+
+struct StragglerDetector::Window {
+  uint64_t index = 0;
+  std::map<uint32_t, ProbeAccum> probes;
+};
+
+struct StragglerDetector::ProbeState {
+  ProbeInfo info;
+  CollectiveAligner aligner;
+  std::map<int32_t, Cusum> cusum;
+  std::map<int32_t, uint64_t> total_blame_ns;
+};
+
+StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes)
+    : config_(config) {
+  for (ProbeInfo& info : probes) {
+    auto state = std::make_unique<ProbeState>();
+    state->info = std::move(info);
+    probes_.emplace(state->info.id, std::move(state));
+  }
+}
+
+StragglerDetector::~StragglerDetector() = default;
+
+void StragglerDetector::add_rank(const RankIdentity& rank) {
+  ranks_[rank.pid] = rank;
+  // Every rank takes part in every synchronizing probe until it shows that it
+  // does not (see CollectiveAligner::idle_participants): otherwise the first
+  // ranks to report would form instances without the later ones.
+  for (auto& [id, state] : probes_)
+    if (state->info.kind == CallKind::synchronizing) state->aligner.add_participant(rank.pid);
+}
+
+void StragglerDetector::remove_rank(int32_t pid, DetectorOutput& out) {
+  auto it = ranks_.find(pid);
+  if (it == ranks_.end()) return;
+  out.notes.push_back(fmt::format("{} exited", rank_label(it->second)));
+  for (auto& [id, state] : probes_) state->aligner.remove_participant(pid);
+  ranks_.erase(it);
+}
+
+StragglerDetector::Window& StragglerDetector::window_for(uint64_t ts_ns) {
+  uint64_t index = ts_ns / config_.window_ns;
+  if (index < closed_before_index_) {
+    // Arrived after its window closed: count it in the oldest open one.
+    ++counters_.late_calls;
+    index = windows_.empty() ? closed_before_index_ : windows_.begin()->first;
+  }
+  auto& slot = windows_[index];
+  if (!slot) {
+    slot = std::make_unique<Window>();
+    slot->index = index;
+  }
+  return *slot;
+}
+
+void StragglerDetector::ingest(const CallEvent& call) {
+  auto rank = ranks_.find(static_cast<int32_t>(call.pid));
+  auto probe = probes_.find(call.probe_id);
+  if (rank == ranks_.end() || probe == probes_.end()) {
+    ++counters_.unknown_process;
+    return;
+  }
+  ++counters_.calls;
+  if (first_ns_ == 0 || call.entry_ns < first_ns_) first_ns_ = call.entry_ns;
+  last_ns_ = std::max(last_ns_, call.exit_ns);
+
+  uint64_t seq_key = (uint64_t{call.tid} << 32) | call.probe_id;
+  auto [seq_it, first_call] = last_seq_.try_emplace(seq_key, call.seq);
+  if (!first_call) {
+    if (call.seq > seq_it->second + 1) counters_.sequence_gaps += call.seq - seq_it->second - 1;
+    seq_it->second = call.seq;
+  }
+
+  std::optional<uint64_t> gap_ns;
+  auto [exit_it, first_exit] = last_exit_by_tid_.try_emplace(call.tid, call.exit_ns);
+  if (!first_exit) {
+    if (call.entry_ns >= exit_it->second) gap_ns = call.entry_ns - exit_it->second;
+    exit_it->second = call.exit_ns;
+  }
+
+  RankAccum& accum = window_for(call.exit_ns).probes[call.probe_id].ranks[rank->first];
+  ++accum.calls;
+  accum.waits_ns.push_back(static_cast<double>(call.duration_ns()));
+
+  ProbeState& state = *probe->second;
+  if (state.info.kind != CallKind::synchronizing) return;
+  if (!state.aligner.has_participant(rank->first)) state.aligner.add_participant(rank->first);
+  state.aligner.add({rank->first, call.entry_ns, call.exit_ns, gap_ns});
+  for (const CollectiveInstance& instance : state.aligner.take_ready())
+    account_instance(call.probe_id, instance);
+}
+
+void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInstance& instance) {
+  ++counters_.instances;
+  ProbeState& state = *probes_.at(probe_id);
+  ProbeAccum& accum = window_for(instance.release_ns).probes[probe_id];
+  ++accum.instances;
+
+  std::vector<double> entries;
+  entries.reserve(instance.calls.size());
+  for (const RankCall& call : instance.calls) entries.push_back(static_cast<double>(call.entry_ns));
+  double median_entry = *median(entries);
+
+  // The last to arrive is blamed for how much later than the second-to-last
+  // it came: how much sooner the collective would have started without it.
+  const RankCall* last = nullptr;
+  const RankCall* second = nullptr;
+  for (const RankCall& call : instance.calls) {
+    if (!last || call.entry_ns > last->entry_ns) {
+      second = last;
+      last = &call;
+    } else if (!second || call.entry_ns > second->entry_ns) {
+      second = &call;
+    }
+  }
+  for (const RankCall& call : instance.calls) {
+    RankAccum& rank = accum.ranks[call.pid];
+    ++rank.instances;
+    rank.lateness_ns.push_back(static_cast<double>(call.entry_ns) - median_entry);
+    if (call.gap_ns) rank.gaps_ns.push_back(static_cast<double>(*call.gap_ns));
+  }
+  if (last && second) {
+    uint64_t blame = last->entry_ns - second->entry_ns;
+    RankAccum& rank = accum.ranks[last->pid];
+    rank.blame_ns += static_cast<double>(blame);
+    ++rank.last_count;
+    state.total_blame_ns[last->pid] += blame;
+  }
+}
+
+WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id,
+                                         const ProbeAccum& accum, uint64_t elapsed_ns) {
+  ProbeState& state = *probes_.at(probe_id);
+  WindowReport report;
+  report.start_ns = window.index * config_.window_ns;
+  report.end_ns = report.start_ns + config_.window_ns;
+  report.probe_id = probe_id;
+  report.probe = state.info.name;
+  report.kind = state.info.kind;
+  report.instances = accum.instances;
+
+  for (const auto& [pid, rank] : accum.ranks) {
+    RankWindowStats stats;
+    auto id = ranks_.find(pid);
+    stats.identity = id != ranks_.end() ? id->second : RankIdentity{pid, -1, {}, {}, {}, {}, {}, {}, {}, {}};
+    stats.calls = rank.calls;
+    stats.wait_p50_ns = quantile(rank.waits_ns, 0.50);
+    stats.wait_p99_ns = quantile(rank.waits_ns, 0.99);
+    stats.instances = rank.instances;
+    stats.lateness_median_ns = median(rank.lateness_ns);
+    stats.gap_median_ns = median(rank.gaps_ns);
+    stats.blame_ns = rank.blame_ns;
+    stats.blame_share = elapsed_ns ? rank.blame_ns / static_cast<double>(elapsed_ns) : 0;
+    stats.last_fraction =
+        rank.instances ? static_cast<double>(rank.last_count) / static_cast<double>(rank.instances) : 0;
+    report.ranks.push_back(std::move(stats));
+  }
+  if (state.info.kind != CallKind::synchronizing || report.ranks.size() < 2) return report;
+
+  // Robust z of each rank's median against its peers' per-call values: with
+  // a handful of ranks, a MAD over one median per rank mostly measures how
+  // the healthy ranks happen to spread; the peers' calls measure how much a
+  // rank's arrival normally varies. Fewer than 3 ranks: no z at all.
+  std::vector<const RankAccum*> accums;
+  for (const auto& [pid, rank] : accum.ranks) accums.push_back(&rank);
+  size_t aligned_count = 0;
+  for (const RankWindowStats& stats : report.ranks) aligned_count += stats.lateness_median_ns.has_value();
+  if (aligned_count >= 3) {
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      std::vector<double> peer_lateness, peer_gaps;
+      for (size_t j = 0; j < accums.size(); ++j) {
+        if (j == i) continue;
+        peer_lateness.insert(peer_lateness.end(), accums[j]->lateness_ns.begin(), accums[j]->lateness_ns.end());
+        peer_gaps.insert(peer_gaps.end(), accums[j]->gaps_ns.begin(), accums[j]->gaps_ns.end());
+      }
+      RankWindowStats& stats = report.ranks[i];
+      if (stats.lateness_median_ns) stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peer_lateness);
+      if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps);
+    }
+  }
+
+  // The candidate: most blame; the runner-up bounds how unique it is.
+  RankWindowStats* worst = nullptr;
+  double runner_up_blame = 0;
+  for (RankWindowStats& stats : report.ranks) {
+    if (!worst || stats.blame_ns > worst->blame_ns) {
+      if (worst) runner_up_blame = std::max(runner_up_blame, worst->blame_ns);
+      worst = &stats;
+    } else {
+      runner_up_blame = std::max(runner_up_blame, stats.blame_ns);
+    }
+  }
+  bool enough = accum.instances >= config_.min_instances && aligned_count >= 2;
+  bool unique = worst && worst->blame_ns > 0 && worst->blame_ns >= config_.uniqueness_ratio * runner_up_blame;
+  bool last_often = worst && worst->last_fraction >= config_.min_last_fraction;
+  // Lateness and compute gap are two views of arriving last; on a loaded
+  // node the previous release skews lateness, the gap is immune to that.
+  bool z_ok = worst && (aligned_count < 3 || (worst->z_lateness && *worst->z_lateness >= config_.z_threshold) ||
+                        (worst->z_gap && *worst->z_gap >= config_.z_threshold));
+
+  // CUSUM input: how much longer this rank computes than its peers, as a
+  // share of the step period, in units of cusum_unit_share. Normalising by
+  // the step, not by the peers' spread, keeps a microsecond-scale gap before
+  // a back-to-back collective (tiny, but with a tinier MAD) from alarming.
+  double step_ns = accum.instances ? static_cast<double>(elapsed_ns) / static_cast<double>(accum.instances) : 0;
+  for (size_t i = 0; enough && step_ns > 0 && i < report.ranks.size(); ++i) {
+    RankWindowStats& stats = report.ranks[i];
+    std::vector<double> peer_gaps;
+    for (size_t j = 0; j < accums.size(); ++j)
+      if (j != i) peer_gaps.insert(peer_gaps.end(), accums[j]->gaps_ns.begin(), accums[j]->gaps_ns.end());
+    auto peer_median = median(peer_gaps);
+    if (!stats.gap_median_ns || !peer_median) continue;
+    Cusum& cusum = state.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision)
+                       .first->second;
+    double excess_share = (*stats.gap_median_ns - *peer_median) / step_ns;
+    cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
+    stats.cusum_gap = cusum.statistic();
+  }
+  if (enough && unique && last_often && z_ok && worst->blame_share >= config_.min_blame_share)
+    worst->flagged = true;
+  return report;
+}
+
+void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOutput& out) {
+  uint64_t start = window.index * config_.window_ns;
+  uint64_t end = start + config_.window_ns;
+  // Traced time inside this window: the first and last windows are partial.
+  uint64_t from = std::max(start, first_ns_);
+  uint64_t to = std::min(end, std::max(now_ns, from));
+  uint64_t elapsed = to > from ? to - from : 0;
+
+  std::map<int32_t, std::pair<const WindowReport*, const RankWindowStats*>> flagged;
+  std::set<int32_t> evaluated_ranks;
+  size_t first_report = out.windows.size();
+  for (const auto& [probe_id, accum] : window.probes)
+    out.windows.push_back(evaluate(window, probe_id, accum, elapsed));
+
+  for (size_t i = first_report; i < out.windows.size(); ++i) {
+    const WindowReport& report = out.windows[i];
+    if (report.kind != CallKind::synchronizing || report.instances < config_.min_instances) continue;
+    for (const RankWindowStats& stats : report.ranks) {
+      evaluated_ranks.insert(stats.identity.pid);
+      if (!stats.flagged) continue;
+      auto& best = flagged[stats.identity.pid];
+      if (!best.second || stats.blame_share > best.second->blame_share) best = {&report, &stats};
+    }
+    // Slow onset: CUSUM alarm on a unique worst rank above the lower floor.
+    ProbeState& state = *probes_.at(report.probe_id);
+    for (const RankWindowStats& stats : report.ranks) {
+      auto cusum = state.cusum.find(stats.identity.pid);
+      if (cusum == state.cusum.end() || !cusum->second.alarmed() || stats.flagged ||
+          active_findings_.contains(stats.identity.pid))
+        continue;
+      bool worst = std::all_of(report.ranks.begin(), report.ranks.end(), [&](const RankWindowStats& o) {
+        return &o == &stats || stats.blame_ns >= config_.uniqueness_ratio * o.blame_ns;
+      });
+      if (!worst || stats.blame_share < config_.cusum_min_blame_share ||
+          stats.last_fraction < config_.min_last_fraction)
+        continue;
+      Finding f;
+      f.type = "straggler";
+      f.detector = "cusum";
+      f.culprit = stats.identity;
+      f.probe = report.probe;
+      f.detected_ns = now_ns;
+      f.lateness_median_ns = stats.lateness_median_ns.value_or(0);
+      f.blame_share = stats.blame_share;
+      f.last_fraction = stats.last_fraction;
+      f.z_lateness = stats.z_lateness;
+      f.z_gap = stats.z_gap;
+      f.windows_flagged = 0;
+      f.windows_considered = 0;
+      active_findings_.insert(stats.identity.pid);
+      raise_finding(std::move(f), out);
+    }
+  }
+  for (int32_t pid : evaluated_ranks) {
+    auto it = flagged.find(pid);
+    update_persistence(pid, it != flagged.end(), it != flagged.end() ? it->second.first : nullptr,
+                       it != flagged.end() ? it->second.second : nullptr, now_ns, out);
+  }
+}
+
+void StragglerDetector::update_persistence(int32_t pid, bool flagged, const WindowReport* report,
+                                           const RankWindowStats* evidence, uint64_t now_ns,
+                                           DetectorOutput& out) {
+  std::deque<bool>& history = history_[pid];
+  history.push_back(flagged);
+  while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
+  int count = static_cast<int>(std::count(history.begin(), history.end(), true));
+  // Cleared once neither test holds any more: a recurrence is a new finding.
+  bool onset = std::any_of(probes_.begin(), probes_.end(), [&](const auto& probe) {
+    auto it = probe.second->cusum.find(pid);
+    return it != probe.second->cusum.end() && it->second.alarmed();
+  });
+  if (count == 0 && !onset) active_findings_.erase(pid);
+  if (!flagged || count < config_.persistence_m || active_findings_.contains(pid)) return;
+
+  Finding f;
+  f.type = "straggler";
+  f.detector = "persistence";
+  f.culprit = evidence->identity;
+  f.probe = report->probe;
+  f.detected_ns = now_ns;
+  f.lateness_median_ns = evidence->lateness_median_ns.value_or(0);
+  f.blame_share = evidence->blame_share;
+  f.last_fraction = evidence->last_fraction;
+  f.z_lateness = evidence->z_lateness;
+  f.z_gap = evidence->z_gap;
+  f.windows_flagged = count;
+  f.windows_considered = static_cast<int>(history.size());
+  active_findings_.insert(pid);
+  raise_finding(std::move(f), out);
+}
+
+uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
+  auto probe = probes_.find(probe_id);
+  if (probe == probes_.end()) return 0;
+  auto it = probe->second->total_blame_ns.find(pid);
+  return it == probe->second->total_blame_ns.end() ? 0 : it->second;
+}
+
+void StragglerDetector::raise_finding(Finding finding, DetectorOutput& out) {
+  findings_.push_back(std::move(finding));
+  // Cost and summary as of now; findings() refreshes both later.
+  out.findings.push_back(findings().back());
+}
+
+std::vector<Finding> StragglerDetector::findings() const {
+  std::vector<Finding> result = findings_;
+  uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
+  for (Finding& f : result) {
+    if (f.type != "straggler") continue;
+    for (const auto& [id, state] : probes_) {
+      if (state->info.name != f.probe) continue;
+      f.cost_ns = blame_ns(id, f.culprit.pid);
+    }
+    f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
+    f.summary = straggler_summary(f);
+  }
+  return result;
+}
+
+std::string StragglerDetector::straggler_summary(const Finding& f) const {
+  std::string z = f.z_lateness || f.z_gap
+                      ? fmt::format(" (robust z: lateness {}, compute gap {})",
+                                    f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",
+                                    f.z_gap ? fmt::format("{:.1f}", *f.z_gap) : "-")
+                      : std::string(" (no z: fewer than 3 ranks)");
+  std::string persistence =
+      f.detector == "persistence"
+          ? fmt::format("flagged in {} of the last {} windows", f.windows_flagged, f.windows_considered)
+          : std::string("sustained compute-gap excess (CUSUM)");
+  return fmt::format(
+      "{} is the straggler: arrives last in {:.0f}% of {} calls, {} after the median rank{}; "
+      "blame {:.0f}% of the window; {}; the job lost {} waiting for it ({:.1f}% of traced time)",
+      rank_label(f.culprit), f.last_fraction * 100, f.probe, format_ns(f.lateness_median_ns), z,
+      f.blame_share * 100, persistence, format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
+}
+
+DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
+  DetectorOutput out;
+  // Ranks that others completed collectives without: not in this
+  // communicator (or not attached). They stop holding instances back.
+  if (now_ns > config_.idle_ns) {
+    for (auto& [id, state] : probes_) {
+      if (state->info.kind != CallKind::synchronizing) continue;
+      for (int32_t pid : state->aligner.idle_participants(now_ns - config_.idle_ns)) {
+        state->aligner.remove_participant(pid);
+        auto rank = ranks_.find(pid);
+        out.notes.push_back(fmt::format(
+            "{} made no {} call while the other ranks completed theirs for {}: aligning without it "
+            "(another communicator?)",
+            rank != ranks_.end() ? rank_label(rank->second) : fmt::format("pid {}", pid), state->info.name,
+            format_ns(static_cast<double>(config_.idle_ns))));
+      }
+      for (const CollectiveInstance& instance : state->aligner.take_ready()) account_instance(id, instance);
+    }
+  }
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    uint64_t end = (it->first + 1) * config_.window_ns;
+    if (end + config_.grace_ns > now_ns) break;
+    close_window(*it->second, now_ns, out);
+    closed_before_index_ = it->first + 1;
+    windows_.erase(it);
+  }
+  counters_.discarded_calls = 0;
+  for (const auto& [id, state] : probes_) counters_.discarded_calls += state->aligner.discarded_calls();
+  return out;
+}
+
+DetectorOutput StragglerDetector::finish(uint64_t now_ns) {
+  DetectorOutput out = advance(now_ns);
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    close_window(*it->second, now_ns, out);
+    closed_before_index_ = it->first + 1;
+    windows_.erase(it);
+  }
+  return out;
+}
+
+DetectorOutput StragglerDetector::check_in_flight(uint64_t now_ns, const std::vector<InFlightCall>& calls) {
+  DetectorOutput out;
+  for (const auto& [id, state] : probes_) {
+    if (state->info.kind != CallKind::synchronizing) continue;
+    std::map<int32_t, uint64_t> waiting_since;  // rank pid -> earliest entry still inside
+    for (const InFlightCall& call : calls) {
+      if (call.probe_id != id || !ranks_.contains(static_cast<int32_t>(call.tgid))) continue;
+      auto [it, inserted] = waiting_since.try_emplace(static_cast<int32_t>(call.tgid), call.entry_ns);
+      if (!inserted) it->second = std::min(it->second, call.entry_ns);
+    }
+    std::vector<int32_t> stuck, absent;
+    uint64_t longest = 0;
+    for (const auto& [pid, rank] : ranks_) {
+      auto it = waiting_since.find(pid);
+      if (it != waiting_since.end() && now_ns - it->second >= config_.hang_ns) {
+        stuck.push_back(pid);
+        longest = std::max(longest, now_ns - it->second);
+      } else if (it == waiting_since.end()) {
+        absent.push_back(pid);
+      }
+    }
+    // Everyone else waits inside the collective; the absent ranks hold it.
+    if (stuck.empty() || absent.empty() || stuck.size() + absent.size() != ranks_.size()) continue;
+    std::string key = state->info.name;
+    for (int32_t pid : absent) key += fmt::format(":{}", pid);
+    if (!reported_hangs_.insert(key).second) continue;
+    for (int32_t pid : absent) {
+      Finding f;
+      f.type = "hang";
+      f.detector = "in-flight";
+      f.culprit = ranks_.at(pid);
+      f.probe = state->info.name;
+      f.detected_ns = now_ns;
+      f.waited_ns = longest;
+      std::string waiting;
+      for (int32_t s : stuck) {
+        f.waiting_ranks.push_back(ranks_.at(s).rank);
+        waiting += (waiting.empty() ? "" : ", ") + std::to_string(ranks_.at(s).rank);
+      }
+      f.summary = fmt::format("{} never entered {}: rank(s) {} have waited inside it for {}",
+                              rank_label(f.culprit), f.probe, waiting,
+                              format_ns(static_cast<double>(longest)));
+      findings_.push_back(f);
+      out.findings.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace slowburn

@@ -1,0 +1,141 @@
+// The straggler detector: names the rank that arrives last, not the ranks
+// that wait longest. Pure: fed decoded calls and a clock, no BPF, no files.
+//
+// Per window and per synchronizing probe, every aligned instance charges
+// `blame` (last arrival - second-to-last arrival) to the rank that arrived
+// last. A rank is flagged in a window when, on some probe, all hold:
+//   - enough instances (min_instances) for the window to mean anything;
+//   - effect size: its blame is at least min_blame_share of the window;
+//   - it arrived last in at least min_last_fraction of the instances;
+//   - it is the unique worst: blame >= uniqueness_ratio x the runner-up's;
+//   - with 3+ ranks, the robust z of its median arrival lateness or of its
+//     median compute gap, against its peers' calls, is >= z_threshold.
+// A finding needs persistence: flagged in persistence_m of the last
+// persistence_n evaluated windows. Healthy jobs have systematic per-rank
+// asymmetries (collective algorithm, CPU placement) that give large z on
+// small MADs; the effect-size floor and uniqueness are what keep them quiet.
+//
+// Slow onsets: a per-(probe, rank) upper CUSUM of the rank's normalised
+// compute gap (its median gap minus its peers', as a share of the step
+// period, in units of cusum_unit_share) raises a finding ("cusum") when it
+// alarms while the rank is the unique worst with at least
+// cusum_min_blame_share, below the main floor.
+//
+// Hangs: when ranks sit inside a synchronizing collective for hang_ns while
+// others never entered it, the absent ranks are named ("in-flight").
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/rank_identity.h"
+#include "detect/aligner.h"
+#include "detect/report.h"
+#include "events/call_event.h"
+#include "probes/catalog.h"
+#include "stats/cusum.h"
+
+namespace slowburn {
+
+struct DetectorConfig {
+  uint64_t window_ns = 500'000'000;
+  uint64_t grace_ns = 200'000'000;  // wait this long for late records before closing a window
+  double z_threshold = 3.5;
+  int persistence_m = 3;
+  int persistence_n = 5;
+  double min_blame_share = 0.10;
+  double min_last_fraction = 0.5;
+  double uniqueness_ratio = 2.0;
+  uint64_t min_instances = 5;
+  double cusum_unit_share = 0.02;  // 1 CUSUM unit = a gap excess of 2% of the step
+  double cusum_allowance = 0.5;    // excesses under 1% of the step never accumulate
+  double cusum_decision = 20.0;    // a 4%-of-step excess alarms in ~7 windows, 2% in ~40
+  double cusum_min_blame_share = 0.05;
+  uint64_t idle_ns = 2'000'000'000;   // others completed calls this long ago without a rank
+  uint64_t hang_ns = 10'000'000'000;  // inside a collective this long while others are absent
+};
+
+struct DetectorCounters {
+  uint64_t calls = 0;
+  uint64_t unknown_process = 0;  // calls from a pid that is not a registered rank
+  uint64_t sequence_gaps = 0;    // calls missing between two recorded ones (lost records)
+  uint64_t discarded_calls = 0;  // calls that matched no instance across ranks
+  uint64_t late_calls = 0;       // arrived after their window closed: counted in a later one
+  uint64_t instances = 0;
+};
+
+struct DetectorOutput {
+  std::vector<WindowReport> windows;
+  std::vector<Finding> findings;
+  std::vector<std::string> notes;  // ranks leaving or rejoining alignment, exits
+};
+
+struct ProbeInfo {
+  uint32_t id = 0;
+  std::string name;
+  CallKind kind = CallKind::function;
+};
+
+class StragglerDetector {
+ public:
+  StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes);
+  ~StragglerDetector();
+
+  void add_rank(const RankIdentity& rank);
+  // The process exited: it leaves every alignment; its findings stay.
+  void remove_rank(int32_t pid, DetectorOutput& out);
+
+  void ingest(const CallEvent& call);
+
+  // Closes the windows that ended at least grace_ns before now_ns.
+  DetectorOutput advance(uint64_t now_ns);
+  // Hang check on the calls the kernel reports in flight.
+  DetectorOutput check_in_flight(uint64_t now_ns, const std::vector<InFlightCall>& calls);
+  // Closes every open window, the last one partial.
+  DetectorOutput finish(uint64_t now_ns);
+
+  // Every finding so far, costs brought up to date.
+  std::vector<Finding> findings() const;
+  const DetectorCounters& counters() const { return counters_; }
+  const DetectorConfig& config() const { return config_; }
+  // Total blame charged to a rank on a probe since tracing began.
+  uint64_t blame_ns(uint32_t probe_id, int32_t pid) const;
+
+ private:
+  struct RankAccum;
+  struct ProbeAccum;
+  struct Window;
+  struct ProbeState;
+
+  void account_instance(uint32_t probe_id, const CollectiveInstance& instance);
+  Window& window_for(uint64_t ts_ns);
+  void close_window(Window& window, uint64_t now_ns, DetectorOutput& out);
+  WindowReport evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum,
+                        uint64_t elapsed_ns);
+  void update_persistence(int32_t pid, bool flagged, const WindowReport* evidence_report,
+                          const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out);
+  void raise_finding(Finding finding, DetectorOutput& out);
+  std::string straggler_summary(const Finding& f) const;
+
+  DetectorConfig config_;
+  std::map<uint32_t, std::unique_ptr<ProbeState>> probes_;
+  std::map<int32_t, RankIdentity> ranks_;
+  std::map<uint64_t, std::unique_ptr<Window>> windows_;  // by window index, open ones
+  std::map<uint64_t, uint64_t> last_seq_;                 // (tid << 32 | probe) -> seq
+  std::map<uint32_t, uint64_t> last_exit_by_tid_;
+  std::map<int32_t, std::deque<bool>> history_;  // per rank: flagged, last N evaluated windows
+  std::set<int32_t> active_findings_;            // ranks with a standing finding (either test)
+  std::set<std::string> reported_hangs_;
+  std::vector<Finding> findings_;
+  DetectorCounters counters_;
+  uint64_t first_ns_ = 0;  // first call entry seen: the traced time starts here
+  uint64_t last_ns_ = 0;   // latest call exit seen
+  uint64_t closed_before_index_ = 0;  // windows below this index are closed
+};
+
+}  // namespace slowburn

@@ -1,0 +1,151 @@
+#include "loader/callpair_program.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+
+// The skeleton refers to our shared types: include them first.
+#include "slowburn/callpair.h"
+#include "callpair.skel.h"
+#include "loader/privileges.h"
+
+namespace slowburn {
+
+namespace {
+
+struct CallStateKey {  // mirrors struct call_state_key in callpair.bpf.c
+  uint32_t tid;
+  uint32_t probe_id;
+};
+struct CallState {  // mirrors struct call_state
+  uint64_t entry_ns, size_arg, aux_arg, seq;
+  uint32_t tgid, pad;
+};
+
+Error load_error(int err, const char* what) {
+  if (err == EPERM || (err == EACCES && !check_tracing_privileges()))
+    return make_sys_error(err, std::string(what) + " (" + tracing_privileges_hint() + ")");
+  if (err == EACCES || err == EINVAL)
+    return make_sys_error(err, std::string(what) + ": the kernel verifier rejected them (its log is above)");
+  return make_sys_error(err, what);
+}
+
+}  // namespace
+
+uint64_t make_callpair_cookie(uint16_t probe_id, uint8_t size_arg, uint8_t aux_arg) {
+  return uint64_t{probe_id} | (uint64_t{size_arg & SB_COOKIE_ARG_MASK} << SB_COOKIE_SIZE_ARG_SHIFT) |
+         (uint64_t{aux_arg & SB_COOKIE_ARG_MASK} << SB_COOKIE_AUX_ARG_SHIFT);
+}
+
+Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairConfig& config) {
+  callpair_bpf* skel = callpair_bpf::open();
+  if (!skel) return load_error(errno, "cannot open the call-pair BPF object");
+  std::unique_ptr<CallpairProgram> program(new CallpairProgram(skel));
+
+  skel->rodata->targ_tgid = config.target_tgid;
+  skel->rodata->targ_min_ns = config.min_duration_ns;
+  skel->rodata->hist_unit_ns = config.hist_unit_ns ? config.hist_unit_ns : 1;
+  skel->rodata->emit_records = config.emit_records;
+  if (bpf_map__set_max_entries(skel->maps.events, config.ringbuf_bytes) ||
+      bpf_map__set_max_entries(skel->maps.call_states, config.max_thread_states))
+    return make_error("invalid map sizes (ring buffer {} bytes must be a power of 2 and a page multiple)",
+                      config.ringbuf_bytes);
+  if (int err = callpair_bpf::load(skel); err)
+    return load_error(-err, "cannot load the call-pair BPF programs");
+  return program;
+}
+
+CallpairProgram::~CallpairProgram() {
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  callpair_bpf::destroy(skel_);
+}
+
+Result<void> CallpairProgram::attach(const std::string& path, uint64_t file_offset, int32_t pid,
+                                     uint64_t cookie) {
+  bpf_program* programs[] = {skel_->progs.call_enter, skel_->progs.call_exit};
+  for (int i = 0; i < 2; ++i) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = i == 1);
+    bpf_link* link = bpf_program__attach_uprobe_opts(programs[i], pid > 0 ? pid : -1, path.c_str(),
+                                                     file_offset, &opts);
+    if (!link) {
+      int err = errno;
+      return make_sys_error(err, fmt::format("cannot attach {} at {}+0x{:x}{}", i ? "uretprobe" : "uprobe",
+                                             path, file_offset,
+                                             pid > 0 ? fmt::format(" in pid {}", pid) : ""));
+    }
+    links_.push_back(link);
+  }
+  return {};
+}
+
+int CallpairProgram::events_fd() const { return bpf_map__fd(skel_->maps.events); }
+
+std::vector<KernelHistogram> CallpairProgram::histograms(const std::string& unit) const {
+  std::vector<KernelHistogram> result;
+  int fd = bpf_map__fd(skel_->maps.hists);
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return result;
+  std::vector<sb_hist> values(static_cast<size_t>(cpus));
+  sb_hist_key key{}, next{};
+  const void* cursor = nullptr;
+  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
+    key = next;
+    cursor = &key;
+    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+    KernelHistogram h{key.tgid, key.probe_id, Log2Histogram(unit, SB_HIST_SLOTS), 0};
+    for (const sb_hist& per_cpu : values) {
+      for (size_t slot = 0; slot < SB_HIST_SLOTS; ++slot) h.hist.add_slot_count(slot, per_cpu.slots[slot]);
+      h.total_ns += per_cpu.total_ns;
+    }
+    result.push_back(std::move(h));
+  }
+  return result;
+}
+
+void CallpairProgram::clear_histograms() {
+  int fd = bpf_map__fd(skel_->maps.hists);
+  std::vector<sb_hist_key> keys;
+  sb_hist_key key{}, next{};
+  const void* cursor = nullptr;
+  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    cursor = &key;
+  }
+  for (const sb_hist_key& k : keys) bpf_map_delete_elem(fd, &k);
+}
+
+std::vector<InFlightCall> CallpairProgram::in_flight() const {
+  std::vector<InFlightCall> calls;
+  int fd = bpf_map__fd(skel_->maps.call_states);
+  CallStateKey key{}, next{};
+  const void* cursor = nullptr;
+  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
+    key = next;
+    cursor = &key;
+    CallState state;
+    if (bpf_map_lookup_elem(fd, &key, &state) != 0 || state.entry_ns == 0) continue;
+    calls.push_back({state.tgid, key.tid, key.probe_id, state.entry_ns});
+  }
+  return calls;
+}
+
+CallpairCounters CallpairProgram::counters() const {
+  const auto& c = skel_->bss->counters;
+  return {__atomic_load_n(&c.ringbuf_drops, __ATOMIC_RELAXED),
+          __atomic_load_n(&c.orphan_returns, __ATOMIC_RELAXED),
+          __atomic_load_n(&c.state_failures, __ATOMIC_RELAXED)};
+}
+
+static uint32_t program_id(const bpf_program* program) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(program), &info, &len) != 0) return 0;
+  return info.id;
+}
+
+uint32_t CallpairProgram::entry_program_id() const { return program_id(skel_->progs.call_enter); }
+uint32_t CallpairProgram::exit_program_id() const { return program_id(skel_->progs.call_exit); }
+
+}  // namespace slowburn

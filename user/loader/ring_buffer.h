@@ -1,0 +1,37 @@
+// RAII consumer of a BPF ring buffer: hands every record to a callback.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+
+#include "core/error.h"
+
+struct ring_buffer;
+
+namespace slowburn {
+
+class RingBufferReader {
+ public:
+  using Handler = std::function<void(std::span<const std::byte>)>;
+
+  static Result<std::unique_ptr<RingBufferReader>> open(int map_fd, Handler handler);
+  ~RingBufferReader();
+  RingBufferReader(const RingBufferReader&) = delete;
+  RingBufferReader& operator=(const RingBufferReader&) = delete;
+
+  // Waits up to timeout_ms for records; returns how many were consumed.
+  // EINTR (a signal) is not an error: it returns 0.
+  Result<int> poll(int timeout_ms);
+  // Consumes whatever is ready, without waiting.
+  Result<int> drain();
+
+ private:
+  explicit RingBufferReader(Handler handler) : handler_(std::move(handler)) {}
+  static int on_record(void* ctx, void* data, size_t size);
+
+  Handler handler_;
+  ring_buffer* rb_ = nullptr;
+};
+
+}  // namespace slowburn

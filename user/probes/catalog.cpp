@@ -1,0 +1,149 @@
+#include "probes/catalog.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+
+namespace slowburn {
+
+namespace {
+
+ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg,
+              std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = kind;
+  // MPI_X is a weak alias of PMPI_X in OpenMPI (one address, attached once);
+  // attaching at libmpi also catches calls routed through a PMPI tool layer.
+  spec.targets = {{"libmpi.so", {symbol, "P" + symbol}}};
+  spec.size_arg = size_arg;
+  spec.size_unit = size_arg ? SizeUnit::elements : SizeUnit::none;
+  return spec;
+}
+
+ProbeSpec nccl(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg,
+               uint8_t datatype_arg, std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = kind;
+  spec.targets = {{"libnccl.so", {symbol, "p" + symbol}}};
+  spec.size_arg = size_arg;
+  spec.aux_arg = datatype_arg;
+  spec.size_unit = size_arg ? SizeUnit::nccl_elements : SizeUnit::none;
+  return spec;
+}
+
+ProbeSpec cuda(uint16_t id, std::string name, std::vector<std::string> runtime_symbols,
+               std::vector<std::string> driver_symbols, std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = CallKind::device_wait;
+  // The runtime API when the process loaded libcudart; the driver API
+  // otherwise (static cudart, as PyTorch links it, still calls libcuda).
+  spec.targets = {{"libcudart.so", std::move(runtime_symbols)},
+                  {"libcuda.so", std::move(driver_symbols)}};
+  spec.aux_arg = 1;  // the stream / event handle
+  return spec;
+}
+
+std::vector<ProbeSpec> build_catalog() {
+  using K = CallKind;
+  // NCCL signatures (nccl.h): ncclAllReduce(send, recv, count, datatype, op, comm, stream),
+  // ncclAllGather(send, recv, sendcount, datatype, comm, stream),
+  // ncclReduceScatter(send, recv, recvcount, datatype, op, comm, stream),
+  // ncclBroadcast(send, recv, count, datatype, root, comm, stream),
+  // ncclSend(send, count, datatype, peer, comm, stream), ncclRecv(recv, count, datatype, peer, comm, stream).
+  return {
+      mpi(1, "mpi.allreduce", "MPI_Allreduce", K::synchronizing, 3, "MPI_Allreduce (count: elements)"),
+      mpi(2, "mpi.barrier", "MPI_Barrier", K::synchronizing, 0, "MPI_Barrier"),
+      mpi(3, "mpi.bcast", "MPI_Bcast", K::rooted, 2, "MPI_Bcast (count: elements)"),
+      mpi(4, "mpi.allgather", "MPI_Allgather", K::synchronizing, 2, "MPI_Allgather (sendcount: elements)"),
+      mpi(5, "mpi.reduce_scatter", "MPI_Reduce_scatter", K::synchronizing, 0,
+          "MPI_Reduce_scatter (counts are an array: no size)"),
+      mpi(6, "mpi.reduce_scatter_block", "MPI_Reduce_scatter_block", K::synchronizing, 3,
+          "MPI_Reduce_scatter_block (recvcount: elements)"),
+      mpi(7, "mpi.alltoall", "MPI_Alltoall", K::synchronizing, 2, "MPI_Alltoall (sendcount: elements)"),
+      mpi(8, "mpi.reduce", "MPI_Reduce", K::rooted, 3, "MPI_Reduce (count: elements)"),
+      nccl(20, "nccl.allreduce", "ncclAllReduce", K::async_enqueue, 3, 4, "ncclAllReduce enqueue (host side)"),
+      nccl(21, "nccl.allgather", "ncclAllGather", K::async_enqueue, 3, 4, "ncclAllGather enqueue (host side)"),
+      nccl(22, "nccl.reducescatter", "ncclReduceScatter", K::async_enqueue, 3, 4,
+           "ncclReduceScatter enqueue (host side)"),
+      nccl(23, "nccl.broadcast", "ncclBroadcast", K::async_enqueue, 3, 4, "ncclBroadcast enqueue (host side)"),
+      nccl(24, "nccl.send", "ncclSend", K::point_to_point, 2, 3, "ncclSend enqueue (host side)"),
+      nccl(25, "nccl.recv", "ncclRecv", K::point_to_point, 2, 3, "ncclRecv enqueue (host side)"),
+      nccl(26, "nccl.group_end", "ncclGroupEnd", K::async_enqueue, 0, 0,
+           "ncclGroupEnd: launches the grouped operations"),
+      cuda(40, "cuda.stream_sync", {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz"},
+           {"cuStreamSynchronize", "cuStreamSynchronize_ptsz"}, "host waits for a CUDA stream"),
+      cuda(41, "cuda.event_sync", {"cudaEventSynchronize"}, {"cuEventSynchronize"},
+           "host waits for a CUDA event"),
+  };
+}
+
+}  // namespace
+
+std::string_view call_kind_name(CallKind kind) {
+  switch (kind) {
+    case CallKind::synchronizing: return "synchronizing";
+    case CallKind::rooted: return "rooted";
+    case CallKind::point_to_point: return "point-to-point";
+    case CallKind::async_enqueue: return "async-enqueue";
+    case CallKind::device_wait: return "device-wait";
+    case CallKind::function: return "function";
+  }
+  return "?";
+}
+
+const std::vector<ProbeSpec>& probe_catalog() {
+  static const std::vector<ProbeSpec> catalog = build_catalog();
+  return catalog;
+}
+
+const ProbeSpec* find_probe(std::string_view name) {
+  for (const ProbeSpec& spec : probe_catalog())
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+const ProbeSpec* find_probe(uint16_t id) {
+  for (const ProbeSpec& spec : probe_catalog())
+    if (spec.id == id) return &spec;
+  return nullptr;
+}
+
+Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::string>& patterns) {
+  std::vector<const ProbeSpec*> selected;
+  if (patterns.empty()) {
+    for (const ProbeSpec& spec : probe_catalog()) selected.push_back(&spec);
+    return selected;
+  }
+  for (const std::string& pattern : patterns) {
+    bool matched = false;
+    for (const ProbeSpec& spec : probe_catalog()) {
+      if (fnmatch(pattern.c_str(), spec.name.c_str(), 0) != 0) continue;
+      matched = true;
+      if (std::find(selected.begin(), selected.end(), &spec) == selected.end()) selected.push_back(&spec);
+    }
+    if (!matched) {
+      std::string known;
+      for (const ProbeSpec& spec : probe_catalog()) known += (known.empty() ? "" : ", ") + spec.name;
+      return make_error("no probe matches '{}'; known probes: {} (see 'slowburn probes')", pattern, known);
+    }
+  }
+  return selected;
+}
+
+uint64_t nccl_datatype_bytes(uint64_t datatype) {
+  // ncclDataType_t (nccl.h): int8 0, uint8 1, int32 2, uint32 3, int64 4,
+  // uint64 5, float16 6, float32 7, float64 8, bfloat16 9, fp8e4m3 10, fp8e5m2 11.
+  static constexpr uint8_t kBytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return datatype < sizeof(kBytes) ? kBytes[datatype] : 0;
+}
+
+}  // namespace slowburn

@@ -1,0 +1,62 @@
+// Probe resolution: where (file, offset) each probe attaches for a process
+// or a library file, or precisely why it cannot.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "probes/catalog.h"
+#include "procfs/maps.h"
+#include "symbols/elf_symbols.h"
+
+namespace slowburn {
+
+struct AttachSite {
+  std::string symbol;     // the name it resolved through
+  std::string demangled;  // for C++ symbols, else empty
+  uint64_t address = 0;
+  uint64_t file_offset = 0;
+};
+
+struct ProbeResolution {
+  const ProbeSpec* spec = nullptr;
+  bool resolved = false;
+  std::string library;      // the file as the process (or user) names it
+  std::string attach_path;  // the file we attach to (through /proc/PID/root for processes)
+  std::vector<AttachSite> sites;
+  std::string reason;  // why not, when !resolved
+};
+
+// Parsed symbol tables shared across processes that map the same file.
+class SymbolCache {
+ public:
+  Result<std::shared_ptr<const ElfSymbols>> get(const std::filesystem::path& path);
+  size_t size() const { return by_file_.size(); }
+
+ private:
+  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const ElfSymbols>> by_file_;
+};
+
+// In a library or executable file the user named (slowburn probes --lib,
+// funclat). Targets whose soname matches the file's name come first; if none
+// matches, the probe's symbols are still looked for in the file, so a
+// renamed copy or a stand-in library works.
+ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::path& file,
+                                SymbolCache& cache);
+
+// In a running process: the first target library the process has mapped
+// that holds the probe's symbols. `proc_root` is "/proc" outside tests.
+ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem::path& proc_root,
+                                   int32_t pid, const std::vector<MapEntry>& maps,
+                                   SymbolCache& cache);
+
+// Reads proc_root/PID/maps.
+Result<std::vector<MapEntry>> read_process_maps(const std::filesystem::path& proc_root, int32_t pid);
+
+}  // namespace slowburn

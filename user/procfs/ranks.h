@@ -1,0 +1,36 @@
+// Rank discovery: which processes on this node are ranks of a training job,
+// read from their environment. Readers take the procfs directory ("/proc"
+// in production, a fixture tree in tests).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rank_identity.h"
+#include "procfs/environ.h"
+
+namespace slowburn {
+
+// Pure: the rank fields an environment declares, or nullopt if none.
+// Precedence (most specific first): OMPI_COMM_WORLD_RANK, PMIX_RANK,
+// PMI_RANK, RANK+WORLD_SIZE (torchrun), SLURM_PROCID.
+std::optional<RankIdentity> identify_rank(const Environment& env);
+
+// The environment variables identify_rank() looks at, for error messages.
+const char* rank_variable_names();
+
+// Every rank process under proc_root, sorted by (job, rank). Processes that
+// vanish or cannot be read while scanning are skipped. `exclude_pid` is the
+// caller itself.
+std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root,
+                                         int32_t exclude_pid = 0);
+
+// One process, with an error saying why it is not usable as a rank.
+Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t pid);
+
+// Whether proc_root/PID still exists (and is not a zombie).
+bool process_alive(const std::filesystem::path& proc_root, int32_t pid);
+
+}  // namespace slowburn

@@ -1,0 +1,78 @@
+#include "session/mpi_job.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "probes/resolver.h"
+#include "procfs/ranks.h"
+
+namespace slowburn {
+
+std::optional<std::string> find_workload() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  auto dir = self.parent_path();
+  for (const auto& candidate : {dir / "libexec/slowburn-mpi-workload", dir / "../libexec/slowburn/slowburn-mpi-workload",
+                                dir / "../libexec/slowburn-mpi-workload"}) {
+    if (access(candidate.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(candidate, ec).string();
+  }
+  return std::nullopt;
+}
+
+std::vector<int32_t> MpiJob::pids() const {
+  std::vector<int32_t> pids;
+  for (const RankIdentity& r : ranks_) pids.push_back(r.pid);
+  return pids;
+}
+
+Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
+  auto mpirun = find_program("mpirun");
+  if (!mpirun) return make_error("mpirun not found on PATH: install OpenMPI (apt-get install openmpi-bin, or make deps)");
+  if (access(o.workload.c_str(), X_OK) != 0)
+    return make_error("workload {} is missing or not executable: run make", o.workload);
+
+  // Jobs already running are not ours.
+  std::set<std::string> earlier_jobs;
+  for (const RankIdentity& r : discover_ranks(o.proc_root, getpid())) earlier_jobs.insert(r.job);
+
+  std::vector<std::string> argv = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                                   "-np", std::to_string(o.ranks), o.workload,
+                                   "--compute-us", fmt::format("{}", o.compute_us),
+                                   "--seconds", fmt::format("{}", o.max_seconds)};
+  if (o.slow_rank >= 0) {
+    argv.insert(argv.end(), {"--slow-rank", std::to_string(o.slow_rank), "--slowdown", fmt::format("{}", o.slowdown)});
+  }
+  auto child = Subprocess::spawn(argv, {o.log_path});
+  if (!child) return child.error();
+
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto status = child->poll())
+      return make_error("mpirun exited with status {} before the ranks started (log: {})", *status, o.log_path);
+    std::map<std::string, std::vector<RankIdentity>> jobs;
+    for (RankIdentity& r : discover_ranks(o.proc_root, getpid()))
+      if (!earlier_jobs.contains(r.job) && r.command.find(o.workload) != std::string::npos)
+        jobs[r.job].push_back(std::move(r));
+    for (auto& [job, ranks] : jobs) {
+      if (static_cast<int>(ranks.size()) != o.ranks) continue;
+      bool loaded = true;  // libmpi mapped: the probes have something to resolve
+      for (const RankIdentity& r : ranks) {
+        auto maps = read_process_maps(o.proc_root, r.pid);
+        loaded = loaded && maps && find_library(*maps, "libmpi.so");
+      }
+      if (loaded) return MpiJob(std::move(*child), std::move(ranks));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return make_error("the {} ranks of {} did not appear within {:.0f} s (log: {})", o.ranks, o.workload, timeout_s,
+                    o.log_path);
+}
+
+}  // namespace slowburn

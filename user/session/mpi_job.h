@@ -1,0 +1,46 @@
+// The bundled demo workload launched under mpirun: the job `slowburn demo`
+// traces, and the one scenario tests and benchmarks inject stragglers into.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rank_identity.h"
+#include "core/subprocess.h"
+
+namespace slowburn {
+
+struct MpiJobOptions {
+  std::string workload;  // path of slowburn-mpi-workload
+  int ranks = 4;
+  int slow_rank = -1;  // -1: healthy
+  double slowdown = 1.5;
+  double compute_us = 3000;
+  double max_seconds = 300;  // the workload stops itself after this, whatever happens
+  std::string log_path = "/dev/null";
+  std::string proc_root = "/proc";
+};
+
+class MpiJob {
+ public:
+  // Starts mpirun and waits until every rank runs with libmpi mapped.
+  static Result<MpiJob> launch(const MpiJobOptions& options, double timeout_s = 30);
+
+  const std::vector<RankIdentity>& ranks() const { return ranks_; }
+  std::vector<int32_t> pids() const;
+  pid_t launcher_pid() const { return mpirun_.pid(); }
+  int stop() { return mpirun_.terminate(); }
+
+ private:
+  MpiJob(Subprocess mpirun, std::vector<RankIdentity> ranks) : mpirun_(std::move(mpirun)), ranks_(std::move(ranks)) {}
+  Subprocess mpirun_;
+  std::vector<RankIdentity> ranks_;
+};
+
+// Where the workload binary is: next to the slowburn executable (build/) or
+// under PREFIX/libexec/slowburn when installed.
+std::optional<std::string> find_workload();
+
+}  // namespace slowburn

@@ -1,0 +1,244 @@
+#include "session/trace_session.h"
+
+#include <fmt/format.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <memory>
+
+#include "events/decoder.h"
+#include "loader/callpair_program.h"
+#include "loader/privileges.h"
+#include "loader/ring_buffer.h"
+#include "probes/resolver.h"
+#include "procfs/ranks.h"
+
+namespace slowburn {
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int64_t wall_offset_ns() {
+  timespec real, mono;
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (real.tv_sec - mono.tv_sec) * 1'000'000'000ll + (real.tv_nsec - mono.tv_nsec);
+}
+
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+constexpr uint64_t kAdvancePeriodNs = 100'000'000;
+constexpr uint64_t kLivenessPeriodNs = 1'000'000'000;
+
+Result<std::vector<RankIdentity>> find_ranks(const TraceOptions& options) {
+  std::vector<RankIdentity> ranks;
+  if (!options.pids.empty()) {
+    for (int32_t pid : options.pids) {
+      auto rank = read_rank(options.proc_root, pid);
+      if (!rank) return rank.error();
+      ranks.push_back(std::move(*rank));
+    }
+    return ranks;
+  }
+  ranks = discover_ranks(options.proc_root, getpid());
+  if (ranks.empty())
+    return make_error(
+        "no rank processes found on this node (looked for {} in /proc/*/environ); start the job first, or "
+        "name processes with --pid",
+        rank_variable_names());
+  return ranks;
+}
+
+// Routes calls of each job to that job's detector: ranks of different jobs
+// on one node never wait for each other.
+class JobDetectors {
+ public:
+  JobDetectors(const DetectorConfig& config, const std::vector<ProbeInfo>& probes,
+               const std::vector<RankIdentity>& ranks) {
+    for (const RankIdentity& rank : ranks) {
+      auto& detector = by_job_[rank.job];
+      if (!detector) detector = std::make_unique<StragglerDetector>(config, probes);
+      detector->add_rank(rank);
+      by_pid_[rank.pid] = detector.get();
+    }
+  }
+  StragglerDetector* for_pid(uint32_t pid) {
+    auto it = by_pid_.find(static_cast<int32_t>(pid));
+    return it == by_pid_.end() ? nullptr : it->second;
+  }
+  template <typename F>
+  void each(F&& f) {
+    for (auto& [job, detector] : by_job_) f(*detector);
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<StragglerDetector>> by_job_;
+  std::map<int32_t, StragglerDetector*> by_pid_;
+};
+
+}  // namespace
+
+Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop) {
+  if (auto ok = check_tracing_privileges(); !ok) return ok.error();
+  auto ranks = find_ranks(options);
+  if (!ranks) return ranks.error();
+  auto probes = select_probes(options.probe_patterns);
+  if (!probes) return probes.error();
+
+  CallpairConfig config;
+  config.hist_unit_ns = 1000;
+  auto program = CallpairProgram::load(config);
+  if (!program) return program.error();
+
+  TraceResult result;
+  result.ranks = *ranks;
+  SymbolCache symbols;
+  std::vector<ProbeInfo> probe_infos;
+  for (const ProbeSpec* spec : *probes) probe_infos.push_back({spec->id, spec->name, spec->kind});
+
+  for (const RankIdentity& rank : *ranks) {
+    auto maps = read_process_maps(options.proc_root, rank.pid);
+    for (const ProbeSpec* spec : *probes) {
+      ProbeStatus status{spec->name, rank, rank.pid, ProbeState::unavailable, {}, {}, {}};
+      ProbeResolution where;
+      if (options.library) where = resolve_in_file(*spec, *options.library, symbols);
+      else if (maps) where = resolve_in_process(*spec, options.proc_root, rank.pid, *maps, symbols);
+      else where.reason = maps.error().message;
+      if (!where.resolved) {
+        status.detail = where.reason;
+        sink.probe_status(status);
+        continue;
+      }
+      status.library = where.library;
+      status.sites = where.sites;
+      status.state = ProbeState::attached;
+      uint64_t cookie = make_callpair_cookie(spec->id, spec->size_arg, spec->aux_arg);
+      for (const AttachSite& site : where.sites) {
+        if (auto ok = (*program)->attach(where.attach_path, site.file_offset, rank.pid, cookie); !ok) {
+          status.state = ProbeState::failed;
+          status.detail = ok.error().message;
+          break;
+        }
+      }
+      if (status.state == ProbeState::attached) ++result.attached;
+      sink.probe_status(status);
+    }
+  }
+  sink.probes_done();
+  if (result.attached == 0)
+    return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
+                      ranks->size());
+
+  JobDetectors detectors(options.detector, probe_infos, *ranks);
+  EventDecoder decoder;
+  auto reader = RingBufferReader::open((*program)->events_fd(), [&](std::span<const std::byte> record) {
+    auto call = decoder.decode_call(record);
+    if (!call) return;
+    if (StragglerDetector* detector = detectors.for_pid(call->pid)) detector->ingest(*call);
+  });
+  if (!reader) return reader.error();
+
+  const uint64_t start_ns = monotonic_ns();
+  const uint64_t end_ns = options.duration_s > 0 ? start_ns + static_cast<uint64_t>(options.duration_s * 1e9) : 0;
+  const uint64_t interval_ns = static_cast<uint64_t>(std::max(options.interval_s, 0.1) * 1e9);
+  uint64_t next_advance = start_ns + kAdvancePeriodNs;
+  uint64_t next_tick = start_ns + interval_ns;
+  uint64_t next_liveness = start_ns + kLivenessPeriodNs;
+  std::map<int32_t, bool> alive;
+  for (const RankIdentity& rank : *ranks) alive[rank.pid] = true;
+
+  auto emit = [&](const DetectorOutput& out, uint64_t now) {
+    for (const std::string& note : out.notes) sink.note(note);
+    for (const WindowReport& window : out.windows) sink.window(window);
+    for (const Finding& finding : out.findings) {
+      if (!result.first_finding_after_s) result.first_finding_after_s = static_cast<double>(now - start_ns) / 1e9;
+      sink.finding(finding);
+    }
+  };
+
+  while (!stop.load()) {
+    if (auto polled = reader->get()->poll(kPollTimeoutMs); !polled) return polled.error();
+    uint64_t now = monotonic_ns();
+    if (end_ns && now >= end_ns) break;
+    if (now >= next_advance) {
+      detectors.each([&](StragglerDetector& d) { emit(d.advance(now), now); });
+      next_advance = now + kAdvancePeriodNs;
+    }
+    if (now >= next_tick) {
+      sink.tick(now);
+      next_tick += interval_ns;
+    }
+    if (now >= next_liveness) {
+      next_liveness = now + kLivenessPeriodNs;
+      auto in_flight = (*program)->in_flight();
+      detectors.each([&](StragglerDetector& d) { emit(d.check_in_flight(now, in_flight), now); });
+      size_t alive_count = 0;
+      for (auto& [pid, is_alive] : alive) {
+        if (is_alive && !process_alive(options.proc_root, pid)) {
+          is_alive = false;
+          DetectorOutput out;
+          if (StragglerDetector* d = detectors.for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out);
+          emit(out, now);
+        }
+        alive_count += is_alive;
+      }
+      if (alive_count == 0) {
+        sink.note("every traced rank has exited");
+        break;
+      }
+    }
+    if (options.stop_on_finding && result.first_finding_after_s) break;
+  }
+
+  // Records already in the ring buffer still count.
+  if (auto drained = reader->get()->drain(); !drained) sink.note(drained.error().message);
+  uint64_t now = monotonic_ns();
+  detectors.each([&](StragglerDetector& d) { emit(d.finish(now), now); });
+  sink.tick(now);
+
+  std::map<int32_t, RankIdentity> by_pid;
+  for (const RankIdentity& rank : *ranks) by_pid[rank.pid] = rank;
+  std::map<uint32_t, std::string> probe_names;
+  for (const ProbeSpec* spec : *probes) probe_names[spec->id] = spec->name;
+  auto hists = (*program)->histograms("usecs");
+  auto rank_of = [&](uint32_t tgid) { return by_pid.contains(static_cast<int32_t>(tgid)) ? by_pid[static_cast<int32_t>(tgid)].rank : -1; };
+  std::sort(hists.begin(), hists.end(), [&](const KernelHistogram& a, const KernelHistogram& b) {
+    return std::make_tuple(a.probe_id, rank_of(a.tgid), a.tgid) < std::make_tuple(b.probe_id, rank_of(b.tgid), b.tgid);
+  });
+  for (KernelHistogram& h : hists) {
+    HistogramReport report;
+    auto rank = by_pid.find(static_cast<int32_t>(h.tgid));
+    if (rank != by_pid.end()) report.rank = rank->second;
+    report.pid = static_cast<int32_t>(h.tgid);
+    report.probe = probe_names.contains(h.probe_id) ? probe_names[h.probe_id] : fmt::format("probe {}", h.probe_id);
+    report.hist = std::move(h.hist);
+    report.total_ns = h.total_ns;
+    sink.histogram(report);
+  }
+
+  CallpairCounters kernel = (*program)->counters();
+  SessionSummary& summary = result.summary;
+  summary.traced_seconds = static_cast<double>(now - start_ns) / 1e9;
+  summary.ringbuf_drops = kernel.ringbuf_drops;
+  summary.orphan_returns = kernel.orphan_returns;
+  summary.decode_rejected = decoder.stats().rejected();
+  detectors.each([&](StragglerDetector& d) {
+    const DetectorCounters& c = d.counters();
+    summary.calls += c.calls;
+    summary.sequence_gaps += c.sequence_gaps;
+    summary.discarded_calls += c.discarded_calls;
+    summary.instances += c.instances;
+    for (Finding& f : d.findings()) summary.findings.push_back(std::move(f));
+  });
+  sink.summary(summary);
+  return result;
+}
+
+}  // namespace slowburn

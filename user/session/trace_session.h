@@ -1,0 +1,45 @@
+// An ad-hoc tracing session: find the ranks, attach the probes, stream calls
+// through the detector into a sink until the duration ends, a stop is
+// requested (SIGINT/SIGTERM) or every rank has exited; then histograms, the
+// verdict and the loss accounting.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "detect/straggler.h"
+#include "sinks/sink.h"
+
+namespace slowburn {
+
+struct TraceOptions {
+  std::vector<int32_t> pids;                // empty: every rank process on the node
+  std::vector<std::string> probe_patterns;  // empty: the whole catalog
+  std::optional<std::string> library;       // attach in this file instead of what the ranks mapped
+  double duration_s = 0;                    // 0: until stopped
+  double interval_s = 1.0;                  // live table period
+  std::filesystem::path proc_root = "/proc";
+  DetectorConfig detector;
+  bool stop_on_finding = false;
+};
+
+struct TraceResult {
+  SessionSummary summary;
+  std::vector<RankIdentity> ranks;
+  size_t attached = 0;                        // (probe, rank) pairs attached
+  std::optional<double> first_finding_after_s;  // since the probes were attached
+};
+
+Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop);
+
+// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
+uint64_t monotonic_ns();
+// CLOCK_REALTIME - CLOCK_MONOTONIC, for putting kernel timestamps on the wall clock.
+int64_t wall_offset_ns();
+
+}  // namespace slowburn

@@ -1,0 +1,126 @@
+#include "sinks/json_sink.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace slowburn {
+
+using nlohmann::json;
+
+namespace {
+
+double now_unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json optional_number(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+void put_identity(json& j, const RankIdentity& id) {
+  j["rank"] = id.rank;
+  j["pid"] = id.pid;
+  j["local_rank"] = id.local_rank ? json(*id.local_rank) : json(nullptr);
+  j["world_size"] = id.world_size ? json(*id.world_size) : json(nullptr);
+  j["job"] = id.job;
+  j["launcher"] = id.launcher;
+}
+
+}  // namespace
+
+void JsonSink::probe_status(const ProbeStatus& s) {
+  json j{{"kind", "status"}, {"event", "probe"}, {"ts", now_unix_seconds()}, {"host", host_},
+         {"probe", s.probe}, {"state", probe_state_name(s.state)}};
+  if (s.rank) put_identity(j, *s.rank);
+  else j["pid"] = s.pid > 0 ? json(s.pid) : json(nullptr);
+  if (s.state == ProbeState::attached) {
+    j["library"] = s.library;
+    json sites = json::array();
+    for (const AttachSite& site : s.sites)
+      sites.push_back({{"symbol", site.symbol}, {"offset", site.file_offset}, {"address", site.address}});
+    j["sites"] = std::move(sites);
+  } else {
+    j["reason"] = s.detail;
+  }
+  out_ << j.dump() << '\n';
+}
+
+void JsonSink::note(const std::string& text) {
+  out_ << json{{"kind", "status"}, {"event", "note"}, {"ts", now_unix_seconds()}, {"host", host_}, {"message", text}}
+              .dump()
+       << '\n';
+}
+
+void JsonSink::window(const WindowReport& r) {
+  double start = static_cast<double>(static_cast<int64_t>(r.start_ns) + wall_offset_ns_) / 1e9;
+  double end = static_cast<double>(static_cast<int64_t>(r.end_ns) + wall_offset_ns_) / 1e9;
+  for (const RankWindowStats& s : r.ranks) {
+    json j{{"kind", "window"}, {"ts", end}, {"host", host_}, {"probe", r.probe},
+           {"window_start", start}, {"window_end", end}, {"calls", s.calls},
+           {"wait_p50_ns", optional_number(s.wait_p50_ns)}, {"wait_p99_ns", optional_number(s.wait_p99_ns)}};
+    put_identity(j, s.identity);
+    if (r.kind == CallKind::synchronizing) {
+      j["instances"] = s.instances;
+      j["lateness_median_ns"] = optional_number(s.lateness_median_ns);
+      j["gap_median_ns"] = optional_number(s.gap_median_ns);
+      j["blame_ns"] = s.blame_ns;
+      j["blame_share"] = s.blame_share;
+      j["last_fraction"] = s.last_fraction;
+      j["z_lateness"] = optional_number(s.z_lateness);
+      j["z_gap"] = optional_number(s.z_gap);
+      j["cusum_gap"] = s.cusum_gap;
+      j["flagged"] = s.flagged;
+    }
+    out_ << j.dump() << '\n';
+  }
+}
+
+void JsonSink::tick(uint64_t) { out_.flush(); }
+
+void JsonSink::finding(const Finding& f) {
+  json evidence{{"detector", f.detector}, {"probe", f.probe}};
+  if (f.type == "hang") {
+    evidence["waiting_ranks"] = f.waiting_ranks;
+    evidence["waited_ns"] = f.waited_ns;
+  } else {
+    evidence["lateness_median_ns"] = f.lateness_median_ns;
+    evidence["blame_share"] = f.blame_share;
+    evidence["last_fraction"] = f.last_fraction;
+    evidence["z_lateness"] = optional_number(f.z_lateness);
+    evidence["z_gap"] = optional_number(f.z_gap);
+    evidence["windows_flagged"] = f.windows_flagged;
+    evidence["windows_considered"] = f.windows_considered;
+  }
+  json j{{"kind", "finding"}, {"type", f.type}, {"ts", now_unix_seconds()}, {"host", host_},
+         {"evidence", std::move(evidence)}, {"cost_ns", f.cost_ns}, {"cost_share", f.cost_share},
+         {"summary", f.summary}};
+  put_identity(j, f.culprit);
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
+void JsonSink::histogram(const HistogramReport& h) {
+  json buckets = json::array();
+  const auto& slots = h.hist.slots();
+  size_t last = 0;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i]) last = i;
+  for (size_t i = 0; i <= last && i < slots.size(); ++i)
+    buckets.push_back({{"low", Log2Histogram::slot_low(i)}, {"high", Log2Histogram::slot_high(i)}, {"count", slots[i]}});
+  json j{{"kind", "hist"}, {"ts", now_unix_seconds()}, {"host", host_}, {"probe", h.probe},
+         {"unit", h.hist.unit()}, {"count", h.hist.count()}, {"total_ns", h.total_ns}, {"buckets", std::move(buckets)}};
+  if (h.rank) put_identity(j, *h.rank);
+  else j["pid"] = h.pid;
+  out_ << j.dump() << '\n';
+}
+
+void JsonSink::summary(const SessionSummary& s) {
+  json j{{"kind", "status"}, {"event", "summary"}, {"ts", now_unix_seconds()}, {"host", host_},
+         {"traced_seconds", s.traced_seconds}, {"calls", s.calls}, {"instances", s.instances},
+         {"ringbuf_drops", s.ringbuf_drops}, {"decode_rejected", s.decode_rejected},
+         {"sequence_gaps", s.sequence_gaps}, {"discarded_calls", s.discarded_calls},
+         {"orphan_returns", s.orphan_returns}, {"findings", s.findings.size()}};
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
+}  // namespace slowburn

@@ -1,0 +1,33 @@
+// JSON lines for machines: one object per line, kind in {status, window,
+// finding, hist}, each with ts (Unix seconds), host and rank identity.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "sinks/sink.h"
+
+namespace slowburn {
+
+class JsonSink : public Sink {
+ public:
+  // wall_offset_ns: CLOCK_REALTIME - CLOCK_MONOTONIC, to put kernel
+  // timestamps (bpf_ktime_get_ns) on the wall clock.
+  JsonSink(std::ostream& out, std::string host, int64_t wall_offset_ns)
+      : out_(out), host_(std::move(host)), wall_offset_ns_(wall_offset_ns) {}
+  void probe_status(const ProbeStatus& status) override;
+  void probes_done() override {}
+  void note(const std::string& text) override;
+  void window(const WindowReport& report) override;
+  void tick(uint64_t now_ns) override;
+  void finding(const Finding& finding) override;
+  void histogram(const HistogramReport& report) override;
+  void summary(const SessionSummary& summary) override;
+
+ private:
+  std::ostream& out_;
+  std::string host_;
+  int64_t wall_offset_ns_;
+};
+
+}  // namespace slowburn

@@ -1,0 +1,65 @@
+// Where a tracing session's results go. One interface, two renderings
+// (text for people, JSON lines for machines); the session never formats.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rank_identity.h"
+#include "detect/report.h"
+#include "probes/resolver.h"
+#include "stats/log2_hist.h"
+
+namespace slowburn {
+
+enum class ProbeState { attached, unavailable, failed };
+std::string_view probe_state_name(ProbeState state);
+
+struct ProbeStatus {
+  std::string probe;
+  std::optional<RankIdentity> rank;  // absent for a library-wide attachment
+  int32_t pid = 0;                   // 0: every process
+  ProbeState state = ProbeState::unavailable;
+  std::string library;
+  std::vector<AttachSite> sites;
+  std::string detail;  // why unavailable / failed
+};
+
+struct HistogramReport {
+  std::optional<RankIdentity> rank;
+  int32_t pid = 0;
+  std::string probe;
+  Log2Histogram hist{"usecs"};
+  uint64_t total_ns = 0;
+};
+
+struct SessionSummary {
+  double traced_seconds = 0;
+  uint64_t calls = 0;
+  uint64_t ringbuf_drops = 0;    // records the kernel could not reserve
+  uint64_t decode_rejected = 0;  // records the decoder refused (unknown version, short)
+  uint64_t orphan_returns = 0;   // returns without an entry (attached mid-call)
+  uint64_t sequence_gaps = 0;
+  uint64_t discarded_calls = 0;
+  uint64_t instances = 0;
+  std::vector<Finding> findings;
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void probe_status(const ProbeStatus& status) = 0;
+  // Every probe has reported its state (text prints them grouped here).
+  virtual void probes_done() = 0;
+  virtual void note(const std::string& text) = 0;
+  virtual void window(const WindowReport& report) = 0;
+  // Called every --interval: text prints its live table here.
+  virtual void tick(uint64_t now_ns) = 0;
+  virtual void finding(const Finding& finding) = 0;
+  virtual void histogram(const HistogramReport& report) = 0;
+  virtual void summary(const SessionSummary& summary) = 0;
+};
+
+}  // namespace slowburn

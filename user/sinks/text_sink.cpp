@@ -1,0 +1,126 @@
+#include "sinks/text_sink.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "core/format.h"
+#include "sinks/hist_printer.h"
+
+namespace slowburn {
+
+namespace {
+std::string who(const std::optional<RankIdentity>& rank, int32_t pid) {  // for one histogram
+  if (rank) return fmt::format("rank {} (pid {})", rank->rank, rank->pid);
+  return pid > 0 ? fmt::format("pid {}", pid) : std::string("all processes");
+}
+
+std::string wall_clock() {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%H:%M:%S", &local);
+  return buf;
+}
+}  // namespace
+
+void TextSink::probe_status(const ProbeStatus& s) { statuses_.push_back(s); }
+
+// One line per (probe, state, where/why), with the ranks it applies to:
+// 4 ranks x 17 probes would otherwise be 68 lines before the first table.
+void TextSink::probes_done() {
+  struct Group {
+    std::string probe;
+    ProbeState state;
+    std::string where;  // attach sites, or why not
+    std::vector<std::string> who;
+  };
+  std::vector<Group> groups;
+  for (const ProbeStatus& s : statuses_) {
+    std::string where;
+    if (s.state == ProbeState::attached) {
+      for (const AttachSite& site : s.sites)
+        where += fmt::format("{}{}+0x{:x}", where.empty() ? "" : ", ", site.symbol, site.file_offset);
+      where = fmt::format("{} [{}]", s.library, where);
+    } else {
+      where = s.detail;
+    }
+    std::string id = s.rank ? std::to_string(s.rank->rank) : (s.pid > 0 ? fmt::format("pid {}", s.pid) : "all");
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.probe == s.probe && g.state == s.state && g.where == where;
+    });
+    if (it == groups.end()) groups.push_back({s.probe, s.state, std::move(where), {id}});
+    else it->who.push_back(id);
+  }
+  for (const Group& g : groups) {
+    std::string who;
+    for (const std::string& w : g.who) who += (who.empty() ? "" : ",") + w;
+    bool ranks = !statuses_.empty() && statuses_.front().rank.has_value();
+    out_ << fmt::format("{:<20} {:<11} {}{}: {}\n", g.probe, probe_state_name(g.state), ranks ? "ranks " : "", who,
+                        g.where);
+  }
+  statuses_.clear();
+  out_.flush();
+}
+
+void TextSink::note(const std::string& text) { out_ << "note: " << text << '\n'; }
+
+void TextSink::window(const WindowReport& report) { latest_[report.probe] = report; }
+
+std::string format_window_table(const WindowReport& r) {
+  bool aligned = r.kind == CallKind::synchronizing;
+  std::string out = fmt::format("{} {} {:.2f} s window", wall_clock(), r.probe,
+                                static_cast<double>(r.end_ns - r.start_ns) / 1e9);
+  out += aligned ? fmt::format(", {} aligned calls\n", r.instances) : fmt::format(" ({})\n", call_kind_name(r.kind));
+  out += fmt::format("{:>5} {:>8} {:>7} {:>10} {:>10}", "RANK", "PID", "CALLS", "P50 WAIT", "P99 WAIT");
+  if (aligned)
+    out += fmt::format(" {:>11} {:>10} {:>6} {:>5} {:>7}", "LATENESS", "GAP", "BLAME", "LAST", "Z");
+  out += '\n';
+  for (const RankWindowStats& s : r.ranks) {
+    out += fmt::format("{:>5} {:>8} {:>7} {:>10} {:>10}", s.identity.rank, s.identity.pid, s.calls,
+                       format_ns(s.wait_p50_ns), format_ns(s.wait_p99_ns));
+    if (aligned)
+      out += fmt::format(" {:>11} {:>10} {:>5.0f}% {:>4.0f}% {:>7}{}", format_ns(s.lateness_median_ns, true),
+                         format_ns(s.gap_median_ns), s.blame_share * 100, s.last_fraction * 100,
+                         s.z_lateness ? fmt::format("{:.1f}", *s.z_lateness) : "-", s.flagged ? " <" : "");
+    out += '\n';
+  }
+  return out;
+}
+
+void TextSink::tick(uint64_t) {
+  for (const auto& [probe, report] : latest_) out_ << '\n' << format_window_table(report);
+  latest_.clear();
+  out_.flush();
+}
+
+void TextSink::finding(const Finding& f) {
+  out_ << fmt::format("\nFINDING {}: {}\n", f.type, f.summary);
+  out_.flush();
+}
+
+void TextSink::histogram(const HistogramReport& h) {
+  uint64_t count = h.hist.count();
+  if (count == 0) return;
+  out_ << fmt::format("\n{} {}: {} calls, mean {}\n", who(h.rank, h.pid), h.probe, count,
+                      format_ns(static_cast<double>(h.total_ns) / static_cast<double>(count)));
+  out_ << format_log2_hist(h.hist);
+}
+
+void TextSink::summary(const SessionSummary& s) {
+  out_ << fmt::format("\nTraced {:.1f} s: {} calls, {} aligned collective instances.\n", s.traced_seconds, s.calls,
+                      s.instances);
+  out_ << fmt::format("Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, "
+                      "{} calls unmatched across ranks, {} returns without entry.\n",
+                      s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns);
+  if (s.findings.empty()) {
+    out_ << "Verdict: no straggler found.\n";
+    return;
+  }
+  out_ << "Verdict:\n";
+  for (const Finding& f : s.findings) out_ << fmt::format("  {}: {}\n", f.type, f.summary);
+}
+
+}  // namespace slowburn

@@ -1,0 +1,33 @@
+// Text for people: probe states, a live per-rank table every interval,
+// findings culprit first, then libbpf-tools style histograms.
+#pragma once
+
+#include <map>
+#include <vector>
+#include <ostream>
+
+#include "sinks/sink.h"
+
+namespace slowburn {
+
+class TextSink : public Sink {
+ public:
+  explicit TextSink(std::ostream& out) : out_(out) {}
+  void probe_status(const ProbeStatus& status) override;
+  void probes_done() override;
+  void note(const std::string& text) override;
+  void window(const WindowReport& report) override;
+  void tick(uint64_t now_ns) override;
+  void finding(const Finding& finding) override;
+  void histogram(const HistogramReport& report) override;
+  void summary(const SessionSummary& summary) override;
+
+ private:
+  std::ostream& out_;
+  std::map<std::string, WindowReport> latest_;  // per probe, since the last tick
+  std::vector<ProbeStatus> statuses_;           // until probes_done()
+};
+
+std::string format_window_table(const WindowReport& report);
+
+}  // namespace slowburn
