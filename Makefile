@@ -82,7 +82,7 @@ $(WORKLOAD): user/demo/mpi_workload.c
 	$(Q)$(MPICC) -O2 -Wall -Wextra -Werror -o $@ $<
 
 # ---------------------------------------------------------------- tests
-TEST_CXXFLAGS := $(SB_CXXFLAGS) -Itests
+TEST_CXXFLAGS := $(SB_CXXFLAGS) -Itests -DSLOWBURN_SOURCE_DIR=\"$(CURDIR)\" -DSLOWBURN_BUILD_DIR=\"$(abspath $(BUILD))\"
 UNIT_SRCS     := $(sort $(wildcard tests/unit/*.cpp))
 BPF_TEST_SRCS := $(sort $(wildcard tests/bpf/*.cpp))
 SCEN_SRCS     := $(sort $(wildcard tests/scenario/*.cpp))

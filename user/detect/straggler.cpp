@@ -54,6 +54,8 @@ StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInf
 }
 
 StragglerDetector::~StragglerDetector() = default;
+StragglerDetector::StragglerDetector(StragglerDetector&&) noexcept = default;
+StragglerDetector& StragglerDetector::operator=(StragglerDetector&&) noexcept = default;
 
 void StragglerDetector::add_rank(const RankIdentity& rank) {
   ranks_[rank.pid] = rank;

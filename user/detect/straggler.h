@@ -85,6 +85,8 @@ class StragglerDetector {
  public:
   StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes);
   ~StragglerDetector();
+  StragglerDetector(StragglerDetector&&) noexcept;
+  StragglerDetector& operator=(StragglerDetector&&) noexcept;
 
   void add_rank(const RankIdentity& rank);
   // The process exited: it leaves every alignment; its findings stay.

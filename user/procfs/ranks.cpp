@@ -111,7 +111,7 @@ std::optional<ProcStat> read_stat(const std::filesystem::path& proc_root, int32_
   if (paren == std::string::npos || paren + 2 >= stat->size()) return std::nullopt;
   ProcStat parsed;
   parsed.state = (*stat)[paren + 2];
-  std::string_view rest = std::string_view(*stat).substr(paren + 3);
+  std::string_view rest = std::string_view(*stat).substr(std::min(paren + 4, stat->size()));
   size_t space = rest.find(' ');
   if (auto ppid = parse_int(rest.substr(0, space))) parsed.ppid = *ppid;
   return parsed;
