@@ -117,7 +117,8 @@ $(SCEN_BIN): $(SCEN_OBJS) $(SUPPORT_OBJS) $(LIB)
 
 # Test targets: small programs the BPF tests attach to (tests/targets/README.md).
 TARGET_DIR := $(BUILD)/tests/targets
-TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_DIR)/gpu_lib_caller
+TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_DIR)/gpu_lib_caller \
+           $(TARGET_DIR)/standin/libmpi.so.99 $(TARGET_DIR)/standin_rank
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
 	@mkdir -p $(@D)
@@ -128,6 +129,17 @@ $(TARGET_DIR)/gpu_lib_caller: tests/targets/gpu_lib_caller.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -ldl
+
+# A stand-in libmpi exporting MPI_Allreduce only, and a "rank" linked to it.
+$(TARGET_DIR)/standin/libmpi.so.99: tests/targets/standin_mpi.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libmpi.so.99 -o $@ $<
+
+$(TARGET_DIR)/standin_rank: tests/targets/standin_rank.c $(TARGET_DIR)/standin/libmpi.so.99
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/standin -l:libmpi.so.99 \
+		-Wl,-rpath,$(abspath $(TARGET_DIR)/standin)
 
 $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 	@mkdir -p $(@D)

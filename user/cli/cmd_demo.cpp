@@ -40,12 +40,9 @@ int run_demo(DemoArgs args) {
   if (args.slow_rank >= kRanks) return fail(make_error("--slow-rank {} is not a rank of the {}-rank job", args.slow_rank, kRanks));
 
   MpiJobOptions job_options;
-  job_options.workload = args.workload;
+  job_options.program =
+      demo_workload_argv(args.workload, args.slow_rank, args.slowdown, args.compute_us, args.duration_s + 60);
   job_options.ranks = kRanks;
-  job_options.slow_rank = args.slow_rank;
-  job_options.slowdown = args.slowdown;
-  job_options.compute_us = args.compute_us;
-  job_options.max_seconds = args.duration_s + 60;
   job_options.log_path = fmt::format("/tmp/slowburn-demo-{}.log", getpid());
   auto job = MpiJob::launch(job_options);
   if (!job) return fail(job.error());

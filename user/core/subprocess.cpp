@@ -38,8 +38,9 @@ Result<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv, const
     dup2(out, STDOUT_FILENO);
     dup2(out, STDERR_FILENO);
     // The parent's stop handlers must not leak into the child.
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    for (const std::string& kv : options.extra_env) putenv(const_cast<char*>(kv.c_str()));
     execvp(args[0], args.data());
     _exit(127);
   }
@@ -54,6 +55,17 @@ Subprocess::Subprocess(Subprocess&& other) noexcept : pid_(other.pid_), status_(
 
 Subprocess::~Subprocess() {
   if (pid_ > 0) terminate();
+}
+
+void Subprocess::signal(int signo) const {
+  if (pid_ > 0) kill(pid_, signo);
+}
+
+std::optional<int> Subprocess::wait_for(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!poll() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return poll();
 }
 
 std::optional<int> Subprocess::poll() {

@@ -15,6 +15,7 @@ namespace slowburn {
 
 struct SpawnOptions {
   std::string output_path = "/dev/null";  // stdout and stderr go here
+  std::vector<std::string> extra_env;     // KEY=VALUE added to the inherited environment
 };
 
 class Subprocess {
@@ -27,6 +28,10 @@ class Subprocess {
   ~Subprocess();
 
   pid_t pid() const { return pid_; }
+  // Sends a signal to the child itself (not its group).
+  void signal(int signo) const;
+  // Blocks until it exits, up to `timeout`; the exit status, or nullopt.
+  std::optional<int> wait_for(std::chrono::milliseconds timeout);
   // Exit status once it has exited (128 + signal for a signal), without blocking.
   std::optional<int> poll();
   // SIGTERM to the group, then SIGKILL after `grace`; returns the exit status.

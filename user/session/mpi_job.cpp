@@ -32,24 +32,29 @@ std::vector<int32_t> MpiJob::pids() const {
   return pids;
 }
 
+std::vector<std::string> demo_workload_argv(const std::string& workload, int slow_rank, double slowdown,
+                                            double compute_us, double max_seconds) {
+  std::vector<std::string> argv = {workload, "--compute-us", fmt::format("{}", compute_us), "--seconds",
+                                   fmt::format("{}", max_seconds)};
+  if (slow_rank >= 0)
+    argv.insert(argv.end(), {"--slow-rank", std::to_string(slow_rank), "--slowdown", fmt::format("{}", slowdown)});
+  return argv;
+}
+
 Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
   auto mpirun = find_program("mpirun");
   if (!mpirun) return make_error("mpirun not found on PATH: install OpenMPI (apt-get install openmpi-bin, or make deps)");
-  if (access(o.workload.c_str(), X_OK) != 0)
-    return make_error("workload {} is missing or not executable: run make", o.workload);
+  if (o.program.empty() || access(o.program[0].c_str(), X_OK) != 0)
+    return make_error("rank program {} is missing or not executable: run make", o.program.empty() ? "" : o.program[0]);
 
   // Jobs already running are not ours.
   std::set<std::string> earlier_jobs;
   for (const RankIdentity& r : discover_ranks(o.proc_root, getpid())) earlier_jobs.insert(r.job);
 
   std::vector<std::string> argv = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                                   "-np", std::to_string(o.ranks), o.workload,
-                                   "--compute-us", fmt::format("{}", o.compute_us),
-                                   "--seconds", fmt::format("{}", o.max_seconds)};
-  if (o.slow_rank >= 0) {
-    argv.insert(argv.end(), {"--slow-rank", std::to_string(o.slow_rank), "--slowdown", fmt::format("{}", o.slowdown)});
-  }
-  auto child = Subprocess::spawn(argv, {o.log_path});
+                                   "-np", std::to_string(o.ranks)};
+  argv.insert(argv.end(), o.program.begin(), o.program.end());
+  auto child = Subprocess::spawn(argv, {o.log_path, {}});
   if (!child) return child.error();
 
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -58,7 +63,7 @@ Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
       return make_error("mpirun exited with status {} before the ranks started (log: {})", *status, o.log_path);
     std::map<std::string, std::vector<RankIdentity>> jobs;
     for (RankIdentity& r : discover_ranks(o.proc_root, getpid()))
-      if (!earlier_jobs.contains(r.job) && r.command.find(o.workload) != std::string::npos)
+      if (!earlier_jobs.contains(r.job) && r.command.find(o.program[0]) != std::string::npos)
         jobs[r.job].push_back(std::move(r));
     for (auto& [job, ranks] : jobs) {
       if (static_cast<int>(ranks.size()) != o.ranks) continue;
@@ -71,7 +76,7 @@ Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return make_error("the {} ranks of {} did not appear within {:.0f} s (log: {})", o.ranks, o.workload, timeout_s,
+  return make_error("the {} ranks of {} did not appear within {:.0f} s (log: {})", o.ranks, o.program[0], timeout_s,
                     o.log_path);
 }
 

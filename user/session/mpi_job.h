@@ -13,19 +13,21 @@
 namespace slowburn {
 
 struct MpiJobOptions {
-  std::string workload;  // path of slowburn-mpi-workload
+  std::vector<std::string> program;  // argv of each rank: the program and its arguments
   int ranks = 4;
-  int slow_rank = -1;  // -1: healthy
-  double slowdown = 1.5;
-  double compute_us = 3000;
-  double max_seconds = 300;  // the workload stops itself after this, whatever happens
   std::string log_path = "/dev/null";
   std::string proc_root = "/proc";
 };
 
+// The demo workload's argv: one rank slowed by `slowdown` (-1: healthy), and
+// a hard stop after max_seconds whatever happens to its tracer.
+std::vector<std::string> demo_workload_argv(const std::string& workload, int slow_rank, double slowdown,
+                                            double compute_us, double max_seconds);
+
 class MpiJob {
  public:
-  // Starts mpirun and waits until every rank runs with libmpi mapped.
+  // Starts mpirun (as root, oversubscribed) and waits until every rank runs
+  // with libmpi mapped.
   static Result<MpiJob> launch(const MpiJobOptions& options, double timeout_s = 30);
 
   const std::vector<RankIdentity>& ranks() const { return ranks_; }

@@ -1,0 +1,47 @@
+#include "support/test_support.h"
+
+#include <bpf/bpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+
+namespace slowburn::testing {
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "slowburn-test-XXXXXX").string();
+  char* made = mkdtemp(pattern.data());
+  if (!made) throw std::runtime_error("mkdtemp failed");
+  path_ = made;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path target_path(const std::string& name) {
+  return std::filesystem::path(SLOWBURN_BUILD_DIR) / "tests/targets" / name;
+}
+
+std::filesystem::path slowburn_binary() { return std::filesystem::path(SLOWBURN_BUILD_DIR) / "slowburn"; }
+
+void touch(const std::filesystem::path& path) { std::ofstream(path).put('\n'); }
+
+std::vector<uint32_t> bpf_program_ids_named(const std::string& name) {
+  std::vector<uint32_t> ids;
+  uint32_t id = 0;
+  while (bpf_prog_get_next_id(id, &id) == 0) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;  // freed meanwhile
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && name.compare(0, sizeof(info.name) - 1, info.name) == 0)
+      ids.push_back(id);
+    close(fd);
+  }
+  return ids;
+}
+
+}  // namespace slowburn::testing

@@ -1,0 +1,39 @@
+// Helpers shared by the root-only BPF and scenario tests.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "events/call_event.h"
+
+namespace slowburn::testing {
+
+#define SKIP_UNLESS_ROOT()                                                                       \
+  do {                                                                                           \
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON) to load BPF programs"; \
+  } while (0)
+
+// A fresh directory, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::filesystem::path target_path(const std::string& name);  // build/tests/targets/NAME
+std::filesystem::path slowburn_binary();                     // build/slowburn
+void touch(const std::filesystem::path& path);
+
+// IDs of loaded BPF programs with this name (from the kernel, as bpftool lists them).
+std::vector<uint32_t> bpf_program_ids_named(const std::string& name);
+
+}  // namespace slowburn::testing
