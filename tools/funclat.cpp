@@ -15,6 +15,7 @@
 #include "loader/privileges.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
+#include "session/attach.h"
 #include "session/trace_session.h"
 
 namespace slowburn::cli {
@@ -140,19 +141,13 @@ int run_funclat(const FunclatArgs& args) {
   if (!program) return fail(program.error());
 
   auto sink = make_stdout_sink(args.json);
-  for (const Target& t : *targets) {
-    uint64_t cookie = make_callpair_cookie(t.spec.id, 0, 0);
-    ProbeStatus status{t.spec.name, std::nullopt, args.pid, ProbeState::attached, t.where.library, t.where.sites, {}};
-    for (const AttachSite& site : t.where.sites) {
-      if (auto ok = (*program)->attach(t.where.attach_path, site.file_offset, args.pid, cookie); !ok)
-        return fail(ok.error());
-    }
+  std::vector<ProbeResolution> resolutions;
+  for (const Target& t : *targets) resolutions.push_back(t.where);
+  for (const ProbeStatus& status : attach_probes(**program, args.pid, std::nullopt, resolutions)) {
+    if (status.state != ProbeState::attached) return fail(make_error("{}: {}", status.probe, status.detail));
     sink->probe_status(status);
   }
-  sink->probes_done();
-  if (!args.json)
-    std::cout << fmt::format("Tracing {} function(s){}... Hit Ctrl-C to end.\n", targets->size(),
-                             args.pid ? fmt::format(" in pid {}", args.pid) : "");
+  sink->probes_done(targets->size(), args.pid ? 1 : 0);
 
   const auto& stop = install_stop_handlers();
   auto start = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 #include "events/decoder.h"
 #include "loader/callpair_program.h"
 #include "loader/ring_buffer.h"
+#include "loader/uprobe_multi.h"
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
@@ -43,6 +44,11 @@ struct Target {
   void go() { testing::touch(dir / "go"); }
 };
 
+Result<void> attach_one(CallpairProgram& program, Target& target, const char* symbol, int32_t pid, uint64_t cookie) {
+  UprobeSite site{target.offsets[symbol], cookie};
+  return program.attach(target.path(), pid, std::span(&site, 1));
+}
+
 // Reads records until the target exits, then whatever is left.
 std::vector<CallEvent> collect_until_exit(CallpairProgram& program, Target& target, EventDecoder& decoder) {
   std::vector<CallEvent> calls;
@@ -63,19 +69,27 @@ std::map<uint32_t, std::vector<CallEvent>> by_probe(const std::vector<CallEvent>
   return out;
 }
 
-TEST(CallpairBpf, OneProgramByCookieOnSeveralFunctionsExactCounts) {
+// Both ways of attaching: multi-uprobe links (this kernel) and the
+// perf-event links older kernels fall back to.
+class CallpairModes : public ::testing::TestWithParam<AttachMode> {};
+
+TEST_P(CallpairModes, OneProgramByCookieOnSeveralFunctionsExactCounts) {
   SKIP_UNLESS_ROOT();
+  if (GetParam() == AttachMode::multi_link && !kernel_has_uprobe_multi())
+    GTEST_SKIP() << "kernel lacks multi-uprobe links with PID filtering (Linux 6.10+)";
   Target target;
   ASSERT_NO_FATAL_FAILURE(target.start(20, 30, 40, 2000));
-  auto program = CallpairProgram::load({});
+  CallpairConfig config;
+  config.attach_mode = GetParam();
+  auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok()) << program.error().message;
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_a"], target.pid(),
-                                 make_callpair_cookie(kProbeA, 1, 0)).ok());
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_b"], target.pid(),
-                                 make_callpair_cookie(kProbeB, 2, 0)).ok());
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_c"], target.pid(),
-                                 make_callpair_cookie(kProbeC, 0, 0)).ok());
-  EXPECT_EQ((*program)->link_count(), 6u);
+  UprobeSite sites[] = {{target.offsets["sb_target_a"], make_callpair_cookie(kProbeA, 1, 0)},
+                        {target.offsets["sb_target_b"], make_callpair_cookie(kProbeB, 2, 0)},
+                        {target.offsets["sb_target_c"], make_callpair_cookie(kProbeC, 0, 0)}};
+  auto attached = (*program)->attach(target.path(), target.pid(), sites);
+  ASSERT_TRUE(attached.ok()) << attached.error().message;
+  // One link per (file, process, direction) with multi-uprobes, one per uprobe otherwise.
+  EXPECT_EQ((*program)->link_count(), GetParam() == AttachMode::multi_link ? 2u : 6u);
   target.go();
   EventDecoder decoder;
   auto calls = by_probe(collect_until_exit(**program, target, decoder));
@@ -118,6 +132,10 @@ TEST(CallpairBpf, OneProgramByCookieOnSeveralFunctionsExactCounts) {
   EXPECT_EQ(decoder.stats().rejected(), 0u);
 }
 
+INSTANTIATE_TEST_SUITE_P(AttachModes, CallpairModes,
+                         ::testing::Values(AttachMode::multi_link, AttachMode::perf_link),
+                         [](const auto& info) { return info.param == AttachMode::multi_link ? "multi" : "perf"; });
+
 TEST(CallpairBpf, MinDurationFiltersRecordsButHistogramsCountEverything) {
   SKIP_UNLESS_ROOT();
   Target target;
@@ -126,10 +144,8 @@ TEST(CallpairBpf, MinDurationFiltersRecordsButHistogramsCountEverything) {
   config.min_duration_ns = 1'000'000;
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok());
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_a"], target.pid(),
-                                 make_callpair_cookie(kProbeA, 0, 0)).ok());
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_c"], target.pid(),
-                                 make_callpair_cookie(kProbeC, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_a", target.pid(), make_callpair_cookie(kProbeA, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(), make_callpair_cookie(kProbeC, 0, 0)).ok());
   target.go();
   EventDecoder decoder;
   auto calls = by_probe(collect_until_exit(**program, target, decoder));
@@ -149,8 +165,7 @@ TEST(CallpairBpf, PidFilterInRodataIgnoresOtherProcesses) {
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok());
   // Attached for every process: only the rodata filter stands in the way.
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_c"], -1,
-                                 make_callpair_cookie(kProbeC, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", -1, make_callpair_cookie(kProbeC, 0, 0)).ok());
   target.go();
   EventDecoder decoder;
   EXPECT_TRUE(collect_until_exit(**program, target, decoder).empty());
@@ -165,8 +180,7 @@ TEST(CallpairBpf, RingBufferOverflowIsCountedExactly) {
   config.ringbuf_bytes = 4096;  // room for ~50 records: most of 10,000 must be dropped
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok()) << program.error().message;
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_c"], target.pid(),
-                                 make_callpair_cookie(kProbeC, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(), make_callpair_cookie(kProbeC, 0, 0)).ok());
   target.go();
   ASSERT_TRUE(target.process->wait_for(30s).has_value());  // nobody consumes meanwhile
   std::vector<CallEvent> calls;
@@ -187,8 +201,7 @@ TEST(CallpairBpf, InFlightCallsAreVisible) {
   ASSERT_NO_FATAL_FAILURE(target.start(1, 0, 0, 1'500'000));  // one 1.5 s call
   auto program = CallpairProgram::load({});
   ASSERT_TRUE(program.ok());
-  ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_a"], target.pid(),
-                                 make_callpair_cookie(kProbeA, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_a", target.pid(), make_callpair_cookie(kProbeA, 0, 0)).ok());
   target.go();
   std::vector<InFlightCall> inside;
   auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -211,8 +224,7 @@ TEST(CallpairBpf, DestroyingTheProgramLeavesNothingLoaded) {
   {
     auto program = CallpairProgram::load({});
     ASSERT_TRUE(program.ok());
-    ASSERT_TRUE((*program)->attach(target.path(), target.offsets["sb_target_c"], target.pid(),
-                                   make_callpair_cookie(kProbeC, 0, 0)).ok());
+    ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(), make_callpair_cookie(kProbeC, 0, 0)).ok());
     entry_id = (*program)->entry_program_id();
     exit_id = (*program)->exit_program_id();
     ASSERT_NE(entry_id, 0u);

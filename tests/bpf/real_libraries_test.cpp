@@ -10,6 +10,7 @@
 #include "loader/ring_buffer.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
+#include "session/attach.h"
 #include "session/mpi_job.h"
 #include "support/test_support.h"
 
@@ -27,17 +28,15 @@ size_t attach_all(CallpairProgram& program, const std::vector<const ProbeSpec*>&
                   SymbolCache& cache, std::map<std::string, ProbeResolution>* seen = nullptr) {
   auto maps = read_process_maps("/proc", pid);
   EXPECT_TRUE(maps.ok());
-  size_t attached = 0;
+  std::vector<ProbeResolution> resolutions;
   for (const ProbeSpec* spec : probes) {
-    ProbeResolution r = resolve_in_process(*spec, "/proc", pid, *maps, cache);
-    if (seen) (*seen)[spec->name] = r;
-    if (!r.resolved) continue;
-    for (const AttachSite& site : r.sites) {
-      auto ok = program.attach(r.attach_path, site.file_offset, pid,
-                               make_callpair_cookie(spec->id, spec->size_arg, spec->aux_arg));
-      EXPECT_TRUE(ok.ok()) << spec->name << ": " << ok.error().message;
-    }
-    ++attached;
+    resolutions.push_back(resolve_in_process(*spec, "/proc", pid, *maps, cache));
+    if (seen) (*seen)[spec->name] = resolutions.back();
+  }
+  size_t attached = 0;
+  for (const ProbeStatus& status : attach_probes(program, pid, std::nullopt, resolutions)) {
+    EXPECT_NE(status.state, ProbeState::failed) << status.probe << ": " << status.detail;
+    attached += status.state == ProbeState::attached;
   }
   return attached;
 }

@@ -120,7 +120,7 @@ TEST(TextSink, GroupsProbeStatesAcrossRanks) {
     sink.probe_status({"nccl.allreduce", rank(r, 100 + r), 100 + r, ProbeState::unavailable, "", {},
                        "libnccl.so not loaded"});
   }
-  sink.probes_done();
+  sink.probes_done(0, 0);
   EXPECT_EQ(out.str(),
             "mpi.allreduce        attached    ranks 0,1,2,3: /lib/libmpi.so.40 [MPI_Allreduce+0x69220]\n"
             "nccl.allreduce       unavailable ranks 0,1,2,3: libnccl.so not loaded\n");

@@ -61,8 +61,6 @@ Command add_trace_command(CLI::App& app) {
             if (auto ok = apply(*args); !ok) return fail(ok.error());
             const auto& stop = install_stop_handlers();
             auto sink = make_stdout_sink(args->json);
-            if (!args->json)
-              std::printf("Tracing collective calls... Hit Ctrl-C to end.\n");
             auto result = run_trace(args->options, *sink, stop);
             if (!result) return fail(result.error());
             return 0;

@@ -109,11 +109,13 @@ int main(int argc, char **argv)
 		acc ^= work(iterations, acc + (uint64_t)step);
 		mine = (double)(acc & 0xffff);
 		MPI_Allgather(&mine, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, MPI_COMM_WORLD);
-		/* Rank 0 decides when to stop; everyone learns it in the same step. */
+		/* Any rank asked to stop (or rank 0's clock ran out): everyone
+		 * learns it from the same Allreduce and leaves in the same step, so
+		 * no rank is left waiting in a collective. */
 		local[0] = gathered[0];
-		local[1] = rank == 0 && (stop_requested || now_s() - start > seconds);
+		local[1] = stop_requested || (rank == 0 && now_s() - start > seconds);
 		MPI_Allreduce(local, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-		if (sums[1] > 0 || stop_requested)
+		if (sums[1] > 0)
 			break;
 	}
 	if (rank == 0)

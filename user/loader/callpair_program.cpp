@@ -3,12 +3,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 
 // The skeleton refers to our shared types: include them first.
 #include "slowburn/callpair.h"
 #include "callpair.skel.h"
 #include "loader/privileges.h"
+#include "loader/uprobe_multi.h"
 
 namespace slowburn {
 
@@ -39,9 +42,18 @@ uint64_t make_callpair_cookie(uint16_t probe_id, uint8_t size_arg, uint8_t aux_a
 }
 
 Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairConfig& config) {
+  AttachMode mode = config.attach_mode.value_or(kernel_has_uprobe_multi() ? AttachMode::multi_link
+                                                                           : AttachMode::perf_link);
+  if (mode == AttachMode::multi_link && !kernel_has_uprobe_multi())
+    return make_error("this kernel has no multi-uprobe links with PID filtering (Linux 6.10+)");
   callpair_bpf* skel = callpair_bpf::open();
   if (!skel) return load_error(errno, "cannot open the call-pair BPF object");
-  std::unique_ptr<CallpairProgram> program(new CallpairProgram(skel));
+  std::unique_ptr<CallpairProgram> program(new CallpairProgram(skel, mode));
+  if (mode == AttachMode::multi_link) {
+    // Fixed at load time: a program is either multi-uprobe or perf-event attached.
+    bpf_program__set_expected_attach_type(skel->progs.call_enter, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+    bpf_program__set_expected_attach_type(skel->progs.call_exit, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  }
 
   skel->rodata->targ_tgid = config.target_tgid;
   skel->rodata->targ_min_ns = config.min_duration_ns;
@@ -57,25 +69,50 @@ Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairCon
 }
 
 CallpairProgram::~CallpairProgram() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);
+  for (int fd : multi_links_) close(fd);
+  for (bpf_link* link : perf_links_) bpf_link__destroy(link);
   callpair_bpf::destroy(skel_);
 }
 
-Result<void> CallpairProgram::attach(const std::string& path, uint64_t file_offset, int32_t pid,
-                                     uint64_t cookie) {
+Result<void> CallpairProgram::attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites) {
+  if (sites.empty()) return {};
   bpf_program* programs[] = {skel_->progs.call_enter, skel_->progs.call_exit};
-  for (int i = 0; i < 2; ++i) {
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = i == 1);
-    bpf_link* link = bpf_program__attach_uprobe_opts(programs[i], pid > 0 ? pid : -1, path.c_str(),
-                                                     file_offset, &opts);
-    if (!link) {
-      int err = errno;
-      return make_sys_error(err, fmt::format("cannot attach {} at {}+0x{:x}{}", i ? "uretprobe" : "uprobe",
-                                             path, file_offset,
-                                             pid > 0 ? fmt::format(" in pid {}", pid) : ""));
+  std::string where = fmt::format("{}{}", path, pid > 0 ? fmt::format(" in pid {}", pid) : "");
+  if (mode_ == AttachMode::multi_link) {
+    std::vector<uint64_t> offsets, cookies;
+    for (const UprobeSite& site : sites) {
+      offsets.push_back(site.file_offset);
+      cookies.push_back(site.cookie);
     }
-    links_.push_back(link);
+    int fds[2] = {-1, -1};
+    for (int i = 0; i < 2; ++i) {
+      auto fd = create_uprobe_multi_link(bpf_program__fd(programs[i]), path, offsets, cookies, pid, i == 1);
+      if (!fd) {
+        if (fds[0] >= 0) close(fds[0]);
+        return make_sys_error(fd.error().sys_errno,
+                              fmt::format("cannot attach {} uprobe(s) at {}", sites.size(), where));
+      }
+      fds[i] = *fd;
+    }
+    multi_links_.insert(multi_links_.end(), {fds[0], fds[1]});
+    return {};
   }
+  std::vector<bpf_link*> made;
+  for (const UprobeSite& site : sites) {
+    for (int i = 0; i < 2; ++i) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = i == 1);
+      bpf_link* link = bpf_program__attach_uprobe_opts(programs[i], pid > 0 ? pid : -1, path.c_str(),
+                                                       site.file_offset, &opts);
+      if (!link) {
+        int err = errno;
+        for (bpf_link* l : made) bpf_link__destroy(l);
+        return make_sys_error(err, fmt::format("cannot attach {} at {}+0x{:x}", i ? "uretprobe" : "uprobe", where,
+                                               site.file_offset));
+      }
+      made.push_back(link);
+    }
+  }
+  perf_links_.insert(perf_links_.end(), made.begin(), made.end());
   return {};
 }
 

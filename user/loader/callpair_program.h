@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,11 @@ struct bpf_link;
 
 namespace slowburn {
 
+// How uprobes are attached: one multi-uprobe link per (file, process,
+// direction) where the kernel has them (fast to attach and detach), else one
+// perf-event link per uprobe (any kernel with bpf_cookie, 5.15+).
+enum class AttachMode { multi_link, perf_link };
+
 struct CallpairConfig {
   uint32_t target_tgid = 0;      // 0: every process an attachment allows
   uint64_t min_duration_ns = 0;  // shorter calls are counted in histograms, not recorded
@@ -24,6 +31,13 @@ struct CallpairConfig {
   bool emit_records = true;      // false: in-kernel histograms only
   uint32_t ringbuf_bytes = 8u << 20;
   uint32_t max_thread_states = 16384;  // (thread, probe) entry states, LRU
+  std::optional<AttachMode> attach_mode;  // default: multi_link where the kernel has it
+};
+
+// One place to put a probe: an offset in a file and the cookie it fires with.
+struct UprobeSite {
+  uint64_t file_offset = 0;
+  uint64_t cookie = 0;
 };
 
 struct KernelHistogram {
@@ -49,9 +63,10 @@ class CallpairProgram {
   CallpairProgram(const CallpairProgram&) = delete;
   CallpairProgram& operator=(const CallpairProgram&) = delete;
 
-  // Entry and return probes at `file_offset` of `path`, in process `pid`
-  // only (-1: every process that maps the file).
-  Result<void> attach(const std::string& path, uint64_t file_offset, int32_t pid, uint64_t cookie);
+  // Entry and return probes at every site of `path`, in process `pid` only
+  // (-1: every process that maps the file). All or nothing: on an error no
+  // site of this call is attached.
+  Result<void> attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites);
 
   int events_fd() const;
   std::vector<KernelHistogram> histograms(const std::string& unit) const;
@@ -59,14 +74,17 @@ class CallpairProgram {
   void clear_histograms();
   std::vector<InFlightCall> in_flight() const;
   CallpairCounters counters() const;
-  size_t link_count() const { return links_.size(); }
+  size_t link_count() const { return perf_links_.size() + multi_links_.size(); }
+  AttachMode attach_mode() const { return mode_; }
   uint32_t entry_program_id() const;
   uint32_t exit_program_id() const;
 
  private:
-  explicit CallpairProgram(callpair_bpf* skel) : skel_(skel) {}
+  CallpairProgram(callpair_bpf* skel, AttachMode mode) : skel_(skel), mode_(mode) {}
   callpair_bpf* skel_;
-  std::vector<bpf_link*> links_;
+  AttachMode mode_;
+  std::vector<bpf_link*> perf_links_;
+  std::vector<int> multi_links_;  // link fds
 };
 
 }  // namespace slowburn

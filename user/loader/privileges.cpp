@@ -36,7 +36,7 @@ Result<void> check_tracing_privileges() {
     if (!has_capability(data, cap)) missing += (missing.empty() ? "" : ", ") + std::string(name);
   }
   if (missing.empty()) return {};
-  return make_error("slowburn needs privileges to trace: missing {} ({})", missing,
+  return make_error("tracing needs privileges: missing {} ({})", missing,
                     tracing_privileges_hint());
 }
 

@@ -1,6 +1,7 @@
 #include "session/mpi_job.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +25,12 @@ std::optional<std::string> find_workload() {
     if (access(candidate.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(candidate, ec).string();
   }
   return std::nullopt;
+}
+
+int MpiJob::stop() {
+  for (const RankIdentity& r : ranks_) kill(r.pid, SIGTERM);
+  if (auto status = mpirun_.wait_for(std::chrono::milliseconds(3000))) return *status;
+  return mpirun_.terminate();
 }
 
 std::vector<int32_t> MpiJob::pids() const {

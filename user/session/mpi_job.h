@@ -33,7 +33,10 @@ class MpiJob {
   const std::vector<RankIdentity>& ranks() const { return ranks_; }
   std::vector<int32_t> pids() const;
   pid_t launcher_pid() const { return mpirun_.pid(); }
-  int stop() { return mpirun_.terminate(); }
+  // SIGTERM to the ranks themselves (they agree to stop in the same step and
+  // finish MPI cleanly: mpirun then exits at once, where signalling mpirun
+  // costs its 2 s abort path); the whole group if that does not end it.
+  int stop();
 
  private:
   MpiJob(Subprocess mpirun, std::vector<RankIdentity> ranks) : mpirun_(std::move(mpirun)), ranks_(std::move(ranks)) {}

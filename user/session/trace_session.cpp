@@ -14,6 +14,7 @@
 #include "loader/privileges.h"
 #include "loader/ring_buffer.h"
 #include "probes/resolver.h"
+#include "session/attach.h"
 #include "procfs/ranks.h"
 
 namespace slowburn {
@@ -105,33 +106,21 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
 
   for (const RankIdentity& rank : *ranks) {
     auto maps = read_process_maps(options.proc_root, rank.pid);
+    std::vector<ProbeResolution> resolutions;
     for (const ProbeSpec* spec : *probes) {
-      ProbeStatus status{spec->name, rank, rank.pid, ProbeState::unavailable, {}, {}, {}};
       ProbeResolution where;
+      where.spec = spec;
       if (options.library) where = resolve_in_file(*spec, *options.library, symbols);
       else if (maps) where = resolve_in_process(*spec, options.proc_root, rank.pid, *maps, symbols);
       else where.reason = maps.error().message;
-      if (!where.resolved) {
-        status.detail = where.reason;
-        sink.probe_status(status);
-        continue;
-      }
-      status.library = where.library;
-      status.sites = where.sites;
-      status.state = ProbeState::attached;
-      uint64_t cookie = make_callpair_cookie(spec->id, spec->size_arg, spec->aux_arg);
-      for (const AttachSite& site : where.sites) {
-        if (auto ok = (*program)->attach(where.attach_path, site.file_offset, rank.pid, cookie); !ok) {
-          status.state = ProbeState::failed;
-          status.detail = ok.error().message;
-          break;
-        }
-      }
+      resolutions.push_back(std::move(where));
+    }
+    for (const ProbeStatus& status : attach_probes(**program, rank.pid, rank, resolutions)) {
       if (status.state == ProbeState::attached) ++result.attached;
       sink.probe_status(status);
     }
   }
-  sink.probes_done();
+  sink.probes_done(result.attached, ranks->size());
   if (result.attached == 0)
     return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
                       ranks->size());

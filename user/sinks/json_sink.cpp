@@ -44,6 +44,14 @@ void JsonSink::probe_status(const ProbeStatus& s) {
   out_ << j.dump() << '\n';
 }
 
+void JsonSink::probes_done(size_t attached, size_t processes) {
+  out_ << json{{"kind", "status"}, {"event", "tracing"}, {"ts", now_unix_seconds()}, {"host", host_},
+               {"attached", attached}, {"processes", processes}}
+              .dump()
+       << '\n';
+  out_.flush();
+}
+
 void JsonSink::note(const std::string& text) {
   out_ << json{{"kind", "status"}, {"event", "note"}, {"ts", now_unix_seconds()}, {"host", host_}, {"message", text}}
               .dump()

@@ -16,7 +16,7 @@ class JsonSink : public Sink {
   JsonSink(std::ostream& out, std::string host, int64_t wall_offset_ns)
       : out_(out), host_(std::move(host)), wall_offset_ns_(wall_offset_ns) {}
   void probe_status(const ProbeStatus& status) override;
-  void probes_done() override {}
+  void probes_done(size_t attached, size_t processes) override;
   void note(const std::string& text) override;
   void window(const WindowReport& report) override;
   void tick(uint64_t now_ns) override;

@@ -51,8 +51,9 @@ class Sink {
  public:
   virtual ~Sink() = default;
   virtual void probe_status(const ProbeStatus& status) = 0;
-  // Every probe has reported its state (text prints them grouped here).
-  virtual void probes_done() = 0;
+  // Every probe has reported its state and tracing begins (text prints the
+  // states grouped here, and the "Hit Ctrl-C" line).
+  virtual void probes_done(size_t attached, size_t processes) = 0;
   virtual void note(const std::string& text) = 0;
   virtual void window(const WindowReport& report) = 0;
   // Called every --interval: text prints its live table here.

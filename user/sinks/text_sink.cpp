@@ -30,7 +30,7 @@ void TextSink::probe_status(const ProbeStatus& s) { statuses_.push_back(s); }
 
 // One line per (probe, state, where/why), with the ranks it applies to:
 // 4 ranks x 17 probes would otherwise be 68 lines before the first table.
-void TextSink::probes_done() {
+void TextSink::probes_done(size_t attached, size_t processes) {
   struct Group {
     std::string probe;
     ProbeState state;
@@ -62,6 +62,9 @@ void TextSink::probes_done() {
                         g.where);
   }
   statuses_.clear();
+  if (attached)
+    out_ << fmt::format("Tracing {} probe attachment(s) in {} process(es)... Hit Ctrl-C to end.\n", attached,
+                        processes);
   out_.flush();
 }
 

@@ -14,7 +14,7 @@ class TextSink : public Sink {
  public:
   explicit TextSink(std::ostream& out) : out_(out) {}
   void probe_status(const ProbeStatus& status) override;
-  void probes_done() override;
+  void probes_done(size_t attached, size_t processes) override;
   void note(const std::string& text) override;
   void window(const WindowReport& report) override;
   void tick(uint64_t now_ns) override;

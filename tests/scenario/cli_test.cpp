@@ -1,0 +1,241 @@
+// The slowburn binary as a user runs it: errors, signals, leftovers.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/subprocess.h"
+#include "support/test_support.h"
+
+namespace slowburn {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Ran {
+  int status = -1;
+  std::string output;
+};
+
+Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds timeout = 60s,
+                 const std::vector<std::string>& prefix = {}) {
+  TempDir dir;
+  std::vector<std::string> argv = prefix;
+  argv.push_back(testing::slowburn_binary().string());
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = Subprocess::spawn(argv, {(dir / "out").string(), {}});
+  EXPECT_TRUE(child.ok());
+  Ran ran;
+  auto status = child->wait_for(timeout);
+  EXPECT_TRUE(status.has_value()) << "slowburn did not finish";
+  ran.status = status.value_or(-1);
+  ran.output = read_text(dir / "out");
+  return ran;
+}
+
+size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+std::vector<uint32_t> our_programs() {
+  auto ids = testing::bpf_program_ids_named("call_enter");
+  auto more = testing::bpf_program_ids_named("call_exit");
+  ids.insert(ids.end(), more.begin(), more.end());
+  return ids;
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// True once slowburn has attached and said so (text or JSON).
+bool tracing_started(const std::filesystem::path& output) {
+  std::string text = read_text(output);
+  return text.find("Hit Ctrl-C to end") != std::string::npos || text.find("\"event\":\"tracing\"") != std::string::npos;
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// A process that looks like rank 0 and loads the stand-in libmpi.so.99,
+// which has MPI_Allreduce and no other MPI symbol.
+struct StandinRank {
+  TempDir dir;
+  std::optional<Subprocess> process;
+  explicit StandinRank(long calls, int sleep_s) {
+    auto child = Subprocess::spawn(
+        {testing::target_path("standin_rank").string(), (dir / "go").string(), std::to_string(calls),
+         std::to_string(sleep_s)},
+        {"/dev/null", {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "OMPI_MCA_ess_base_jobid=standin"}});
+    EXPECT_TRUE(child.ok());
+    process.emplace(std::move(*child));
+  }
+  std::string pid() const { return std::to_string(process->pid()); }
+  void go() { testing::touch(dir / "go"); }
+};
+
+TEST(Cli, HelpShowsExamplesForEverySubcommand) {
+  for (const char* sub : {"trace", "probes", "ranks", "funclat", "demo"}) {
+    Ran ran = run_slowburn({sub, "--help"});
+    EXPECT_EQ(ran.status, 0) << sub;
+    EXPECT_NE(ran.output.find("Examples:"), std::string::npos) << sub;
+  }
+}
+
+TEST(Cli, NotRootIsOneClearLine) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to an unprivileged user";
+  Ran ran = run_slowburn({"trace", "-d", "1"}, 30s,
+                         {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"});
+  EXPECT_NE(ran.status, 0);
+  EXPECT_EQ(count_lines(ran.output), 1u) << ran.output;
+  EXPECT_NE(ran.output.find("slowburn: tracing needs privileges: missing CAP_BPF"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("run as root"), std::string::npos);
+}
+
+TEST(Cli, PidThatHasExitedOrIsNotARank) {
+  SKIP_UNLESS_ROOT();
+  Ran gone = run_slowburn({"trace", "--pid", "999999999", "-d", "1"});
+  EXPECT_EQ(gone.status, 1);
+  EXPECT_NE(gone.output.find("pid 999999999 does not exist or has exited"), std::string::npos) << gone.output;
+
+  auto sleeper = Subprocess::spawn({"sleep", "30"});
+  ASSERT_TRUE(sleeper.ok());
+  Ran not_rank = run_slowburn({"trace", "--pid", std::to_string(sleeper->pid()), "-d", "1"});
+  EXPECT_EQ(not_rank.status, 1);
+  EXPECT_NE(not_rank.output.find("is not a rank of a training job"), std::string::npos) << not_rank.output;
+}
+
+TEST(Cli, UnknownProbePatternNamesTheKnownOnes) {
+  SKIP_UNLESS_ROOT();
+  StandinRank rank(0, 5);
+  Ran ran = run_slowburn({"trace", "--pid", rank.pid(), "--probe", "mpi.allreduse", "-d", "1"});
+  EXPECT_EQ(ran.status, 1);
+  EXPECT_NE(ran.output.find("no probe matches 'mpi.allreduse'"), std::string::npos) << ran.output;
+}
+
+TEST(Cli, MissingSymbolIsUnavailableWhileOthersAttach) {
+  SKIP_UNLESS_ROOT();
+  StandinRank rank(1000, 1);
+  TempDir dir;
+  auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid(), "--probe",
+                                  "mpi.*", "-d", "20", "--json"},
+                                 {(dir / "out").string(), {}});
+  ASSERT_TRUE(trace.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  rank.go();  // 1000 calls, then the rank exits and the session ends with it
+  auto status = trace->wait_for(30s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0);
+  std::map<std::string, nlohmann::json> probes;
+  uint64_t allreduce_calls = 0;
+  std::istringstream lines(read_text(dir / "out"));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "status" && j["event"] == "probe") probes[j["probe"]] = j;
+    if (j["kind"] == "hist" && j["probe"] == "mpi.allreduce") allreduce_calls = j["count"];
+  }
+  EXPECT_EQ(probes["mpi.allreduce"]["state"], "attached");
+  EXPECT_EQ(probes["mpi.barrier"]["state"], "unavailable");
+  EXPECT_NE(probes["mpi.barrier"]["reason"].get<std::string>().find("symbol missing"), std::string::npos);
+  EXPECT_NE(probes["mpi.barrier"]["reason"].get<std::string>().find("libmpi.so.99 has none of MPI_Barrier"),
+            std::string::npos);
+  EXPECT_EQ(allreduce_calls, 1000u);
+}
+
+TEST(Cli, SigintPrintsTheSummaryExitsZeroAndLeavesNoProgram) {
+  SKIP_UNLESS_ROOT();
+  StandinRank rank(0, 60);
+  TempDir dir;
+  auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid()},
+                                 {(dir / "out").string(), {}});
+  ASSERT_TRUE(trace.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  EXPECT_FALSE(our_programs().empty());
+  trace->signal(SIGINT);
+  auto status = trace->wait_for(20s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0);
+  std::string out = read_text(dir / "out");
+  EXPECT_NE(out.find("Verdict: no straggler found."), std::string::npos) << out;
+  EXPECT_NE(out.find("ring-buffer drops"), std::string::npos);
+  EXPECT_TRUE(wait_until([] { return our_programs().empty(); }, 5s)) << "BPF programs left after SIGINT";
+}
+
+TEST(Cli, SigkillLeavesNoProgram) {
+  SKIP_UNLESS_ROOT();
+  StandinRank rank(0, 60);
+  TempDir dir;
+  auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid()},
+                                 {(dir / "out").string(), {}});
+  ASSERT_TRUE(trace.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  EXPECT_FALSE(our_programs().empty());
+  trace->signal(SIGKILL);
+  ASSERT_TRUE(trace->wait_for(10s).has_value());
+  EXPECT_TRUE(wait_until([] { return our_programs().empty(); }, 5s)) << "BPF programs left after SIGKILL";
+}
+
+TEST(Cli, RanksFromACapturedProcfs) {
+  Ran ran = run_slowburn({"ranks", "--json", "--procfs-root", std::string(SLOWBURN_SOURCE_DIR) + "/tests/fixtures/proc"});
+  ASSERT_EQ(ran.status, 0);
+  std::istringstream lines(ran.output);
+  std::vector<int> ranks;
+  for (std::string line; std::getline(lines, line);) ranks.push_back(nlohmann::json::parse(line)["rank"]);
+  EXPECT_EQ(ranks, (std::vector<int>{4, 0, 1, 2, 6, 5}));
+}
+
+TEST(Cli, ProbesInALibraryFile) {
+  Ran ran = run_slowburn({"probes", "--lib", testing::target_path("standin/libmpi.so.99").string(), "--json"});
+  ASSERT_EQ(ran.status, 0);
+  std::map<std::string, std::string> state;
+  std::istringstream lines(ran.output);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    state[j["probe"]] = j["state"];
+  }
+  EXPECT_EQ(state["mpi.allreduce"], "resolved");
+  EXPECT_EQ(state["mpi.barrier"], "unavailable");
+  EXPECT_EQ(state["nccl.allreduce"], "unavailable");
+}
+
+TEST(Cli, FunclatCountsEveryCallInTheKernel) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  auto target = Subprocess::spawn({testing::target_path("call_counter").string(), (dir / "go").string(), "0", "0",
+                                   "777", "0"});
+  ASSERT_TRUE(target.ok());
+  auto funclat = Subprocess::spawn({testing::slowburn_binary().string(), "funclat", "--json", "-p",
+                                    std::to_string(target->pid()),
+                                    testing::target_path("call_counter").string() + ":sb_target_c"},
+                                   {(dir / "out").string(), {}});
+  ASSERT_TRUE(funclat.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  testing::touch(dir / "go");
+  ASSERT_TRUE(target->wait_for(20s).has_value());
+  auto status = funclat->wait_for(20s);  // exits on its own once the pid is gone
+  ASSERT_TRUE(status.has_value());
+  ASSERT_EQ(*status, 0) << read_text(dir / "out");
+  uint64_t count = 0;
+  std::istringstream lines(read_text(dir / "out"));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "hist") count += j["count"].get<uint64_t>();
+  }
+  EXPECT_EQ(count, 777u);
+}
+
+}  // namespace
+}  // namespace slowburn

@@ -1,0 +1,82 @@
+// Real OpenMPI jobs (the demo workload, 4 ranks on this machine's 2 cores)
+// traced by the real probes: the detector must name exactly the slowed rank,
+// within 10 s, and nobody in a healthy job.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "core/subprocess.h"
+#include "session/mpi_job.h"
+#include "session/trace_session.h"
+#include "sinks/json_sink.h"
+#include "support/test_support.h"
+
+namespace slowburn {
+namespace {
+
+using testing::TempDir;
+
+struct Outcome {
+  std::set<int> named;
+  std::optional<double> first_finding_after_s;
+  uint64_t instances = 0;
+  std::string log;
+};
+
+Outcome trace_demo_job(int slow_rank, double duration_s) {
+  Outcome outcome;
+  TempDir dir;
+  MpiJobOptions options;
+  options.program = demo_workload_argv(testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string(),
+                                       slow_rank, 1.5, 3000, duration_s + 60);
+  options.ranks = 4;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  EXPECT_TRUE(job.ok()) << job.error().message;
+  if (!job) return outcome;
+
+  TraceOptions trace;
+  trace.pids = job->pids();
+  trace.probe_patterns = {"mpi.*"};
+  trace.duration_s = duration_s;
+  std::ostringstream json;
+  JsonSink sink(json, "test", 0);
+  std::atomic<bool> stop{false};
+  auto result = run_trace(trace, sink, stop);
+  job->stop();
+  EXPECT_TRUE(result.ok()) << result.error().message;
+  if (!result) return outcome;
+  for (const Finding& f : result->summary.findings) outcome.named.insert(f.culprit.rank);
+  outcome.first_finding_after_s = result->first_finding_after_s;
+  outcome.instances = result->summary.instances;
+  outcome.log = json.str();
+  return outcome;
+}
+
+class SlowRank : public ::testing::TestWithParam<int> {};
+
+TEST_P(SlowRank, NamedWithinTenSeconds) {
+  SKIP_UNLESS_ROOT();
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
+  int slow = GetParam();
+  Outcome outcome = trace_demo_job(slow, 10);
+  EXPECT_EQ(outcome.named, std::set<int>{slow});
+  ASSERT_TRUE(outcome.first_finding_after_s.has_value());
+  EXPECT_LE(*outcome.first_finding_after_s, 10.0);
+  EXPECT_GT(outcome.instances, 100u);
+  RecordProperty("first_finding_after_s", std::to_string(*outcome.first_finding_after_s));
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreeDifferentRanks, SlowRank, ::testing::Values(0, 2, 3));
+
+TEST(HealthyJob, NamesNobody) {
+  SKIP_UNLESS_ROOT();
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
+  Outcome outcome = trace_demo_job(-1, 10);
+  EXPECT_TRUE(outcome.named.empty()) << outcome.log.substr(0, 4000);
+  EXPECT_GT(outcome.instances, 100u);
+}
+
+}  // namespace
+}  // namespace slowburn

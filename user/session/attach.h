@@ -1,0 +1,22 @@
+// Attaching resolved probes to one process, with a state for each probe.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/rank_identity.h"
+#include "loader/callpair_program.h"
+#include "probes/resolver.h"
+#include "sinks/sink.h"
+
+namespace slowburn {
+
+// Attaches every resolved probe in process `pid` (-1: every process),
+// batching the sites of one file into one attachment; when a batch fails,
+// its probes are retried one by one so each failure is pinned on its probe.
+// Returns one state per resolution, in order: attached, unavailable (not
+// resolved: its reason) or failed (the kernel's error).
+std::vector<ProbeStatus> attach_probes(CallpairProgram& program, int32_t pid, const std::optional<RankIdentity>& rank,
+                                       const std::vector<ProbeResolution>& resolutions);
+
+}  // namespace slowburn
