@@ -207,7 +207,7 @@ install: all
 	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn
 	install -D -m 0755 $(WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-mpi-workload
 
-FORMAT_SRCS = $(shell find user tools tests bench include bpf -name '*.cpp' -o -name '*.h' -o -name '*.c' | grep -v '^tests/fixtures')
+FORMAT_SRCS = $(shell find user tools tests bench -name '*.cpp' -o -name '*.h' | grep -v "^tests/fixtures")
 format:
 	clang-format -i $(FORMAT_SRCS)
 

@@ -23,6 +23,10 @@ const volatile __u32 targ_tgid = 0;        /* 0: every process the probe is atta
 const volatile __u64 targ_min_ns = 0;      /* records only for calls at least this long */
 const volatile __u64 hist_unit_ns = 1000;  /* histogram unit: 1 ns, 1000 us, 1000000 ms */
 const volatile bool emit_records = true;   /* false: histograms only (funclat) */
+/* Wake the consumer only once this much is pending: a wakeup per record
+ * costs more than the rest of the probe. User space also polls on a timer,
+ * so records never wait longer than that period. */
+const volatile __u64 wakeup_bytes = 256 * 1024;
 
 struct call_state_key {
 	__u32 tid;
@@ -170,6 +174,7 @@ int BPF_KRETPROBE(call_exit)
 	event->exit_ns = exit_ns;
 	event->size_arg = state->size_arg;
 	event->aux_arg = state->aux_arg;
-	bpf_ringbuf_submit(event, 0);
+	bpf_ringbuf_submit(event, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+											: BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -45,9 +45,9 @@ Result<std::string> find_library_file(const std::string& name) {
       if (end > start) dirs.push_back(paths.substr(start, end - start));
     }
   }
-  for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-                          "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib", "/usr/local/lib",
-                          "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
+  for (const char* dir :
+       {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+        "/lib64", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
     dirs.push_back(dir);
   std::string stem = name.rfind("lib", 0) == 0 ? name : "lib" + name;
   if (stem.find(".so") == std::string::npos) stem += ".so";
@@ -56,8 +56,7 @@ Result<std::string> find_library_file(const std::string& name) {
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
       if (library_name_matches(entry.path().string(), stem)) return entry.path().string();
   }
-  return make_error("library '{}' not found in LD_LIBRARY_PATH or the usual library directories; give its path",
-                    name);
+  return make_error("library '{}' not found in LD_LIBRARY_PATH or the usual library directories; give its path", name);
 }
 
 struct Target {
@@ -169,9 +168,10 @@ int run_funclat(const FunclatArgs& args) {
   print_histograms(**program, *targets, args, unit, *sink);
   CallpairCounters counters = (*program)->counters();
   if (counters.orphan_returns || counters.state_failures)
-    sink->note(fmt::format("{} returns without a traced entry (attached mid-call), {} entries not tracked "
-                           "(thread-state map full)",
-                           counters.orphan_returns, counters.state_failures));
+    sink->note(
+        fmt::format("{} returns without a traced entry (attached mid-call), {} entries not tracked "
+                    "(thread-state map full)",
+                    counters.orphan_returns, counters.state_failures));
   return 0;
 }
 
@@ -187,8 +187,9 @@ Command add_funclat_command(CLI::App& app) {
       "  slowburn funclat -p 4242 -i 5 mpi:MPI_Barrier\n"
       "  slowburn funclat 'libnccl.so.2:ncclIbTest(void*, int*, int*)' -m\n"
       "  slowburn funclat -d 10 --json c:malloc");
-  sub->add_option("functions", args->functions, "LIB:SYMBOL; LIB a path or a name (mpi, libmpi.so.40); C++ "
-                                                "names mangled or demangled")
+  sub->add_option("functions", args->functions,
+                  "LIB:SYMBOL; LIB a path or a name (mpi, libmpi.so.40); C++ "
+                  "names mangled or demangled")
       ->required();
   sub->add_option("-p,--pid", args->pid, "Trace only this process");
   sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")

@@ -132,8 +132,7 @@ TEST_P(CallpairModes, OneProgramByCookieOnSeveralFunctionsExactCounts) {
   EXPECT_EQ(decoder.stats().rejected(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(AttachModes, CallpairModes,
-                         ::testing::Values(AttachMode::multi_link, AttachMode::perf_link),
+INSTANTIATE_TEST_SUITE_P(AttachModes, CallpairModes, ::testing::Values(AttachMode::multi_link, AttachMode::perf_link),
                          [](const auto& info) { return info.param == AttachMode::multi_link ? "multi" : "perf"; });
 
 TEST(CallpairBpf, MinDurationFiltersRecordsButHistogramsCountEverything) {

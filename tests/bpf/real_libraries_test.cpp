@@ -107,9 +107,9 @@ TEST(RealLibraries, NcclAndCudaProbesAttachAndCountRealCalls) {
   if (access(kNccl, R_OK) != 0 || access(kCudart, R_OK) != 0)
     GTEST_SKIP() << "NCCL / CUDA runtime not installed at " << kNccl << ", " << kCudart;
   TempDir dir;
-  auto child = Subprocess::spawn({testing::target_path("gpu_lib_caller").string(), (dir / "go").string(), kCudart,
-                                  kNccl, "100"},
-                                 {(dir / "out.log").string(), {}});
+  auto child =
+      Subprocess::spawn({testing::target_path("gpu_lib_caller").string(), (dir / "go").string(), kCudart, kNccl, "100"},
+                        {(dir / "out.log").string(), {}});
   ASSERT_TRUE(child.ok());
   // The caller dlopens both libraries before waiting: wait until they are mapped.
   auto deadline = std::chrono::steady_clock::now() + 10s;

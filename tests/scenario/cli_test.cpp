@@ -130,9 +130,9 @@ TEST(Cli, MissingSymbolIsUnavailableWhileOthersAttach) {
   SKIP_UNLESS_ROOT();
   StandinRank rank(1000, 1);
   TempDir dir;
-  auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid(), "--probe",
-                                  "mpi.*", "-d", "20", "--json"},
-                                 {(dir / "out").string(), {}});
+  auto trace = Subprocess::spawn(
+      {testing::slowburn_binary().string(), "trace", "--pid", rank.pid(), "--probe", "mpi.*", "-d", "20", "--json"},
+      {(dir / "out").string(), {}});
   ASSERT_TRUE(trace.ok());
   ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
   rank.go();  // 1000 calls, then the rank exits and the session ends with it
@@ -189,7 +189,8 @@ TEST(Cli, SigkillLeavesNoProgram) {
 }
 
 TEST(Cli, RanksFromACapturedProcfs) {
-  Ran ran = run_slowburn({"ranks", "--json", "--procfs-root", std::string(SLOWBURN_SOURCE_DIR) + "/tests/fixtures/proc"});
+  Ran ran =
+      run_slowburn({"ranks", "--json", "--procfs-root", std::string(SLOWBURN_SOURCE_DIR) + "/tests/fixtures/proc"});
   ASSERT_EQ(ran.status, 0);
   std::istringstream lines(ran.output);
   std::vector<int> ranks;
@@ -214,13 +215,13 @@ TEST(Cli, ProbesInALibraryFile) {
 TEST(Cli, FunclatCountsEveryCallInTheKernel) {
   SKIP_UNLESS_ROOT();
   TempDir dir;
-  auto target = Subprocess::spawn({testing::target_path("call_counter").string(), (dir / "go").string(), "0", "0",
-                                   "777", "0"});
+  auto target =
+      Subprocess::spawn({testing::target_path("call_counter").string(), (dir / "go").string(), "0", "0", "777", "0"});
   ASSERT_TRUE(target.ok());
-  auto funclat = Subprocess::spawn({testing::slowburn_binary().string(), "funclat", "--json", "-p",
-                                    std::to_string(target->pid()),
-                                    testing::target_path("call_counter").string() + ":sb_target_c"},
-                                   {(dir / "out").string(), {}});
+  auto funclat =
+      Subprocess::spawn({testing::slowburn_binary().string(), "funclat", "--json", "-p", std::to_string(target->pid()),
+                         testing::target_path("call_counter").string() + ":sb_target_c"},
+                        {(dir / "out").string(), {}});
   ASSERT_TRUE(funclat.ok());
   ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
   testing::touch(dir / "go");

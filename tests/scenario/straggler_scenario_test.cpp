@@ -28,8 +28,9 @@ Outcome trace_demo_job(int slow_rank, double duration_s) {
   Outcome outcome;
   TempDir dir;
   MpiJobOptions options;
-  options.program = demo_workload_argv(testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string(),
-                                       slow_rank, 1.5, 3000, duration_s + 60);
+  options.program =
+      demo_workload_argv(testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string(),
+                         slow_rank, 1.5, 3000, duration_s + 60);
   options.ranks = 4;
   options.log_path = (dir / "mpirun.log").string();
   auto job = MpiJob::launch(options);

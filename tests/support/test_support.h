@@ -12,8 +12,8 @@
 
 namespace slowburn::testing {
 
-#define SKIP_UNLESS_ROOT()                                                                       \
-  do {                                                                                           \
+#define SKIP_UNLESS_ROOT()                                                                        \
+  do {                                                                                            \
     if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON) to load BPF programs"; \
   } while (0)
 

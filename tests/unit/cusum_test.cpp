@@ -14,14 +14,14 @@ TEST(Cusum, AccumulatesOnlyAboveAllowance) {
   EXPECT_FALSE(c.add(2.0));  // 3.0
   EXPECT_FALSE(c.add(2.5));  // 5.0: not above h
   EXPECT_DOUBLE_EQ(c.statistic(), 5.0);
-  EXPECT_TRUE(c.add(1.0));   // 5.5 > 5
+  EXPECT_TRUE(c.add(1.0));  // 5.5 > 5
   EXPECT_TRUE(c.alarmed());
 }
 
 TEST(Cusum, NegativeInputsDrainToZero) {
   Cusum c(0.5, 5.0);
-  c.add(3.0);  // 2.5
-  c.add(-1.0); // 1.0
+  c.add(3.0);   // 2.5
+  c.add(-1.0);  // 1.0
   EXPECT_DOUBLE_EQ(c.statistic(), 1.0);
   c.add(-10.0);
   EXPECT_DOUBLE_EQ(c.statistic(), 0.0);

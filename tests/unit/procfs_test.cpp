@@ -66,7 +66,7 @@ TEST(Ranks, IdentifyPrecedence) {
   ASSERT_TRUE(id.has_value());
   EXPECT_EQ(id->rank, 3);
   EXPECT_EQ(id->launcher, "openmpi");
-  EXPECT_EQ(id->local_rank, 1);  // taken from the first variable that has one
+  EXPECT_EQ(id->local_rank, 1);                                         // taken from the first variable that has one
   EXPECT_FALSE(identify_rank(Environment{{"RANK", "1"}}).has_value());  // RANK alone is too common
   EXPECT_FALSE(identify_rank(Environment{{"PMI_RANK", "-1"}}).has_value());
   EXPECT_FALSE(identify_rank(Environment{{"PMI_RANK", "1x"}}).has_value());

@@ -115,15 +115,20 @@ TEST(TextSink, GroupsProbeStatesAcrossRanks) {
   std::ostringstream out;
   TextSink sink(out);
   for (int r = 0; r < 4; ++r) {
-    sink.probe_status({"mpi.allreduce", rank(r, 100 + r), 100 + r, ProbeState::attached, "/lib/libmpi.so.40",
-                       {{"MPI_Allreduce", "", 0x69220, 0x69220}}, ""});
-    sink.probe_status({"nccl.allreduce", rank(r, 100 + r), 100 + r, ProbeState::unavailable, "", {},
-                       "libnccl.so not loaded"});
+    sink.probe_status({"mpi.allreduce",
+                       rank(r, 100 + r),
+                       100 + r,
+                       ProbeState::attached,
+                       "/lib/libmpi.so.40",
+                       {{"MPI_Allreduce", "", 0x69220, 0x69220}},
+                       ""});
+    sink.probe_status(
+        {"nccl.allreduce", rank(r, 100 + r), 100 + r, ProbeState::unavailable, "", {}, "libnccl.so not loaded"});
   }
   sink.probes_done(0, 0);
   EXPECT_EQ(out.str(),
-            "mpi.allreduce        attached    ranks 0,1,2,3: /lib/libmpi.so.40 [MPI_Allreduce+0x69220]\n"
-            "nccl.allreduce       unavailable ranks 0,1,2,3: libnccl.so not loaded\n");
+            "mpi.allreduce            attached    ranks 0,1,2,3: /lib/libmpi.so.40 [MPI_Allreduce+0x69220]\n"
+            "nccl.allreduce           unavailable ranks 0,1,2,3: libnccl.so not loaded\n");
 }
 
 TEST(TextSink, VerdictNamesTheCulpritOrNobody) {

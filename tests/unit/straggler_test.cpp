@@ -130,8 +130,10 @@ TEST(StragglerDetector, NamesTheSlowRankNotTheWaiters) {
   const WindowReport& w = run.windows[3];
   double culprit_wait = 0, max_other_wait = 0;
   for (const RankWindowStats& s : w.ranks) {
-    if (s.identity.rank == 2) culprit_wait = *s.wait_p50_ns;
-    else max_other_wait = std::max(max_other_wait, *s.wait_p50_ns);
+    if (s.identity.rank == 2)
+      culprit_wait = *s.wait_p50_ns;
+    else
+      max_other_wait = std::max(max_other_wait, *s.wait_p50_ns);
   }
   EXPECT_LT(culprit_wait, max_other_wait);
 }
@@ -270,8 +272,8 @@ TEST(StragglerDetector, HangNamesTheRankThatNeverArrived) {
   DetectorConfig config;
   config.hang_ns = 5'000'000'000;
   StragglerDetector d = make_detector(4, config);
-  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 10'000'000'000}, {1001, 1001, kProbe, 10'100'000'000},
-                                      {1003, 1003, kProbe, 10'200'000'000}};
+  std::vector<InFlightCall> inside = {
+      {1000, 1000, kProbe, 10'000'000'000}, {1001, 1001, kProbe, 10'100'000'000}, {1003, 1003, kProbe, 10'200'000'000}};
   EXPECT_TRUE(d.check_in_flight(12'000'000'000, inside).findings.empty());  // 2 s: not yet
   auto out = d.check_in_flight(16'000'000'000, inside);
   ASSERT_EQ(out.findings.size(), 1u);

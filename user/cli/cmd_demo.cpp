@@ -32,12 +32,17 @@ int run_demo(DemoArgs args) {
   constexpr int kRanks = 4;
   if (args.workload.empty()) {
     auto found = find_workload();
-    if (!found) return fail(make_error("the demo workload (slowburn-mpi-workload) is not next to slowburn: run make, or give --workload"));
+    if (!found)
+      return fail(make_error(
+          "the demo workload (slowburn-mpi-workload) is not next to slowburn: run make, or give --workload"));
     args.workload = *found;
   }
-  if (args.healthy) args.slow_rank = -1;
-  else if (args.slow_rank < 0) args.slow_rank = std::uniform_int_distribution<int>(0, kRanks - 1)(*std::make_unique<std::random_device>());
-  if (args.slow_rank >= kRanks) return fail(make_error("--slow-rank {} is not a rank of the {}-rank job", args.slow_rank, kRanks));
+  if (args.healthy)
+    args.slow_rank = -1;
+  else if (args.slow_rank < 0)
+    args.slow_rank = std::uniform_int_distribution<int>(0, kRanks - 1)(*std::make_unique<std::random_device>());
+  if (args.slow_rank >= kRanks)
+    return fail(make_error("--slow-rank {} is not a rank of the {}-rank job", args.slow_rank, kRanks));
 
   MpiJobOptions job_options;
   job_options.program =
@@ -47,9 +52,9 @@ int run_demo(DemoArgs args) {
   auto job = MpiJob::launch(job_options);
   if (!job) return fail(job.error());
 
-  std::string injected = args.slow_rank >= 0
-                             ? fmt::format("rank {} does {:.2g}x the compute of the others", args.slow_rank, args.slowdown)
-                             : std::string("no straggler (healthy run)");
+  std::string injected =
+      args.slow_rank >= 0 ? fmt::format("rank {} does {:.2g}x the compute of the others", args.slow_rank, args.slowdown)
+                          : std::string("no straggler (healthy run)");
   if (!args.json)
     std::cout << fmt::format(
         "slowburn demo: {} ranks of {} under mpirun (pid {}), each step = compute {:.0f} us, MPI_Allgather, "
@@ -76,15 +81,18 @@ int run_demo(DemoArgs args) {
   for (int r : named) named_text += (named_text.empty() ? "rank " : ", rank ") + std::to_string(r);
   if (named_text.empty()) named_text = "nobody";
   if (args.json) {
-    std::cout << fmt::format(R"({{"kind":"status","event":"demo","injected_rank":{},"named":"{}","match":{}}})",
-                             args.slow_rank >= 0 ? std::to_string(args.slow_rank) : "null", named_text,
-                             match ? "true" : "false")
-              << '\n';
+    std::cout
+        << fmt::format(
+               R"({{"kind":"status","event":"demo","injected_rank":{},"named":"{}","match":{},"first_finding_after_s":{}}})",
+               args.slow_rank >= 0 ? std::to_string(args.slow_rank) : "null", named_text, match ? "true" : "false",
+               result->first_finding_after_s ? fmt::format("{:.3f}", *result->first_finding_after_s) : "null")
+        << '\n';
   } else {
     std::cout << fmt::format("\nInjected: {}. slowburn named: {}. {}\n", injected, named_text,
                              match ? "MATCH" : "MISMATCH");
     if (result->first_finding_after_s)
-      std::cout << fmt::format("First finding {:.1f} s after the probes were attached.\n", *result->first_finding_after_s);
+      std::cout << fmt::format("First finding {:.1f} s after the probes were attached.\n",
+                               *result->first_finding_after_s);
   }
   return match ? 0 : 3;
 }
@@ -98,11 +106,19 @@ Command add_demo_command(CLI::App& app) {
       "trace it live and check that the verdict names the injected rank. Exit 0 on a match, 3 on a mismatch.\n\n"
       "Examples:\n  slowburn demo\n  slowburn demo --slow-rank 2 --slowdown 1.3\n  slowburn demo --healthy");
   auto* slow = sub->add_option("--slow-rank", args->slow_rank, "Rank to slow down (default: random)");
-  sub->add_option("--slowdown", args->slowdown, "Compute multiplier of the slow rank")->check(CLI::Range(1.0, 100.0))->capture_default_str();
+  sub->add_option("--slowdown", args->slowdown, "Compute multiplier of the slow rank")
+      ->check(CLI::Range(1.0, 100.0))
+      ->capture_default_str();
   sub->add_flag("--healthy", args->healthy, "No straggler: the verdict must name nobody")->excludes(slow);
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("-i,--interval", args->interval_s, "Seconds between live tables")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--compute-us", args->compute_us, "Compute per step on a normal rank")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("-i,--interval", args->interval_s, "Seconds between live tables")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--compute-us", args->compute_us, "Compute per step on a normal rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--workload", args->workload, "Path of slowburn-mpi-workload");
   sub->add_flag("--json", args->json, "JSON lines");
   return {sub, [args] { return run_demo(*args); }};

@@ -23,7 +23,8 @@ std::string targets_text(const ProbeSpec& spec) {
 }
 
 nlohmann::json resolution_json(const ProbeResolution& r) {
-  nlohmann::json j{{"probe", r.spec->name}, {"kind", call_kind_name(r.spec->kind)},
+  nlohmann::json j{{"probe", r.spec->name},
+                   {"kind", call_kind_name(r.spec->kind)},
                    {"state", r.resolved ? "resolved" : "unavailable"}};
   if (r.resolved) {
     j["library"] = r.library;
@@ -80,8 +81,9 @@ Command add_probes_command(CLI::App& app) {
             std::vector<MapEntry> maps;
             if (args->pid) {
               auto read = read_process_maps(args->proc_root, args->pid);
-              if (!read) return fail(make_error("{} (does pid {} exist? other users' processes need root)",
-                                                read.error().message, args->pid));
+              if (!read)
+                return fail(make_error("{} (does pid {} exist? other users' processes need root)", read.error().message,
+                                       args->pid));
               maps = std::move(*read);
             }
             SymbolCache cache;
@@ -97,8 +99,8 @@ Command add_probes_command(CLI::App& app) {
                 continue;
               }
               for (const AttachSite& s : r.sites)
-                std::cout << fmt::format("{:<26} {:<11} {} {}+0x{:x}\n", spec.name, "resolved", r.library,
-                                         s.symbol, s.file_offset);
+                std::cout << fmt::format("{:<26} {:<11} {} {}+0x{:x}\n", spec.name, "resolved", r.library, s.symbol,
+                                         s.file_offset);
             }
             return 0;
           }};

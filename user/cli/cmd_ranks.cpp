@@ -16,9 +16,15 @@ std::string or_dash(const std::string& v) { return v.empty() ? "-" : v; }
 
 nlohmann::json to_json(const RankIdentity& r) {
   auto opt = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"pid", r.pid},       {"rank", r.rank},         {"local_rank", opt(r.local_rank)},
-          {"world_size", opt(r.world_size)}, {"launcher", r.launcher}, {"job", r.job},
-          {"host", r.host},     {"command", r.command},   {"cuda_visible_devices", r.cuda_visible_devices},
+  return {{"pid", r.pid},
+          {"rank", r.rank},
+          {"local_rank", opt(r.local_rank)},
+          {"world_size", opt(r.world_size)},
+          {"launcher", r.launcher},
+          {"job", r.job},
+          {"host", r.host},
+          {"command", r.command},
+          {"cuda_visible_devices", r.cuda_visible_devices},
           {"nccl_ib_hca", r.nccl_ib_hca}};
 }
 }  // namespace
@@ -29,11 +35,11 @@ Command add_ranks_command(CLI::App& app) {
     std::string proc_root = "/proc";
   };
   auto args = std::make_shared<Args>();
-  CLI::App* sub = app.add_subcommand(
-      "ranks",
-      "List the rank processes on this node (OMPI_COMM_WORLD_*, PMIX_RANK, PMI_RANK, SLURM_PROCID, "
-      "RANK/LOCAL_RANK/WORLD_SIZE in /proc/PID/environ).\n\nExamples:\n"
-      "  slowburn ranks\n  slowburn ranks --json | jq .pid");
+  CLI::App* sub =
+      app.add_subcommand("ranks",
+                         "List the rank processes on this node (OMPI_COMM_WORLD_*, PMIX_RANK, PMI_RANK, SLURM_PROCID, "
+                         "RANK/LOCAL_RANK/WORLD_SIZE in /proc/PID/environ).\n\nExamples:\n"
+                         "  slowburn ranks\n  slowburn ranks --json | jq .pid");
   sub->add_flag("--json", args->json, "One JSON object per rank");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
   return {sub, [args] {
@@ -47,8 +53,8 @@ Command add_ranks_command(CLI::App& app) {
               if (geteuid() != 0) std::cout << "Not root: other users' processes are invisible; run as root.\n";
               return 0;
             }
-            std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", "PID", "RANK",
-                                     "LOCAL", "SIZE", "LAUNCHER", "JOB", "GPUS", "NICS", "COMMAND");
+            std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", "PID", "RANK", "LOCAL",
+                                     "SIZE", "LAUNCHER", "JOB", "GPUS", "NICS", "COMMAND");
             for (const RankIdentity& r : ranks)
               std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", r.pid, r.rank,
                                        or_dash(r.local_rank), or_dash(r.world_size), r.launcher, or_dash(r.job),

@@ -45,16 +45,22 @@ Command add_trace_command(CLI::App& app) {
   sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
   sub->add_option("--lib", args->library, "Attach in this library file instead of the one each rank loaded");
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(CLI::NonNegativeNumber);
-  sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist}");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")->capture_default_str();
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")
+      ->capture_default_str();
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
-  detector->add_option("--window-ms", args->window_ms, "Window length")->check(CLI::PositiveNumber)->capture_default_str();
+  detector->add_option("--window-ms", args->window_ms, "Window length")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness")->capture_default_str();
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
-  detector->add_option("--min-blame-share", o.detector.min_blame_share,
-                       "Effect-size floor: blame as a share of the window")
+  detector
+      ->add_option("--min-blame-share", o.detector.min_blame_share, "Effect-size floor: blame as a share of the window")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   return {sub, [args] {

@@ -49,9 +49,7 @@ Result<Subprocess> Subprocess::spawn(const std::vector<std::string>& argv, const
   return Subprocess(pid);
 }
 
-Subprocess::Subprocess(Subprocess&& other) noexcept : pid_(other.pid_), status_(other.status_) {
-  other.pid_ = -1;
-}
+Subprocess::Subprocess(Subprocess&& other) noexcept : pid_(other.pid_), status_(other.status_) { other.pid_ = -1; }
 
 Subprocess::~Subprocess() {
   if (pid_ > 0) terminate();

@@ -18,13 +18,13 @@ struct RankWindowStats {
   std::optional<double> wait_p50_ns;
   std::optional<double> wait_p99_ns;
   // Synchronizing collectives only (aligned across ranks):
-  uint64_t instances = 0;  // aligned instances this rank took part in
+  uint64_t instances = 0;                    // aligned instances this rank took part in
   std::optional<double> lateness_median_ns;  // entry - median entry over ranks
   std::optional<double> gap_median_ns;       // entry - previous traced exit
-  double blame_ns = 0;        // sum of (last arrival - second-to-last), when last
-  double blame_share = 0;     // blame over the window's elapsed time
-  double last_fraction = 0;   // share of instances where this rank arrived last
-  std::optional<double> z_lateness;  // robust z across ranks (>= 3 ranks)
+  double blame_ns = 0;                       // sum of (last arrival - second-to-last), when last
+  double blame_share = 0;                    // blame over the window's elapsed time
+  double last_fraction = 0;                  // share of instances where this rank arrived last
+  std::optional<double> z_lateness;          // robust z across ranks (>= 3 ranks)
   std::optional<double> z_gap;
   double cusum_gap = 0;  // upper CUSUM of z_gap over windows
   bool flagged = false;  // passed every test in this window

@@ -44,8 +44,7 @@ struct StragglerDetector::ProbeState {
   std::map<int32_t, uint64_t> total_blame_ns;
 };
 
-StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes)
-    : config_(config) {
+StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
   for (ProbeInfo& info : probes) {
     auto state = std::make_unique<ProbeState>();
     state->info = std::move(info);
@@ -122,8 +121,7 @@ void StragglerDetector::ingest(const CallEvent& call) {
   if (state.info.kind != CallKind::synchronizing) return;
   if (!state.aligner.has_participant(rank->first)) state.aligner.add_participant(rank->first);
   state.aligner.add({rank->first, call.entry_ns, call.exit_ns, gap_ns});
-  for (const CollectiveInstance& instance : state.aligner.take_ready())
-    account_instance(call.probe_id, instance);
+  for (const CollectiveInstance& instance : state.aligner.take_ready()) account_instance(call.probe_id, instance);
 }
 
 void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInstance& instance) {
@@ -164,8 +162,8 @@ void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInst
   }
 }
 
-WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id,
-                                         const ProbeAccum& accum, uint64_t elapsed_ns) {
+WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum,
+                                         uint64_t elapsed_ns) {
   ProbeState& state = *probes_.at(probe_id);
   WindowReport report;
   report.start_ns = window.index * config_.window_ns;
@@ -246,14 +244,13 @@ WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id
       if (j != i) peer_gaps.insert(peer_gaps.end(), accums[j]->gaps_ns.begin(), accums[j]->gaps_ns.end());
     auto peer_median = median(peer_gaps);
     if (!stats.gap_median_ns || !peer_median) continue;
-    Cusum& cusum = state.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision)
-                       .first->second;
+    Cusum& cusum =
+        state.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision).first->second;
     double excess_share = (*stats.gap_median_ns - *peer_median) / step_ns;
     cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
     stats.cusum_gap = cusum.statistic();
   }
-  if (enough && unique && last_often && z_ok && worst->blame_share >= config_.min_blame_share)
-    worst->flagged = true;
+  if (enough && unique && last_often && z_ok && worst->blame_share >= config_.min_blame_share) worst->flagged = true;
   return report;
 }
 
@@ -268,8 +265,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   std::map<int32_t, std::pair<const WindowReport*, const RankWindowStats*>> flagged;
   std::set<int32_t> evaluated_ranks;
   size_t first_report = out.windows.size();
-  for (const auto& [probe_id, accum] : window.probes)
-    out.windows.push_back(evaluate(window, probe_id, accum, elapsed));
+  for (const auto& [probe_id, accum] : window.probes) out.windows.push_back(evaluate(window, probe_id, accum, elapsed));
 
   for (size_t i = first_report; i < out.windows.size(); ++i) {
     const WindowReport& report = out.windows[i];
@@ -318,8 +314,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
 }
 
 void StragglerDetector::update_persistence(int32_t pid, bool flagged, const WindowReport* report,
-                                           const RankWindowStats* evidence, uint64_t now_ns,
-                                           DetectorOutput& out) {
+                                           const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out) {
   std::deque<bool>& history = history_[pid];
   history.push_back(flagged);
   while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
@@ -378,20 +373,18 @@ std::vector<Finding> StragglerDetector::findings() const {
 }
 
 std::string StragglerDetector::straggler_summary(const Finding& f) const {
-  std::string z = f.z_lateness || f.z_gap
-                      ? fmt::format(" (robust z: lateness {}, compute gap {})",
-                                    f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",
-                                    f.z_gap ? fmt::format("{:.1f}", *f.z_gap) : "-")
-                      : std::string(" (no z: fewer than 3 ranks)");
-  std::string persistence =
-      f.detector == "persistence"
-          ? fmt::format("flagged in {} of the last {} windows", f.windows_flagged, f.windows_considered)
-          : std::string("sustained compute-gap excess (CUSUM)");
+  std::string z = f.z_lateness || f.z_gap ? fmt::format(" (robust z: lateness {}, compute gap {})",
+                                                        f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",
+                                                        f.z_gap ? fmt::format("{:.1f}", *f.z_gap) : "-")
+                                          : std::string(" (no z: fewer than 3 ranks)");
+  std::string persistence = f.detector == "persistence" ? fmt::format("flagged in {} of the last {} windows",
+                                                                      f.windows_flagged, f.windows_considered)
+                                                        : std::string("sustained compute-gap excess (CUSUM)");
   return fmt::format(
       "{} is the straggler: arrives last in {:.0f}% of {} calls, {} after the median rank{}; "
       "blame {:.0f}% of the window; {}; the job lost {} waiting for it ({:.1f}% of traced time)",
-      rank_label(f.culprit), f.last_fraction * 100, f.probe, format_ns(f.lateness_median_ns), z,
-      f.blame_share * 100, persistence, format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
+      rank_label(f.culprit), f.last_fraction * 100, f.probe, format_ns(f.lateness_median_ns), z, f.blame_share * 100,
+      persistence, format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
 }
 
 DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
@@ -404,11 +397,11 @@ DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
       for (int32_t pid : state->aligner.idle_participants(now_ns - config_.idle_ns)) {
         state->aligner.remove_participant(pid);
         auto rank = ranks_.find(pid);
-        out.notes.push_back(fmt::format(
-            "{} made no {} call while the other ranks completed theirs for {}: aligning without it "
-            "(another communicator?)",
-            rank != ranks_.end() ? rank_label(rank->second) : fmt::format("pid {}", pid), state->info.name,
-            format_ns(static_cast<double>(config_.idle_ns))));
+        out.notes.push_back(
+            fmt::format("{} made no {} call while the other ranks completed theirs for {}: aligning without it "
+                        "(another communicator?)",
+                        rank != ranks_.end() ? rank_label(rank->second) : fmt::format("pid {}", pid), state->info.name,
+                        format_ns(static_cast<double>(config_.idle_ns))));
       }
       for (const CollectiveInstance& instance : state->aligner.take_ready()) account_instance(id, instance);
     }
@@ -476,9 +469,8 @@ DetectorOutput StragglerDetector::check_in_flight(uint64_t now_ns, const std::ve
         f.waiting_ranks.push_back(ranks_.at(s).rank);
         waiting += (waiting.empty() ? "" : ", ") + std::to_string(ranks_.at(s).rank);
       }
-      f.summary = fmt::format("{} never entered {}: rank(s) {} have waited inside it for {}",
-                              rank_label(f.culprit), f.probe, waiting,
-                              format_ns(static_cast<double>(longest)));
+      f.summary = fmt::format("{} never entered {}: rank(s) {} have waited inside it for {}", rank_label(f.culprit),
+                              f.probe, waiting, format_ns(static_cast<double>(longest)));
       findings_.push_back(f);
       out.findings.push_back(std::move(f));
     }

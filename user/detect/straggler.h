@@ -117,8 +117,7 @@ class StragglerDetector {
   void account_instance(uint32_t probe_id, const CollectiveInstance& instance);
   Window& window_for(uint64_t ts_ns);
   void close_window(Window& window, uint64_t now_ns, DetectorOutput& out);
-  WindowReport evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum,
-                        uint64_t elapsed_ns);
+  WindowReport evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum, uint64_t elapsed_ns);
   void update_persistence(int32_t pid, bool flagged, const WindowReport* evidence_report,
                           const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out);
   void raise_finding(Finding finding, DetectorOutput& out);
@@ -128,15 +127,15 @@ class StragglerDetector {
   std::map<uint32_t, std::unique_ptr<ProbeState>> probes_;
   std::map<int32_t, RankIdentity> ranks_;
   std::map<uint64_t, std::unique_ptr<Window>> windows_;  // by window index, open ones
-  std::map<uint64_t, uint64_t> last_seq_;                 // (tid << 32 | probe) -> seq
+  std::map<uint64_t, uint64_t> last_seq_;                // (tid << 32 | probe) -> seq
   std::map<uint32_t, uint64_t> last_exit_by_tid_;
   std::map<int32_t, std::deque<bool>> history_;  // per rank: flagged, last N evaluated windows
   std::set<int32_t> active_findings_;            // ranks with a standing finding (either test)
   std::set<std::string> reported_hangs_;
   std::vector<Finding> findings_;
   DetectorCounters counters_;
-  uint64_t first_ns_ = 0;  // first call entry seen: the traced time starts here
-  uint64_t last_ns_ = 0;   // latest call exit seen
+  uint64_t first_ns_ = 0;             // first call entry seen: the traced time starts here
+  uint64_t last_ns_ = 0;              // latest call exit seen
   uint64_t closed_before_index_ = 0;  // windows below this index are closed
 };
 

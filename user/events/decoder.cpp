@@ -31,8 +31,8 @@ std::optional<CallEvent> EventDecoder::decode_call(std::span<const std::byte> re
   sb_call_event raw;
   std::memcpy(&raw, record.data(), sizeof(raw));
   ++stats_.decoded;
-  return CallEvent{header.pid,   header.tid,     header.cpu,    raw.probe_id, raw.seq,
-                   raw.entry_ns, raw.exit_ns,    raw.size_arg,  raw.aux_arg};
+  return CallEvent{header.pid,   header.tid,  header.cpu,   raw.probe_id, raw.seq,
+                   raw.entry_ns, raw.exit_ns, raw.size_arg, raw.aux_arg};
 }
 
 }  // namespace slowburn

@@ -13,7 +13,7 @@ namespace slowburn {
 
 struct DecodeStats {
   uint64_t decoded = 0;
-  uint64_t truncated = 0;        // shorter than its type's layout
+  uint64_t truncated = 0;  // shorter than its type's layout
   uint64_t unknown_type = 0;
   uint64_t unknown_version = 0;  // a producer newer (or older) than this decoder
 

@@ -2,16 +2,17 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
-// The skeleton refers to our shared types: include them first.
-#include "slowburn/callpair.h"
-#include "callpair.skel.h"
 #include "loader/privileges.h"
 #include "loader/uprobe_multi.h"
+#include "slowburn/callpair.h"
+
+// After slowburn/callpair.h: the skeleton refers to its types.
+#include "callpair.skel.h"
 
 namespace slowburn {
 
@@ -42,8 +43,8 @@ uint64_t make_callpair_cookie(uint16_t probe_id, uint8_t size_arg, uint8_t aux_a
 }
 
 Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairConfig& config) {
-  AttachMode mode = config.attach_mode.value_or(kernel_has_uprobe_multi() ? AttachMode::multi_link
-                                                                           : AttachMode::perf_link);
+  AttachMode mode =
+      config.attach_mode.value_or(kernel_has_uprobe_multi() ? AttachMode::multi_link : AttachMode::perf_link);
   if (mode == AttachMode::multi_link && !kernel_has_uprobe_multi())
     return make_error("this kernel has no multi-uprobe links with PID filtering (Linux 6.10+)");
   callpair_bpf* skel = callpair_bpf::open();
@@ -59,12 +60,12 @@ Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairCon
   skel->rodata->targ_min_ns = config.min_duration_ns;
   skel->rodata->hist_unit_ns = config.hist_unit_ns ? config.hist_unit_ns : 1;
   skel->rodata->emit_records = config.emit_records;
+  skel->rodata->wakeup_bytes = std::min<uint64_t>(config.wakeup_bytes, config.ringbuf_bytes / 2);
   if (bpf_map__set_max_entries(skel->maps.events, config.ringbuf_bytes) ||
       bpf_map__set_max_entries(skel->maps.call_states, config.max_thread_states))
     return make_error("invalid map sizes (ring buffer {} bytes must be a power of 2 and a page multiple)",
                       config.ringbuf_bytes);
-  if (int err = callpair_bpf::load(skel); err)
-    return load_error(-err, "cannot load the call-pair BPF programs");
+  if (int err = callpair_bpf::load(skel); err) return load_error(-err, "cannot load the call-pair BPF programs");
   return program;
 }
 
@@ -101,13 +102,13 @@ Result<void> CallpairProgram::attach(const std::string& path, int32_t pid, std::
   for (const UprobeSite& site : sites) {
     for (int i = 0; i < 2; ++i) {
       LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = i == 1);
-      bpf_link* link = bpf_program__attach_uprobe_opts(programs[i], pid > 0 ? pid : -1, path.c_str(),
-                                                       site.file_offset, &opts);
+      bpf_link* link =
+          bpf_program__attach_uprobe_opts(programs[i], pid > 0 ? pid : -1, path.c_str(), site.file_offset, &opts);
       if (!link) {
         int err = errno;
         for (bpf_link* l : made) bpf_link__destroy(l);
-        return make_sys_error(err, fmt::format("cannot attach {} at {}+0x{:x}", i ? "uretprobe" : "uprobe", where,
-                                               site.file_offset));
+        return make_sys_error(
+            err, fmt::format("cannot attach {} at {}+0x{:x}", i ? "uretprobe" : "uprobe", where, site.file_offset));
       }
       made.push_back(link);
     }
@@ -170,8 +171,7 @@ std::vector<InFlightCall> CallpairProgram::in_flight() const {
 
 CallpairCounters CallpairProgram::counters() const {
   const auto& c = skel_->bss->counters;
-  return {__atomic_load_n(&c.ringbuf_drops, __ATOMIC_RELAXED),
-          __atomic_load_n(&c.orphan_returns, __ATOMIC_RELAXED),
+  return {__atomic_load_n(&c.ringbuf_drops, __ATOMIC_RELAXED), __atomic_load_n(&c.orphan_returns, __ATOMIC_RELAXED),
           __atomic_load_n(&c.state_failures, __ATOMIC_RELAXED)};
 }
 

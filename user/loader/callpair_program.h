@@ -30,7 +30,8 @@ struct CallpairConfig {
   uint64_t hist_unit_ns = 1000;  // 1 (nsecs), 1000 (usecs), 1000000 (msecs)
   bool emit_records = true;      // false: in-kernel histograms only
   uint32_t ringbuf_bytes = 8u << 20;
-  uint32_t max_thread_states = 16384;  // (thread, probe) entry states, LRU
+  uint64_t wakeup_bytes = 256u << 10;     // pending bytes that wake the consumer before its poll timer
+  uint32_t max_thread_states = 16384;     // (thread, probe) entry states, LRU
   std::optional<AttachMode> attach_mode;  // default: multi_link where the kernel has it
 };
 

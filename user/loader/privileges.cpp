@@ -18,9 +18,7 @@ bool has_capability(const __user_cap_data_struct data[2], int cap) {
 }
 }  // namespace
 
-const char* tracing_privileges_hint() {
-  return "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE";
-}
+const char* tracing_privileges_hint() { return "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE"; }
 
 Result<void> check_tracing_privileges() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -36,8 +34,7 @@ Result<void> check_tracing_privileges() {
     if (!has_capability(data, cap)) missing += (missing.empty() ? "" : ", ") + std::string(name);
   }
   if (missing.empty()) return {};
-  return make_error("tracing needs privileges: missing {} ({})", missing,
-                    tracing_privileges_hint());
+  return make_error("tracing needs privileges: missing {} ({})", missing, tracing_privileges_hint());
 }
 
 }  // namespace slowburn

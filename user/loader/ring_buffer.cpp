@@ -24,9 +24,11 @@ RingBufferReader::~RingBufferReader() { ring_buffer__free(rb_); }
 
 Result<int> RingBufferReader::poll(int timeout_ms) {
   int n = ring_buffer__poll(rb_, timeout_ms);
-  if (n == -EINTR) return 0;
+  if (n == -EINTR) n = 0;
   if (n < 0) return make_sys_error(-n, "ring buffer poll failed");
-  return n;
+  auto rest = drain();
+  if (!rest) return rest.error();
+  return n + *rest;
 }
 
 Result<int> RingBufferReader::drain() {

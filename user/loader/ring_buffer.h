@@ -20,8 +20,9 @@ class RingBufferReader {
   RingBufferReader(const RingBufferReader&) = delete;
   RingBufferReader& operator=(const RingBufferReader&) = delete;
 
-  // Waits up to timeout_ms for records; returns how many were consumed.
-  // EINTR (a signal) is not an error: it returns 0.
+  // Waits up to timeout_ms for a wakeup, then consumes every record ready
+  // (producers skip most wakeups: see wakeup_bytes); returns how many.
+  // EINTR (a signal) is not an error.
   Result<int> poll(int timeout_ms);
   // Consumes whatever is ready, without waiting.
   Result<int> drain();

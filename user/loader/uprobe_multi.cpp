@@ -42,7 +42,7 @@ int link_create(const LinkCreateUprobeMulti& attr) {
 bool probe() {
   struct bpf_insn insns[] = {
       {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0},  // r0 = 0
-      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},                  // exit
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},                   // exit
   };
   LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
   int prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns, 2, &opts);

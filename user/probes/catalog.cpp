@@ -23,8 +23,8 @@ ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, 
   return spec;
 }
 
-ProbeSpec nccl(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg,
-               uint8_t datatype_arg, std::string description) {
+ProbeSpec nccl(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg, uint8_t datatype_arg,
+               std::string description) {
   ProbeSpec spec;
   spec.id = id;
   spec.name = std::move(name);
@@ -46,8 +46,7 @@ ProbeSpec cuda(uint16_t id, std::string name, std::vector<std::string> runtime_s
   spec.kind = CallKind::device_wait;
   // The runtime API when the process loaded libcudart; the driver API
   // otherwise (static cudart, as PyTorch links it, still calls libcuda).
-  spec.targets = {{"libcudart.so", std::move(runtime_symbols)},
-                  {"libcuda.so", std::move(driver_symbols)}};
+  spec.targets = {{"libcudart.so", std::move(runtime_symbols)}, {"libcuda.so", std::move(driver_symbols)}};
   spec.aux_arg = 1;  // the stream / event handle
   return spec;
 }
@@ -81,8 +80,7 @@ std::vector<ProbeSpec> build_catalog() {
            "ncclGroupEnd: launches the grouped operations"),
       cuda(40, "cuda.stream_sync", {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz"},
            {"cuStreamSynchronize", "cuStreamSynchronize_ptsz"}, "host waits for a CUDA stream"),
-      cuda(41, "cuda.event_sync", {"cudaEventSynchronize"}, {"cuEventSynchronize"},
-           "host waits for a CUDA event"),
+      cuda(41, "cuda.event_sync", {"cudaEventSynchronize"}, {"cuEventSynchronize"}, "host waits for a CUDA event"),
   };
 }
 
@@ -90,12 +88,18 @@ std::vector<ProbeSpec> build_catalog() {
 
 std::string_view call_kind_name(CallKind kind) {
   switch (kind) {
-    case CallKind::synchronizing: return "synchronizing";
-    case CallKind::rooted: return "rooted";
-    case CallKind::point_to_point: return "point-to-point";
-    case CallKind::async_enqueue: return "async-enqueue";
-    case CallKind::device_wait: return "device-wait";
-    case CallKind::function: return "function";
+    case CallKind::synchronizing:
+      return "synchronizing";
+    case CallKind::rooted:
+      return "rooted";
+    case CallKind::point_to_point:
+      return "point-to-point";
+    case CallKind::async_enqueue:
+      return "async-enqueue";
+    case CallKind::device_wait:
+      return "device-wait";
+    case CallKind::function:
+      return "function";
   }
   return "?";
 }

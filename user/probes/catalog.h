@@ -39,8 +39,8 @@ struct ProbeSpec {
   std::string description;
   CallKind kind = CallKind::function;
   std::vector<ProbeTarget> targets;  // in preference order: the first loaded library wins
-  uint8_t size_arg = 0;  // 1-based parameter index, 0 = none
-  uint8_t aux_arg = 0;   // 1-based parameter index, 0 = none (NCCL: the datatype)
+  uint8_t size_arg = 0;              // 1-based parameter index, 0 = none
+  uint8_t aux_arg = 0;               // 1-based parameter index, 0 = none (NCCL: the datatype)
   SizeUnit size_unit = SizeUnit::none;
 };
 

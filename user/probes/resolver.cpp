@@ -51,8 +51,7 @@ Result<std::shared_ptr<const ElfSymbols>> SymbolCache::get(const std::filesystem
   return shared;
 }
 
-ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::path& file,
-                                SymbolCache& cache) {
+ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::path& file, SymbolCache& cache) {
   ProbeResolution result;
   result.spec = &spec;
   result.library = file.string();
@@ -74,8 +73,7 @@ ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::pa
       return result;
     }
   }
-  result.reason = fmt::format("symbol missing: {} has none of {}", file.filename().string(),
-                              join(all_symbols(spec)));
+  result.reason = fmt::format("symbol missing: {} has none of {}", file.filename().string(), join(all_symbols(spec)));
   return result;
 }
 
@@ -86,9 +84,8 @@ Result<std::vector<MapEntry>> read_process_maps(const std::filesystem::path& pro
   return parse_maps(in);
 }
 
-ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem::path& proc_root,
-                                   int32_t pid, const std::vector<MapEntry>& maps,
-                                   SymbolCache& cache) {
+ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem::path& proc_root, int32_t pid,
+                                   const std::vector<MapEntry>& maps, SymbolCache& cache) {
   ProbeResolution result;
   result.spec = &spec;
   std::vector<std::string> notes;
@@ -102,10 +99,9 @@ ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem:
     // Through the process's own root: a containerised job's library is its
     // own file, invisible at the same path from the host mount namespace. A
     // file replaced since it was mapped is still reachable via map_files.
-    std::filesystem::path file =
-        mapping->deleted
-            ? proc / "map_files" / fmt::format("{:x}-{:x}", mapping->start, mapping->end)
-            : proc / "root" / std::filesystem::path(mapping->path).relative_path();
+    std::filesystem::path file = mapping->deleted
+                                     ? proc / "map_files" / fmt::format("{:x}-{:x}", mapping->start, mapping->end)
+                                     : proc / "root" / std::filesystem::path(mapping->path).relative_path();
     auto symbols = cache.get(file);
     if (!symbols) {
       notes.push_back(symbols.error().message);

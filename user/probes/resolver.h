@@ -47,14 +47,12 @@ class SymbolCache {
 // funclat). Targets whose soname matches the file's name come first; if none
 // matches, the probe's symbols are still looked for in the file, so a
 // renamed copy or a stand-in library works.
-ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::path& file,
-                                SymbolCache& cache);
+ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::path& file, SymbolCache& cache);
 
 // In a running process: the first target library the process has mapped
 // that holds the probe's symbols. `proc_root` is "/proc" outside tests.
-ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem::path& proc_root,
-                                   int32_t pid, const std::vector<MapEntry>& maps,
-                                   SymbolCache& cache);
+ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem::path& proc_root, int32_t pid,
+                                   const std::vector<MapEntry>& maps, SymbolCache& cache);
 
 // Reads proc_root/PID/maps.
 Result<std::vector<MapEntry>> read_process_maps(const std::filesystem::path& proc_root, int32_t pid);

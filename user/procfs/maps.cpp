@@ -49,8 +49,7 @@ bool library_name_matches(std::string_view path, std::string_view soname_stem) {
   return base.size() == soname_stem.size() || base[soname_stem.size()] == '.';
 }
 
-std::optional<MapEntry> find_library(const std::vector<MapEntry>& maps,
-                                     std::string_view soname_stem) {
+std::optional<MapEntry> find_library(const std::vector<MapEntry>& maps, std::string_view soname_stem) {
   for (const MapEntry& entry : maps) {
     if (entry.inode != 0 && !entry.path.empty() && entry.path.front() == '/' &&
         library_name_matches(entry.path, soname_stem))

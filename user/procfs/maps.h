@@ -19,8 +19,8 @@ struct MapEntry {
   uint64_t dev_major = 0;
   uint64_t dev_minor = 0;
   uint64_t inode = 0;
-  std::string path;     // empty for anonymous mappings
-  bool deleted = false; // the file was replaced or removed after mapping
+  std::string path;      // empty for anonymous mappings
+  bool deleted = false;  // the file was replaced or removed after mapping
 };
 
 // Malformed lines are skipped; a maps file is written by the kernel, so a
@@ -33,7 +33,6 @@ std::vector<MapEntry> parse_maps(std::istream& in);
 bool library_name_matches(std::string_view path, std::string_view soname_stem);
 
 // The first file-backed mapping of that library, if any.
-std::optional<MapEntry> find_library(const std::vector<MapEntry>& maps,
-                                     std::string_view soname_stem);
+std::optional<MapEntry> find_library(const std::vector<MapEntry>& maps, std::string_view soname_stem);
 
 }  // namespace slowburn

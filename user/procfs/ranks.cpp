@@ -29,10 +29,10 @@ constexpr LauncherRule kLaunchers[] = {
     {"slurm", "SLURM_PROCID", nullptr, "SLURM_JOB_ID"},
 };
 
-constexpr const char* kLocalRankVars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK",
-                                          "MPI_LOCALRANKID", "LOCAL_RANK", "SLURM_LOCALID"};
-constexpr const char* kWorldSizeVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE",
-                                          "WORLD_SIZE", "SLURM_NTASKS"};
+constexpr const char* kLocalRankVars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK", "MPI_LOCALRANKID",
+                                          "LOCAL_RANK", "SLURM_LOCALID"};
+constexpr const char* kWorldSizeVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "WORLD_SIZE",
+                                          "SLURM_NTASKS"};
 
 std::optional<int> parse_int(std::string_view text) {
   int value = 0;
@@ -137,8 +137,8 @@ Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t p
   std::string command = cmdline ? parse_cmdline(*cmdline) : std::string();
   auto identity = identify_rank(parse_environ(*environ));
   if (!identity)
-    return make_error("pid {} ({}) is not a rank of a training job: none of {} is in its environment",
-                      pid, command.empty() ? "?" : command, rank_variable_names());
+    return make_error("pid {} ({}) is not a rank of a training job: none of {} is in its environment", pid,
+                      command.empty() ? "?" : command, rank_variable_names());
   identity->pid = pid;
   identity->command = std::move(command);
   identity->host = read_hostname(proc_root);

@@ -24,8 +24,7 @@ const char* rank_variable_names();
 // Every rank process under proc_root, sorted by (job, rank). Processes that
 // vanish or cannot be read while scanning are skipped. `exclude_pid` is the
 // caller itself.
-std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root,
-                                         int32_t exclude_pid = 0);
+std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root, int32_t exclude_pid = 0);
 
 // One process, with an error saying why it is not usable as a rank.
 Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t pid);

@@ -20,8 +20,9 @@ std::optional<std::string> find_workload() {
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return std::nullopt;
   auto dir = self.parent_path();
-  for (const auto& candidate : {dir / "libexec/slowburn-mpi-workload", dir / "../libexec/slowburn/slowburn-mpi-workload",
-                                dir / "../libexec/slowburn-mpi-workload"}) {
+  for (const auto& candidate :
+       {dir / "libexec/slowburn-mpi-workload", dir / "../libexec/slowburn/slowburn-mpi-workload",
+        dir / "../libexec/slowburn-mpi-workload"}) {
     if (access(candidate.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(candidate, ec).string();
   }
   return std::nullopt;
@@ -50,7 +51,8 @@ std::vector<std::string> demo_workload_argv(const std::string& workload, int slo
 
 Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
   auto mpirun = find_program("mpirun");
-  if (!mpirun) return make_error("mpirun not found on PATH: install OpenMPI (apt-get install openmpi-bin, or make deps)");
+  if (!mpirun)
+    return make_error("mpirun not found on PATH: install OpenMPI (apt-get install openmpi-bin, or make deps)");
   if (o.program.empty() || access(o.program[0].c_str(), X_OK) != 0)
     return make_error("rank program {} is missing or not executable: run make", o.program.empty() ? "" : o.program[0]);
 
@@ -58,8 +60,8 @@ Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
   std::set<std::string> earlier_jobs;
   for (const RankIdentity& r : discover_ranks(o.proc_root, getpid())) earlier_jobs.insert(r.job);
 
-  std::vector<std::string> argv = {*mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                                   "-np", std::to_string(o.ranks)};
+  std::vector<std::string> argv = {*mpirun, "--allow-run-as-root",  "--oversubscribe", "--bind-to", "none",
+                                   "-np",   std::to_string(o.ranks)};
   argv.insert(argv.end(), o.program.begin(), o.program.end());
   auto child = Subprocess::spawn(argv, {o.log_path, {}});
   if (!child) return child.error();

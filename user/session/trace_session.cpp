@@ -6,16 +6,16 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <memory>
+#include <tuple>
 
 #include "events/decoder.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
 #include "loader/ring_buffer.h"
 #include "probes/resolver.h"
-#include "session/attach.h"
 #include "procfs/ranks.h"
+#include "session/attach.h"
 
 namespace slowburn {
 
@@ -110,9 +110,12 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     for (const ProbeSpec* spec : *probes) {
       ProbeResolution where;
       where.spec = spec;
-      if (options.library) where = resolve_in_file(*spec, *options.library, symbols);
-      else if (maps) where = resolve_in_process(*spec, options.proc_root, rank.pid, *maps, symbols);
-      else where.reason = maps.error().message;
+      if (options.library)
+        where = resolve_in_file(*spec, *options.library, symbols);
+      else if (maps)
+        where = resolve_in_process(*spec, options.proc_root, rank.pid, *maps, symbols);
+      else
+        where.reason = maps.error().message;
       resolutions.push_back(std::move(where));
     }
     for (const ProbeStatus& status : attach_probes(**program, rank.pid, rank, resolutions)) {
@@ -197,7 +200,9 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
   std::map<uint32_t, std::string> probe_names;
   for (const ProbeSpec* spec : *probes) probe_names[spec->id] = spec->name;
   auto hists = (*program)->histograms("usecs");
-  auto rank_of = [&](uint32_t tgid) { return by_pid.contains(static_cast<int32_t>(tgid)) ? by_pid[static_cast<int32_t>(tgid)].rank : -1; };
+  auto rank_of = [&](uint32_t tgid) {
+    return by_pid.contains(static_cast<int32_t>(tgid)) ? by_pid[static_cast<int32_t>(tgid)].rank : -1;
+  };
   std::sort(hists.begin(), hists.end(), [&](const KernelHistogram& a, const KernelHistogram& b) {
     return std::make_tuple(a.probe_id, rank_of(a.tgid), a.tgid) < std::make_tuple(b.probe_id, rank_of(b.tgid), b.tgid);
   });

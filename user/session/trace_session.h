@@ -31,7 +31,7 @@ struct TraceOptions {
 struct TraceResult {
   SessionSummary summary;
   std::vector<RankIdentity> ranks;
-  size_t attached = 0;                        // (probe, rank) pairs attached
+  size_t attached = 0;                          // (probe, rank) pairs attached
   std::optional<double> first_finding_after_s;  // since the probes were attached
 };
 

@@ -18,8 +18,8 @@ std::string format_log2_hist(const Log2Histogram& hist) {
   bool narrow = last <= 32;
   int stars_max = narrow ? 40 : 20;
   int width = narrow ? 10 : 20;
-  std::string out = fmt::format("{:>{}}{:<{}} : count    distribution\n", "", narrow ? 5 : 15, hist.unit(),
-                                narrow ? 19 : 29);
+  std::string out =
+      fmt::format("{:>{}}{:<{}} : count    distribution\n", "", narrow ? 5 : 15, hist.unit(), narrow ? 19 : 29);
   for (int i = 0; i <= last; ++i) {
     uint64_t low = Log2Histogram::slot_low(static_cast<size_t>(i));
     uint64_t high = Log2Histogram::slot_high(static_cast<size_t>(i));

@@ -1,8 +1,7 @@
 #include "sinks/json_sink.h"
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 namespace slowburn {
 
@@ -28,10 +27,12 @@ void put_identity(json& j, const RankIdentity& id) {
 }  // namespace
 
 void JsonSink::probe_status(const ProbeStatus& s) {
-  json j{{"kind", "status"}, {"event", "probe"}, {"ts", now_unix_seconds()}, {"host", host_},
-         {"probe", s.probe}, {"state", probe_state_name(s.state)}};
-  if (s.rank) put_identity(j, *s.rank);
-  else j["pid"] = s.pid > 0 ? json(s.pid) : json(nullptr);
+  json j{{"kind", "status"}, {"event", "probe"}, {"ts", now_unix_seconds()},
+         {"host", host_},    {"probe", s.probe}, {"state", probe_state_name(s.state)}};
+  if (s.rank)
+    put_identity(j, *s.rank);
+  else
+    j["pid"] = s.pid > 0 ? json(s.pid) : json(nullptr);
   if (s.state == ProbeState::attached) {
     j["library"] = s.library;
     json sites = json::array();
@@ -45,8 +46,8 @@ void JsonSink::probe_status(const ProbeStatus& s) {
 }
 
 void JsonSink::probes_done(size_t attached, size_t processes) {
-  out_ << json{{"kind", "status"}, {"event", "tracing"}, {"ts", now_unix_seconds()}, {"host", host_},
-               {"attached", attached}, {"processes", processes}}
+  out_ << json{{"kind", "status"}, {"event", "tracing"},   {"ts", now_unix_seconds()},
+               {"host", host_},    {"attached", attached}, {"processes", processes}}
               .dump()
        << '\n';
   out_.flush();
@@ -62,9 +63,15 @@ void JsonSink::window(const WindowReport& r) {
   double start = static_cast<double>(static_cast<int64_t>(r.start_ns) + wall_offset_ns_) / 1e9;
   double end = static_cast<double>(static_cast<int64_t>(r.end_ns) + wall_offset_ns_) / 1e9;
   for (const RankWindowStats& s : r.ranks) {
-    json j{{"kind", "window"}, {"ts", end}, {"host", host_}, {"probe", r.probe},
-           {"window_start", start}, {"window_end", end}, {"calls", s.calls},
-           {"wait_p50_ns", optional_number(s.wait_p50_ns)}, {"wait_p99_ns", optional_number(s.wait_p99_ns)}};
+    json j{{"kind", "window"},
+           {"ts", end},
+           {"host", host_},
+           {"probe", r.probe},
+           {"window_start", start},
+           {"window_end", end},
+           {"calls", s.calls},
+           {"wait_p50_ns", optional_number(s.wait_p50_ns)},
+           {"wait_p99_ns", optional_number(s.wait_p99_ns)}};
     put_identity(j, s.identity);
     if (r.kind == CallKind::synchronizing) {
       j["instances"] = s.instances;
@@ -98,8 +105,13 @@ void JsonSink::finding(const Finding& f) {
     evidence["windows_flagged"] = f.windows_flagged;
     evidence["windows_considered"] = f.windows_considered;
   }
-  json j{{"kind", "finding"}, {"type", f.type}, {"ts", now_unix_seconds()}, {"host", host_},
-         {"evidence", std::move(evidence)}, {"cost_ns", f.cost_ns}, {"cost_share", f.cost_share},
+  json j{{"kind", "finding"},
+         {"type", f.type},
+         {"ts", now_unix_seconds()},
+         {"host", host_},
+         {"evidence", std::move(evidence)},
+         {"cost_ns", f.cost_ns},
+         {"cost_share", f.cost_share},
          {"summary", f.summary}};
   put_identity(j, f.culprit);
   out_ << j.dump() << '\n';
@@ -113,20 +125,32 @@ void JsonSink::histogram(const HistogramReport& h) {
   for (size_t i = 0; i < slots.size(); ++i)
     if (slots[i]) last = i;
   for (size_t i = 0; i <= last && i < slots.size(); ++i)
-    buckets.push_back({{"low", Log2Histogram::slot_low(i)}, {"high", Log2Histogram::slot_high(i)}, {"count", slots[i]}});
-  json j{{"kind", "hist"}, {"ts", now_unix_seconds()}, {"host", host_}, {"probe", h.probe},
-         {"unit", h.hist.unit()}, {"count", h.hist.count()}, {"total_ns", h.total_ns}, {"buckets", std::move(buckets)}};
-  if (h.rank) put_identity(j, *h.rank);
-  else j["pid"] = h.pid;
+    buckets.push_back(
+        {{"low", Log2Histogram::slot_low(i)}, {"high", Log2Histogram::slot_high(i)}, {"count", slots[i]}});
+  json j{{"kind", "hist"},         {"ts", now_unix_seconds()},     {"host", host_},
+         {"probe", h.probe},       {"unit", h.hist.unit()},        {"count", h.hist.count()},
+         {"total_ns", h.total_ns}, {"buckets", std::move(buckets)}};
+  if (h.rank)
+    put_identity(j, *h.rank);
+  else
+    j["pid"] = h.pid;
   out_ << j.dump() << '\n';
 }
 
 void JsonSink::summary(const SessionSummary& s) {
-  json j{{"kind", "status"}, {"event", "summary"}, {"ts", now_unix_seconds()}, {"host", host_},
-         {"traced_seconds", s.traced_seconds}, {"calls", s.calls}, {"instances", s.instances},
-         {"ringbuf_drops", s.ringbuf_drops}, {"decode_rejected", s.decode_rejected},
-         {"sequence_gaps", s.sequence_gaps}, {"discarded_calls", s.discarded_calls},
-         {"orphan_returns", s.orphan_returns}, {"findings", s.findings.size()}};
+  json j{{"kind", "status"},
+         {"event", "summary"},
+         {"ts", now_unix_seconds()},
+         {"host", host_},
+         {"traced_seconds", s.traced_seconds},
+         {"calls", s.calls},
+         {"instances", s.instances},
+         {"ringbuf_drops", s.ringbuf_drops},
+         {"decode_rejected", s.decode_rejected},
+         {"sequence_gaps", s.sequence_gaps},
+         {"discarded_calls", s.discarded_calls},
+         {"orphan_returns", s.orphan_returns},
+         {"findings", s.findings.size()}};
   out_ << j.dump() << '\n';
   out_.flush();
 }

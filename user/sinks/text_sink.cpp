@@ -16,6 +16,8 @@ std::string who(const std::optional<RankIdentity>& rank, int32_t pid) {  // for 
   return pid > 0 ? fmt::format("pid {}", pid) : std::string("all processes");
 }
 
+std::string format_z(const std::optional<double>& z) { return z ? fmt::format("{:.1f}", *z) : "-"; }
+
 std::string wall_clock() {
   std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -51,14 +53,16 @@ void TextSink::probes_done(size_t attached, size_t processes) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
       return g.probe == s.probe && g.state == s.state && g.where == where;
     });
-    if (it == groups.end()) groups.push_back({s.probe, s.state, std::move(where), {id}});
-    else it->who.push_back(id);
+    if (it == groups.end())
+      groups.push_back({s.probe, s.state, std::move(where), {id}});
+    else
+      it->who.push_back(id);
   }
   for (const Group& g : groups) {
     std::string who;
     for (const std::string& w : g.who) who += (who.empty() ? "" : ",") + w;
     bool ranks = !statuses_.empty() && statuses_.front().rank.has_value();
-    out_ << fmt::format("{:<20} {:<11} {}{}: {}\n", g.probe, probe_state_name(g.state), ranks ? "ranks " : "", who,
+    out_ << fmt::format("{:<24} {:<11} {}{}: {}\n", g.probe, probe_state_name(g.state), ranks ? "ranks " : "", who,
                         g.where);
   }
   statuses_.clear();
@@ -74,20 +78,20 @@ void TextSink::window(const WindowReport& report) { latest_[report.probe] = repo
 
 std::string format_window_table(const WindowReport& r) {
   bool aligned = r.kind == CallKind::synchronizing;
-  std::string out = fmt::format("{} {} {:.2f} s window", wall_clock(), r.probe,
-                                static_cast<double>(r.end_ns - r.start_ns) / 1e9);
+  std::string out =
+      fmt::format("{} {} {:.2f} s window", wall_clock(), r.probe, static_cast<double>(r.end_ns - r.start_ns) / 1e9);
   out += aligned ? fmt::format(", {} aligned calls\n", r.instances) : fmt::format(" ({})\n", call_kind_name(r.kind));
   out += fmt::format("{:>5} {:>8} {:>7} {:>10} {:>10}", "RANK", "PID", "CALLS", "P50 WAIT", "P99 WAIT");
   if (aligned)
-    out += fmt::format(" {:>11} {:>10} {:>6} {:>5} {:>7}", "LATENESS", "GAP", "BLAME", "LAST", "Z");
+    out += fmt::format(" {:>11} {:>10} {:>6} {:>5} {:>7} {:>7}", "LATENESS", "GAP", "BLAME", "LAST", "Z LATE", "Z GAP");
   out += '\n';
   for (const RankWindowStats& s : r.ranks) {
     out += fmt::format("{:>5} {:>8} {:>7} {:>10} {:>10}", s.identity.rank, s.identity.pid, s.calls,
                        format_ns(s.wait_p50_ns), format_ns(s.wait_p99_ns));
     if (aligned)
-      out += fmt::format(" {:>11} {:>10} {:>5.0f}% {:>4.0f}% {:>7}{}", format_ns(s.lateness_median_ns, true),
-                         format_ns(s.gap_median_ns), s.blame_share * 100, s.last_fraction * 100,
-                         s.z_lateness ? fmt::format("{:.1f}", *s.z_lateness) : "-", s.flagged ? " <" : "");
+      out += fmt::format(" {:>11} {:>10} {:>5.0f}% {:>4.0f}% {:>7} {:>7}{}", format_ns(s.lateness_median_ns, true),
+                         format_ns(s.gap_median_ns), s.blame_share * 100, s.last_fraction * 100, format_z(s.z_lateness),
+                         format_z(s.z_gap), s.flagged ? " <" : "");
     out += '\n';
   }
   return out;
@@ -115,9 +119,10 @@ void TextSink::histogram(const HistogramReport& h) {
 void TextSink::summary(const SessionSummary& s) {
   out_ << fmt::format("\nTraced {:.1f} s: {} calls, {} aligned collective instances.\n", s.traced_seconds, s.calls,
                       s.instances);
-  out_ << fmt::format("Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, "
-                      "{} calls unmatched across ranks, {} returns without entry.\n",
-                      s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns);
+  out_ << fmt::format(
+      "Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, "
+      "{} calls unmatched across ranks, {} returns without entry.\n",
+      s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns);
   if (s.findings.empty()) {
     out_ << "Verdict: no straggler found.\n";
     return;

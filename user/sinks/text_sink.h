@@ -3,8 +3,8 @@
 #pragma once
 
 #include <map>
-#include <vector>
 #include <ostream>
+#include <vector>
 
 #include "sinks/sink.h"
 

@@ -4,17 +4,14 @@
 
 namespace slowburn {
 
-Log2Histogram::Log2Histogram(std::string unit, size_t slot_count)
-    : unit_(std::move(unit)), slots_(slot_count, 0) {}
+Log2Histogram::Log2Histogram(std::string unit, size_t slot_count) : unit_(std::move(unit)), slots_(slot_count, 0) {}
 
 size_t Log2Histogram::slot_of(uint64_t value, size_t slot_count) {
   size_t slot = value == 0 ? 0 : static_cast<size_t>(std::bit_width(value) - 1);
   return slot >= slot_count ? slot_count - 1 : slot;
 }
 
-void Log2Histogram::add(uint64_t value, uint64_t times) {
-  slots_[slot_of(value, slots_.size())] += times;
-}
+void Log2Histogram::add(uint64_t value, uint64_t times) { slots_[slot_of(value, slots_.size())] += times; }
 
 void Log2Histogram::add_slot_count(size_t slot, uint64_t count) {
   slots_[slot < slots_.size() ? slot : slots_.size() - 1] += count;

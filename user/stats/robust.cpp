@@ -6,8 +6,8 @@
 namespace slowburn {
 
 namespace {
-constexpr double kMadToSigma = 1.4826;      // MAD of a normal sample = 0.6745 sigma
-constexpr double kMeanAdToSigma = 1.253314; // mean AD of a normal sample = 0.7979 sigma
+constexpr double kMadToSigma = 1.4826;       // MAD of a normal sample = 0.6745 sigma
+constexpr double kMeanAdToSigma = 1.253314;  // mean AD of a normal sample = 0.7979 sigma
 }  // namespace
 
 std::optional<double> median(std::span<const double> values) {

@@ -1,13 +1,13 @@
 #include "symbols/elf_symbols.h"
 
 #include <cxxabi.h>
-#include <cctype>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -41,8 +41,7 @@ std::string normalise_signature(std::string_view text) {
     if (c == ' ') {
       // Keep a space only between two identifier characters ("unsigned long").
       bool left = !out.empty() && (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_');
-      bool right = i + 1 < text.size() &&
-                   (std::isalnum(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '_');
+      bool right = i + 1 < text.size() && (std::isalnum(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '_');
       if (left && right) out += ' ';
       continue;
     }
@@ -57,8 +56,7 @@ std::string_view base_name(std::string_view demangled) {
 }
 
 // Collects STT_FUNC / STT_GNU_IFUNC definitions of one symbol table.
-void read_symbol_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, bool dynamic,
-                       std::vector<ElfSymbol>& out) {
+void read_symbol_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, bool dynamic, std::vector<ElfSymbol>& out) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || shdr.sh_entsize == 0) return;
   size_t count = shdr.sh_size / shdr.sh_entsize;
@@ -66,8 +64,8 @@ void read_symbol_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, bool dynam
     GElf_Sym sym;
     if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
     int type = GELF_ST_TYPE(sym.st_info);
-    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-        sym.st_shndx >= SHN_LORESERVE || sym.st_value == 0)
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
+        sym.st_value == 0)
       continue;
     const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
     if (!name || !*name) continue;
@@ -108,8 +106,7 @@ ElfSymbols::~ElfSymbols() = default;
 size_t ElfSymbols::function_count() const { return table_->functions.size(); }
 
 Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path) {
-  if (elf_version(EV_CURRENT) == EV_NONE)
-    return make_error("libelf initialisation failed: {}", elf_errmsg(-1));
+  if (elf_version(EV_CURRENT) == EV_NONE) return make_error("libelf initialisation failed: {}", elf_errmsg(-1));
   ElfHandle handle;
   handle.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (handle.fd < 0) return make_sys_error(errno, "cannot open " + path.string());
@@ -123,8 +120,10 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path) {
   while ((scn = elf_nextscn(handle.elf, scn)) != nullptr) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr)) continue;
-    if (shdr.sh_type == SHT_DYNSYM) read_symbol_table(handle.elf, scn, shdr, true, table->functions);
-    else if (shdr.sh_type == SHT_SYMTAB) read_symbol_table(handle.elf, scn, shdr, false, symtab);
+    if (shdr.sh_type == SHT_DYNSYM)
+      read_symbol_table(handle.elf, scn, shdr, true, table->functions);
+    else if (shdr.sh_type == SHT_SYMTAB)
+      read_symbol_table(handle.elf, scn, shdr, false, symtab);
   }
   // .symtab repeats the exported names: keep a .symtab entry only when its
   // name is not already known from .dynsym.
@@ -132,8 +131,7 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path) {
   for (const ElfSymbol& s : table->functions) exported[s.name] = true;
   for (ElfSymbol& s : symtab)
     if (!exported.contains(s.name)) table->functions.push_back(std::move(s));
-  for (size_t i = 0; i < table->functions.size(); ++i)
-    table->by_name.emplace(table->functions[i].name, i);
+  for (size_t i = 0; i < table->functions.size(); ++i) table->by_name.emplace(table->functions[i].name, i);
   return ElfSymbols(path, std::move(table));
 }
 

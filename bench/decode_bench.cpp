@@ -1,0 +1,80 @@
+// Throughput of the ring-buffer consumer's work per record: decoding alone,
+// and decoding plus the straggler detector's ingest (the whole user-space
+// path of `slowburn trace` per call). Google Benchmark, one thread.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "detect/straggler.h"
+#include "events/decoder.h"
+#include "slowburn/callpair.h"
+
+using namespace slowburn;
+
+namespace {
+
+constexpr int kRanks = 8;
+
+// Records as a 8-rank job produces them: one allreduce per step per rank.
+std::vector<sb_call_event> make_records(size_t n) {
+  std::vector<sb_call_event> records(n);
+  for (size_t i = 0; i < n; ++i) {
+    size_t step = i / kRanks, rank = i % kRanks;
+    sb_call_event& e = records[i];
+    e.hdr.type = SB_EVENT_CALL;
+    e.hdr.version = SB_CALL_EVENT_VERSION;
+    e.hdr.pid = e.hdr.tid = static_cast<uint32_t>(1000 + rank);
+    e.probe_id = 1;
+    e.seq = step + 1;
+    e.entry_ns = 1'000'000'000 + step * 3'000'000 + rank * 1000;
+    e.exit_ns = 1'000'000'000 + step * 3'000'000 + 100'000 + rank * 10;
+    e.hdr.ts_ns = e.exit_ns;
+  }
+  return records;
+}
+
+void BM_Decode(benchmark::State& state) {
+  auto records = make_records(1 << 16);
+  EventDecoder decoder;
+  size_t i = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    auto call = decoder.decode_call(std::as_bytes(std::span(&records[i], 1)));
+    sum += call->exit_ns;
+    i = (i + 1) & ((1 << 16) - 1);
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Decode);
+
+void BM_DecodeAndDetect(benchmark::State& state) {
+  size_t n = 1 << 20;
+  auto records = make_records(n);
+  EventDecoder decoder;
+  auto detector = std::make_unique<StragglerDetector>(
+      DetectorConfig{}, std::vector<ProbeInfo>{{1, "mpi.allreduce", CallKind::synchronizing}});
+  for (int r = 0; r < kRanks; ++r) detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+  size_t i = 0;
+  for (auto _ : state) {
+    detector->ingest(*decoder.decode_call(std::as_bytes(std::span(&records[i], 1))));
+    if (++i == n) {
+      state.PauseTiming();
+      detector->finish(records.back().exit_ns);
+      i = 0;
+      detector = std::make_unique<StragglerDetector>(
+          DetectorConfig{}, std::vector<ProbeInfo>{{1, "mpi.allreduce", CallKind::synchronizing}});
+      for (int r = 0; r < kRanks; ++r) detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+      state.ResumeTiming();
+    } else if (i % 4096 == 0) {
+      detector->advance(records[i].exit_ns);  // the session advances every 100 ms; here every ~1.5 s of job time
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecodeAndDetect);
+
+}  // namespace
+
+BENCHMARK_MAIN();

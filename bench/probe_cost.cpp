@@ -1,0 +1,197 @@
+// Per-call cost of the call-pair probe, against no probe, an empty uprobe
+// pair and bpftrace's equivalent one-liner, in one run with the
+// configurations alternating (so drift on a shared VM hits all alike).
+//
+//   probe_cost CALL_LOOP ROUNDS CALLS
+#include <bpf/libbpf.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "core/subprocess.h"
+#include "empty_pair.skel.h"
+#include "loader/callpair_program.h"
+#include "loader/ring_buffer.h"
+#include "symbols/elf_symbols.h"
+
+using namespace slowburn;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double run_loop(const std::string& binary, long calls) {
+  std::string out = "/tmp/slowburn-bench-loop.out";
+  auto child = Subprocess::spawn({binary, std::to_string(calls)}, {out, {}});
+  if (!child || !child->wait_for(600s)) return -1;
+  double ns = -1;
+  std::sscanf(read_text(out).c_str(), "ns_per_call %lf", &ns);
+  return ns;
+}
+
+// Something attached while it lives.
+using Setup = std::function<std::shared_ptr<void>()>;
+
+struct EmptyPair {
+  empty_pair_bpf* skel = nullptr;
+  std::vector<bpf_link*> links;
+  ~EmptyPair() {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    empty_pair_bpf::destroy(skel);
+  }
+};
+
+std::shared_ptr<void> attach_empty(const std::string& binary, uint64_t offset) {
+  auto e = std::make_shared<EmptyPair>();
+  e->skel = empty_pair_bpf::open_and_load();
+  if (!e->skel) return nullptr;
+  for (int ret = 0; ret < 2; ++ret) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret == 1);
+    bpf_link* link = bpf_program__attach_uprobe_opts(ret ? e->skel->progs.empty_exit : e->skel->progs.empty_enter, -1,
+                                                     binary.c_str(), offset, &opts);
+    if (!link) return nullptr;
+    e->links.push_back(link);
+  }
+  return e;
+}
+
+struct Callpair {
+  std::unique_ptr<CallpairProgram> program;
+  std::unique_ptr<RingBufferReader> reader;
+  std::atomic<bool> stop{false};
+  std::thread consumer;
+  uint64_t records = 0;
+  ~Callpair() {
+    stop = true;
+    if (consumer.joinable()) consumer.join();
+  }
+};
+
+std::shared_ptr<void> attach_callpair(const std::string& binary, uint64_t offset, bool records, AttachMode mode) {
+  auto c = std::make_shared<Callpair>();
+  CallpairConfig config;
+  config.emit_records = records;
+  config.attach_mode = mode;
+  auto program = CallpairProgram::load(config);
+  if (!program) return nullptr;
+  c->program = std::move(*program);
+  UprobeSite site{offset, make_callpair_cookie(1, 1, 0)};
+  if (!c->program->attach(binary, -1, std::span(&site, 1))) return nullptr;
+  if (records) {
+    // A consumer drains the ring buffer as `slowburn trace` does.
+    auto reader =
+        RingBufferReader::open(c->program->events_fd(), [c = c.get()](std::span<const std::byte>) { ++c->records; });
+    if (!reader) return nullptr;
+    c->reader = std::move(*reader);
+    c->consumer = std::thread([c = c.get()] {
+      while (!c->stop) (void)c->reader->poll(100);
+      (void)c->reader->drain();
+    });
+  }
+  return c;
+}
+
+struct Bpftrace {
+  std::optional<Subprocess> process;
+  ~Bpftrace() {
+    if (process) {
+      process->signal(SIGINT);
+      if (!process->wait_for(10s)) process->terminate();
+    }
+  }
+};
+
+std::shared_ptr<void> attach_bpftrace(const std::string& binary) {
+  auto b = std::make_shared<Bpftrace>();
+  std::string out = "/tmp/slowburn-bench-bpftrace.out";
+  std::string program = "uprobe:" + binary + ":bench_target { @s[tid] = nsecs; } uretprobe:" + binary +
+                        ":bench_target /@s[tid]/ { @us = hist((nsecs - @s[tid]) / 1000); delete(@s[tid]); }";
+  auto child = Subprocess::spawn({"bpftrace", "-e", program}, {out, {}});
+  if (!child) return nullptr;
+  b->process.emplace(std::move(*child));
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (read_text(out).find("Attaching 2 probes") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline || b->process->poll()) return nullptr;
+    std::this_thread::sleep_for(50ms);
+  }
+  std::this_thread::sleep_for(1s);  // "Attaching" is printed before the attach completes
+  return b;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s CALL_LOOP ROUNDS CALLS\n", argv[0]);
+    return 2;
+  }
+  std::string binary = argv[1];
+  int rounds = std::atoi(argv[2]);
+  long calls = std::atol(argv[3]);
+  libbpf_set_print(nullptr);
+  auto symbols = ElfSymbols::open(binary);
+  if (!symbols || symbols->lookup("bench_target").empty()) {
+    std::fprintf(stderr, "bench_target not found in %s\n", binary.c_str());
+    return 1;
+  }
+  uint64_t offset = symbols->lookup("bench_target")[0].file_offset;
+  bool have_bpftrace = find_program("bpftrace").has_value();
+
+  std::vector<std::pair<std::string, Setup>> configs = {
+      {"no probe", [] { return std::make_shared<int>(0); }},
+      {"empty uprobe pair", [&] { return attach_empty(binary, offset); }},
+      {"slowburn, histogram only (perf link)",
+       [&] { return attach_callpair(binary, offset, false, AttachMode::perf_link); }},
+      {"slowburn, histogram + record (perf link)",
+       [&] { return attach_callpair(binary, offset, true, AttachMode::perf_link); }},
+      {"slowburn, histogram + record (multi link)",
+       [&] { return attach_callpair(binary, offset, true, AttachMode::multi_link); }},
+  };
+  if (have_bpftrace) configs.push_back({"bpftrace one-liner (hist)", [&] { return attach_bpftrace(binary); }});
+
+  std::map<std::string, std::vector<double>> samples;
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t k = 0; k < configs.size(); ++k) {
+      auto& [name, setup] = configs[(k + static_cast<size_t>(round)) % configs.size()];  // rotate the order
+      auto attached = setup();
+      if (!attached) {
+        std::fprintf(stderr, "could not set up '%s'\n", name.c_str());
+        return 1;
+      }
+      samples[name].push_back(run_loop(binary, calls));
+    }
+  }
+  double none = median(samples["no probe"]);
+  double empty = median(samples["empty uprobe pair"]) - none;
+  double bpftrace = have_bpftrace ? median(samples["bpftrace one-liner (hist)"]) - none : 0;
+  std::printf("| configuration | ns per call (median of %d) | added by the probe, ns | vs empty pair | vs bpftrace |\n",
+              rounds);
+  std::printf("|---|---|---|---|---|\n");
+  for (const auto& [name, setup] : configs) {
+    double m = median(samples[name]);
+    double added = m - none;
+    std::printf("| %s | %.0f | %.0f | %s | %s |\n", name.c_str(), m, added,
+                name == "no probe" ? "-" : fmt::format("{:.2f}x", added / empty).c_str(),
+                name == "no probe" || !have_bpftrace ? "-" : fmt::format("{:.2f}x", added / bpftrace).c_str());
+  }
+  if (!have_bpftrace) std::printf("\n(bpftrace not installed: no bpftrace row)\n");
+  return 0;
+}

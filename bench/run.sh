@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# make bench: every number in bench/RESULTS.md comes from this script.
+# Ratios are taken within one run (configurations alternate), never against
+# numbers from another machine or another day.
+set -euo pipefail
+build=${1:-build}
+out=$build/bench/latest.md
+rounds=${ROUNDS:-5}
+calls=${CALLS:-20000}
+demo_runs=${DEMO_RUNS:-8}
+rss_seconds=${RSS_SECONDS:-60}
+mkdir -p "$build/bench"
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench: needs root (loads BPF programs)" >&2
+	exit 1
+fi
+
+{
+	echo "## Run of $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -r), $(nproc) CPUs"
+	echo
+	echo "### 1. Per-call cost of the probe pair"
+	echo
+	echo "\`$build/bench/probe_cost $build/bench/call_loop $rounds $calls\`: a loop calls one function"
+	echo "$calls times per sample; configurations alternate, $rounds rounds."
+	echo
+	"$build/bench/probe_cost" "$build/bench/call_loop" "$rounds" "$calls"
+	echo
+	echo "### 2. Ring-buffer consumer: decode throughput (one core)"
+	echo
+	echo "\`$build/bench/decode_bench --benchmark_min_time=1\`"
+	echo
+	echo '```'
+	"$build/bench/decode_bench" --benchmark_min_time=1 2>/dev/null | grep -E '^BM_'
+	echo '```'
+	echo
+	echo "### 3. Time from attach to the first correct finding (demo workload)"
+	echo
+	echo "\`$build/slowburn demo --json -d 6 --slow-rank R\`, R = 0..3 in turn, $demo_runs runs:"
+	echo
+	times=()
+	correct=0
+	for i in $(seq 0 $((demo_runs - 1))); do
+		line=$("$build/slowburn" demo --json -d 6 --slow-rank $((i % 4)) | grep '"event":"demo"' || true)
+		t=$(echo "$line" | sed -n 's/.*"first_finding_after_s":\([0-9.]*\).*/\1/p')
+		if echo "$line" | grep -q '"match":true'; then correct=$((correct + 1)); fi
+		[ -n "$t" ] && times+=("$t")
+	done
+	sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+	echo "- correct verdicts: $correct of $demo_runs"
+	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
+	echo
+	echo "### 4. Peak RSS of \`slowburn trace\` over a ${rss_seconds} s session"
+	echo
+	echo "The demo workload under mpirun (4 ranks, rank 2 slowed), traced by"
+	echo "\`$build/slowburn trace --probe 'mpi.*' -d $rss_seconds\`; VmHWM read from /proc every second:"
+	echo
+	mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$build/libexec/slowburn-mpi-workload" \
+		--slow-rank 2 --slowdown 1.5 --seconds $((rss_seconds + 30)) >/dev/null 2>&1 &
+	job=$!
+	sleep 2
+	"$build/slowburn" trace --probe 'mpi.*' -d "$rss_seconds" >"$build/bench/rss-trace.out" 2>&1 &
+	tracer=$!
+	peak=0
+	while kill -0 $tracer 2>/dev/null; do
+		hwm=$(awk '/VmHWM/ {print $2}' /proc/$tracer/status 2>/dev/null || echo 0)
+		[ -n "$hwm" ] && [ "$hwm" -gt "$peak" ] && peak=$hwm
+		sleep 1
+	done
+	wait $tracer || true
+	kill -TERM $job 2>/dev/null || true
+	wait $job 2>/dev/null || true
+	calls_traced=$(sed -n 's/^Traced \([0-9.]* s: [0-9]* calls\).*/\1/p' "$build/bench/rss-trace.out")
+	verdict=$(grep -A1 '^Verdict' "$build/bench/rss-trace.out" | tail -1 | cut -c1-80)
+	echo "- peak RSS: $((peak / 1024)) MiB ($peak KiB); traced $calls_traced"
+	echo "- verdict: $verdict"
+} | tee "$out"
+echo
+echo "bench: results in $out (copy them into bench/RESULTS.md)"
