@@ -87,19 +87,31 @@ static __always_inline __u64 arg_by_index(struct pt_regs *ctx, __u32 index)
 	}
 }
 
+/* The per-(thread, probe) state key of the current call; false when the
+ * process is filtered out. */
+static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, struct call_state_key *key,
+					 __u32 *tgid)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	*tgid = pid_tgid >> 32;
+	if (targ_tgid && *tgid != targ_tgid)
+		return false;
+	*cookie = bpf_get_attach_cookie(ctx);
+	key->tid = (__u32)pid_tgid;
+	key->probe_id = *cookie & SB_COOKIE_PROBE_MASK;
+	return true;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(call_enter)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct call_state_key key = {
-		.tid = (__u32)pid_tgid,
-		.probe_id = cookie & SB_COOKIE_PROBE_MASK,
-	};
+	struct call_state_key key;
 	struct call_state *state;
+	__u64 cookie;
+	__u32 tgid;
 
-	if (targ_tgid && tgid != targ_tgid)
+	if (!current_call(ctx, &cookie, &key, &tgid))
 		return 0;
 
 	state = lookup_or_try_init(&call_states, &key, &zero_state);
@@ -119,21 +131,18 @@ SEC("uretprobe")
 int BPF_KRETPROBE(call_exit)
 {
 	__u64 exit_ns = bpf_ktime_get_ns();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct call_state_key key = {
-		.tid = (__u32)pid_tgid,
-		.probe_id = cookie & SB_COOKIE_PROBE_MASK,
-	};
-	struct sb_hist_key hist_key = { .tgid = tgid, .probe_id = key.probe_id };
+	struct sb_hist_key hist_key;
+	struct call_state_key key;
 	struct call_state *state;
 	struct sb_call_event *event;
 	struct sb_hist *hist;
-	__u64 entry_ns, duration_ns, seq;
+	__u64 entry_ns, duration_ns, seq, cookie;
+	__u32 tgid;
 
-	if (targ_tgid && tgid != targ_tgid)
+	if (!current_call(ctx, &cookie, &key, &tgid))
 		return 0;
+	hist_key.tgid = tgid;
+	hist_key.probe_id = key.probe_id;
 
 	state = bpf_map_lookup_elem(&call_states, &key);
 	if (!state || !state->entry_ns) {
@@ -164,7 +173,7 @@ int BPF_KRETPROBE(call_exit)
 	event->hdr.type = SB_EVENT_CALL;
 	event->hdr.version = SB_CALL_EVENT_VERSION;
 	event->hdr.pid = tgid;
-	event->hdr.tid = (__u32)pid_tgid;
+	event->hdr.tid = key.tid;
 	event->hdr.cpu = bpf_get_smp_processor_id();
 	event->hdr.ts_ns = exit_ns;
 	event->probe_id = key.probe_id;

@@ -46,11 +46,18 @@ Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds
 
 size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
-std::vector<uint32_t> our_programs() {
-  auto ids = testing::bpf_program_ids_named("call_enter");
-  auto more = testing::bpf_program_ids_named("call_exit");
-  ids.insert(ids.end(), more.begin(), more.end());
-  return ids;
+// Our BPF programs still loaded, as an SRE would check: `bpftool prog show`.
+std::vector<std::string> our_programs() {
+  TempDir dir;
+  auto bpftool = Subprocess::spawn({"bpftool", "-j", "prog", "show"}, {(dir / "out").string(), {}});
+  EXPECT_TRUE(bpftool.ok());
+  EXPECT_EQ(bpftool->wait_for(10s), 0);
+  std::vector<std::string> names;
+  for (const auto& prog : nlohmann::json::parse(read_text(dir / "out"))) {
+    std::string name = prog.value("name", "");
+    if (name == "call_enter" || name == "call_exit") names.push_back(name);
+  }
+  return names;
 }
 
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
@@ -155,20 +162,29 @@ TEST(Cli, MissingSymbolIsUnavailableWhileOthersAttach) {
   EXPECT_EQ(allreduce_calls, 1000u);
 }
 
+// `slowburn trace` on a stand-in rank, once it says it is tracing.
+struct RunningTrace {
+  StandinRank rank{0, 60};
+  TempDir dir;
+  std::optional<Subprocess> process;
+  RunningTrace() {
+    auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid()},
+                                   {(dir / "out").string(), {}});
+    EXPECT_TRUE(trace.ok());
+    process.emplace(std::move(*trace));
+    EXPECT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  }
+};
+
 TEST(Cli, SigintPrintsTheSummaryExitsZeroAndLeavesNoProgram) {
   SKIP_UNLESS_ROOT();
-  StandinRank rank(0, 60);
-  TempDir dir;
-  auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid()},
-                                 {(dir / "out").string(), {}});
-  ASSERT_TRUE(trace.ok());
-  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  RunningTrace trace;
   EXPECT_FALSE(our_programs().empty());
-  trace->signal(SIGINT);
-  auto status = trace->wait_for(20s);
+  trace.process->signal(SIGINT);
+  auto status = trace.process->wait_for(20s);
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(*status, 0);
-  std::string out = read_text(dir / "out");
+  std::string out = read_text(trace.dir / "out");
   EXPECT_NE(out.find("Verdict: no straggler found."), std::string::npos) << out;
   EXPECT_NE(out.find("ring-buffer drops"), std::string::npos);
   EXPECT_TRUE(wait_until([] { return our_programs().empty(); }, 5s)) << "BPF programs left after SIGINT";
@@ -176,15 +192,10 @@ TEST(Cli, SigintPrintsTheSummaryExitsZeroAndLeavesNoProgram) {
 
 TEST(Cli, SigkillLeavesNoProgram) {
   SKIP_UNLESS_ROOT();
-  StandinRank rank(0, 60);
-  TempDir dir;
-  auto trace = Subprocess::spawn({testing::slowburn_binary().string(), "trace", "--pid", rank.pid()},
-                                 {(dir / "out").string(), {}});
-  ASSERT_TRUE(trace.ok());
-  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  RunningTrace trace;
   EXPECT_FALSE(our_programs().empty());
-  trace->signal(SIGKILL);
-  ASSERT_TRUE(trace->wait_for(10s).has_value());
+  trace.process->signal(SIGKILL);
+  ASSERT_TRUE(trace.process->wait_for(10s).has_value());
   EXPECT_TRUE(wait_until([] { return our_programs().empty(); }, 5s)) << "BPF programs left after SIGKILL";
 }
 
@@ -236,6 +247,17 @@ TEST(Cli, FunclatCountsEveryCallInTheKernel) {
     if (j["kind"] == "hist") count += j["count"].get<uint64_t>();
   }
   EXPECT_EQ(count, 777u);
+}
+
+TEST(Cli, FunclatTakesDemangledCxxNames) {
+  SKIP_UNLESS_ROOT();
+  const char* nccl = "/usr/local/cuda/lib64/libnccl.so.2";
+  if (access(nccl, R_OK) != 0) GTEST_SKIP() << "NCCL not installed at " << nccl;
+  Ran ran = run_slowburn({"funclat", "-d", "0.2", "--json", std::string(nccl) + ":ncclIbTest(void*, int*, int*)"});
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  auto status = nlohmann::json::parse(ran.output.substr(0, ran.output.find('\n')));
+  EXPECT_EQ(status["state"], "attached");
+  EXPECT_EQ(status["sites"][0]["symbol"], "_Z10ncclIbTestPvPiS0_");  // hidden C++ symbol, from .symtab
 }
 
 }  // namespace
