@@ -286,6 +286,14 @@ TEST(StragglerDetector, HangNamesTheRankThatNeverArrived) {
   EXPECT_TRUE(d.check_in_flight(17'000'000'000, inside).findings.empty());
 }
 
+TEST(StragglerDetector, CallsEnteredAfterTheClockWasReadAreNotHangs) {
+  // The session reads its clock, then the kernel's in-flight map: a call
+  // may have entered in between. Its wait is not negative (or 2^64 ns).
+  StragglerDetector d = make_detector(4);
+  std::vector<InFlightCall> inside = {{1003, 1003, kProbe, 20'000'000'001}};
+  EXPECT_TRUE(d.check_in_flight(20'000'000'000, inside).findings.empty());
+}
+
 TEST(StragglerDetector, SlowOnsetCaughtByCusumBelowTheMainFloor) {
   // Rank 1's compute drifts up to +6% and stays: a ~6% blame share, below
   // the 10% floor of the per-window test, sustained.

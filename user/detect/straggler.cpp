@@ -436,7 +436,9 @@ DetectorOutput StragglerDetector::check_in_flight(uint64_t now_ns, const std::ve
     if (state->info.kind != CallKind::synchronizing) continue;
     std::map<int32_t, uint64_t> waiting_since;  // rank pid -> earliest entry still inside
     for (const InFlightCall& call : calls) {
-      if (call.probe_id != id || !ranks_.contains(static_cast<int32_t>(call.tgid))) continue;
+      // A call entered after now_ns was read is not waiting yet (and would underflow).
+      if (call.probe_id != id || call.entry_ns > now_ns || !ranks_.contains(static_cast<int32_t>(call.tgid)))
+        continue;
       auto [it, inserted] = waiting_since.try_emplace(static_cast<int32_t>(call.tgid), call.entry_ns);
       if (!inserted) it->second = std::min(it->second, call.entry_ns);
     }
