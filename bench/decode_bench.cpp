@@ -55,7 +55,10 @@ void BM_DecodeAndDetect(benchmark::State& state) {
   EventDecoder decoder;
   auto detector = std::make_unique<StragglerDetector>(
       DetectorConfig{}, std::vector<ProbeInfo>{{1, "mpi.allreduce", CallKind::synchronizing}});
-  for (int r = 0; r < kRanks; ++r) detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+  for (int r = 0; r < kRanks; ++r) {
+    detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+    detector->add_participant(1, 1000 + r);
+  }
   size_t i = 0;
   for (auto _ : state) {
     detector->ingest(*decoder.decode_call(std::as_bytes(std::span(&records[i], 1))));
@@ -65,7 +68,10 @@ void BM_DecodeAndDetect(benchmark::State& state) {
       i = 0;
       detector = std::make_unique<StragglerDetector>(
           DetectorConfig{}, std::vector<ProbeInfo>{{1, "mpi.allreduce", CallKind::synchronizing}});
-      for (int r = 0; r < kRanks; ++r) detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+      for (int r = 0; r < kRanks; ++r) {
+        detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+        detector->add_participant(1, 1000 + r);
+      }
       state.ResumeTiming();
     } else if (i % 4096 == 0) {
       detector->advance(records[i].exit_ns);  // the session advances every 100 ms; here every ~1.5 s of job time

@@ -28,26 +28,25 @@ const volatile bool emit_records = true;   /* false: histograms only (funclat) *
  * so records never wait longer than that period. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
 
-struct call_state_key {
-	__u32 tid;
-	__u32 probe_id;
-};
-
-struct call_state {
-	__u64 entry_ns; /* 0 while the thread is not inside the call */
-	__u64 size_arg;
-	__u64 aux_arg;
-	__u64 seq;  /* completed calls so far */
-	__u32 tgid; /* lets user space list in-flight calls per process */
-	__u32 _pad;
-};
-
+/* Entry state lives from entry to return only, so the map holds the calls
+ * in flight (what a hang looks like) and nothing else: an old hung call is
+ * never crowded out by threads that came and went. LRU only as a backstop
+ * for threads that die inside a call. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384); /* threads x probes; user space may resize */
-	__type(key, struct call_state_key);
-	__type(value, struct call_state);
+	__uint(max_entries, 16384); /* calls in flight; user space may resize */
+	__type(key, struct sb_call_key);
+	__type(value, struct sb_call_state);
 } call_states SEC(".maps");
+
+/* Records emitted per (thread, probe): numbers them so user space can tell a
+ * lost record from a missing call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sb_call_key);
+	__type(value, __u64);
+} record_seqs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -63,7 +62,7 @@ struct {
 
 struct sb_callpair_counters counters = {};
 
-static const struct call_state zero_state = {};
+static const __u64 zero_seq = 0;
 static const struct sb_hist zero_hist = {};
 
 /* Every register is read at a constant offset first and pinned there: left
@@ -89,7 +88,7 @@ static __always_inline __u64 arg_by_index(struct pt_regs *ctx, __u32 index)
 
 /* The per-(thread, probe) state key of the current call; false when the
  * process is filtered out. */
-static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, struct call_state_key *key,
+static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, struct sb_call_key *key,
 					 __u32 *tgid)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -106,24 +105,19 @@ static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, str
 SEC("uprobe")
 int BPF_KPROBE(call_enter)
 {
-	struct call_state_key key;
-	struct call_state *state;
+	struct sb_call_key key;
+	struct sb_call_state state = {};
 	__u64 cookie;
 	__u32 tgid;
 
 	if (!current_call(ctx, &cookie, &key, &tgid))
 		return 0;
-
-	state = lookup_or_try_init(&call_states, &key, &zero_state);
-	if (!state) {
+	state.tgid = tgid;
+	state.size_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_SIZE_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
+	state.aux_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_AUX_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
+	state.entry_ns = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY))
 		__sync_fetch_and_add(&counters.state_failures, 1);
-		return 0;
-	}
-	state->tgid = tgid;
-	state->size_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_SIZE_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
-	state->aux_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_AUX_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
-	/* Last, so the arguments are in place when user space sees the call as in flight. */
-	state->entry_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -132,40 +126,46 @@ int BPF_KRETPROBE(call_exit)
 {
 	__u64 exit_ns = bpf_ktime_get_ns();
 	struct sb_hist_key hist_key;
-	struct call_state_key key;
-	struct call_state *state;
+	struct sb_call_key key;
+	struct sb_call_state *state;
 	struct sb_call_event *event;
 	struct sb_hist *hist;
-	__u64 entry_ns, duration_ns, seq, cookie;
+	__u64 entry_ns, duration_ns, size_arg, aux_arg, cookie, *seq;
 	__u32 tgid;
 
 	if (!current_call(ctx, &cookie, &key, &tgid))
 		return 0;
-	hist_key.tgid = tgid;
-	hist_key.probe_id = key.probe_id;
 
 	state = bpf_map_lookup_elem(&call_states, &key);
-	if (!state || !state->entry_ns) {
+	if (!state) {
 		__sync_fetch_and_add(&counters.orphan_returns, 1);
 		return 0;
 	}
 	entry_ns = state->entry_ns;
-	state->entry_ns = 0;
-	seq = ++state->seq;
+	size_arg = state->size_arg;
+	aux_arg = state->aux_arg;
+	bpf_map_delete_elem(&call_states, &key);
 	duration_ns = exit_ns - entry_ns;
 
+	hist_key.tgid = tgid;
+	hist_key.probe_id = key.probe_id;
 	hist = lookup_or_try_init(&hists, &hist_key, &zero_hist);
 	if (hist) {
-		/* Per-CPU value: no other writer, plain increments are safe. */
-		hist->slots[log2_slot(duration_ns / hist_unit_ns, SB_HIST_SLOTS)]++;
-		hist->count++;
-		hist->total_ns += duration_ns;
+		/* Per-CPU, but uprobe programs are preemptible: another thread on
+		 * this CPU may run the same update in between. Atomic adds on
+		 * CPU-local memory cost next to nothing. */
+		__sync_fetch_and_add(&hist->slots[log2_slot(duration_ns / hist_unit_ns, SB_HIST_SLOTS)], 1);
+		__sync_fetch_and_add(&hist->count, 1);
+		__sync_fetch_and_add(&hist->total_ns, duration_ns);
 	}
 
 	if (!emit_records || duration_ns < targ_min_ns)
 		return 0;
 
+	seq = lookup_or_try_init(&record_seqs, &key, &zero_seq);
 	event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+	if (seq)
+		*seq += 1; /* numbered even when dropped: the gap shows the loss */
 	if (!event) {
 		__sync_fetch_and_add(&counters.ringbuf_drops, 1);
 		return 0;
@@ -178,11 +178,11 @@ int BPF_KRETPROBE(call_exit)
 	event->hdr.ts_ns = exit_ns;
 	event->probe_id = key.probe_id;
 	event->_reserved = 0;
-	event->seq = seq;
+	event->seq = seq ? *seq : 0;
 	event->entry_ns = entry_ns;
 	event->exit_ns = exit_ns;
-	event->size_arg = state->size_arg;
-	event->aux_arg = state->aux_arg;
+	event->size_arg = size_arg;
+	event->aux_arg = aux_arg;
 	bpf_ringbuf_submit(event, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 											: BPF_RB_NO_WAKEUP);
 	return 0;

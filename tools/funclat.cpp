@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "core/strings.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
 #include "probes/resolver.h"
@@ -33,24 +34,23 @@ struct FunclatArgs {
   std::string proc_root = "/proc";
 };
 
+// "mpi", "libmpi", "libmpi.so.40" -> the soname stem a mapping is matched by.
+std::string soname_stem(const std::string& name) {
+  std::string stem = name.rfind("lib", 0) == 0 ? name : "lib" + name;
+  if (stem.find(".so") == std::string::npos) stem += ".so";
+  return stem;
+}
+
 // A library named without a path: the directories the dynamic loader and
 // CUDA installs use.
 Result<std::string> find_library_file(const std::string& name) {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("LD_LIBRARY_PATH")) {
-    std::string paths = env;
-    for (size_t start = 0, end; start <= paths.size(); start = end + 1) {
-      end = paths.find(':', start);
-      if (end == std::string::npos) end = paths.size();
-      if (end > start) dirs.push_back(paths.substr(start, end - start));
-    }
-  }
+  if (const char* env = std::getenv("LD_LIBRARY_PATH")) dirs = split(env, ':');
   for (const char* dir :
        {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
         "/lib64", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
     dirs.push_back(dir);
-  std::string stem = name.rfind("lib", 0) == 0 ? name : "lib" + name;
-  if (stem.find(".so") == std::string::npos) stem += ".so";
+  std::string stem = soname_stem(name);
   for (const std::string& dir : dirs) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
@@ -88,9 +88,7 @@ Result<std::vector<Target>> resolve_targets(const FunclatArgs& args, SymbolCache
       t.spec.targets = {{std::filesystem::path(library).filename().string(), {symbol}}};
       t.where = resolve_in_file(t.spec, library, cache);
     } else if (args.pid) {
-      std::string stem = library.rfind("lib", 0) == 0 ? library : "lib" + library;
-      if (stem.find(".so") == std::string::npos) stem += ".so";
-      t.spec.targets = {{stem, {symbol}}};
+      t.spec.targets = {{soname_stem(library), {symbol}}};
       t.where = resolve_in_process(t.spec, args.proc_root, args.pid, maps, cache);
     } else {
       auto file = find_library_file(library);
@@ -105,10 +103,10 @@ Result<std::vector<Target>> resolve_targets(const FunclatArgs& args, SymbolCache
 }
 
 void print_histograms(CallpairProgram& program, const std::vector<Target>& targets, const FunclatArgs& args,
-                      const std::string& unit, Sink& sink) {
+                      const std::string& unit, Sink& sink, bool reset) {
   std::map<uint32_t, const Target*> by_id;
   for (const Target& t : targets) by_id[t.spec.id] = &t;
-  auto hists = program.histograms(unit);
+  auto hists = reset ? program.take_histograms(unit) : program.histograms(unit);
   std::sort(hists.begin(), hists.end(), [](const KernelHistogram& a, const KernelHistogram& b) {
     return std::tie(a.probe_id, a.tgid) < std::tie(b.probe_id, b.tgid);
   });
@@ -156,8 +154,7 @@ int run_funclat(const FunclatArgs& args) {
     auto now = std::chrono::steady_clock::now();
     if (args.duration_s > 0 && now - start >= std::chrono::duration<double>(args.duration_s)) break;
     if (args.interval_s > 0 && now >= next_interval) {
-      print_histograms(**program, *targets, args, unit, *sink);
-      (*program)->clear_histograms();
+      print_histograms(**program, *targets, args, unit, *sink, true);
       next_interval += std::chrono::duration<double>(args.interval_s);
     }
     if (args.pid && !process_alive(args.proc_root, args.pid)) {
@@ -165,7 +162,7 @@ int run_funclat(const FunclatArgs& args) {
       break;
     }
   }
-  print_histograms(**program, *targets, args, unit, *sink);
+  print_histograms(**program, *targets, args, unit, *sink, false);
   CallpairCounters counters = (*program)->counters();
   if (counters.orphan_returns || counters.state_failures)
     sink->note(

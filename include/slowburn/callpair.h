@@ -27,11 +27,25 @@ struct sb_call_event {
 	struct sb_event_header hdr; /* type SB_EVENT_CALL, ts_ns == exit_ns */
 	__u32 probe_id;
 	__u32 _reserved;
-	__u64 seq;      /* per (thread, probe) call number, from 1 */
+	__u64 seq;      /* per (thread, probe) record number, from 1: a jump is a lost record */
 	__u64 entry_ns; /* bpf_ktime_get_ns() at function entry */
 	__u64 exit_ns;  /* bpf_ktime_get_ns() at function return */
 	__u64 size_arg; /* raw value of the size argument, 0 if none */
 	__u64 aux_arg;  /* raw value of the aux argument (e.g. a datatype), 0 if none */
+};
+
+/* A call in flight: keyed by (thread, probe), present from entry to return. */
+struct sb_call_key {
+	__u32 tid;
+	__u32 probe_id;
+};
+
+struct sb_call_state {
+	__u64 entry_ns; /* bpf_ktime_get_ns() at entry */
+	__u64 size_arg;
+	__u64 aux_arg;
+	__u32 tgid; /* lets user space list in-flight calls per process */
+	__u32 _pad;
 };
 
 struct sb_hist_key {
@@ -49,7 +63,7 @@ struct sb_hist {
 struct sb_callpair_counters {
 	__u64 ringbuf_drops;   /* bpf_ringbuf_reserve() failed: record lost */
 	__u64 orphan_returns;  /* return seen without its entry (attached mid-call) */
-	__u64 state_failures;  /* per-thread entry state could not be created */
+	__u64 state_failures;  /* entry state could not be stored: the call is not timed */
 };
 
 #endif /* SLOWBURN_CALLPAIR_H */

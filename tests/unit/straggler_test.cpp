@@ -96,7 +96,10 @@ Feed feed(StragglerDetector& d, const std::vector<CallEvent>& events, bool finis
 
 StragglerDetector make_detector(int ranks, DetectorConfig config = {}) {
   StragglerDetector d(config, {{kProbe, "mpi.allreduce", CallKind::synchronizing}});
-  for (const RankIdentity& id : identities(ranks)) d.add_rank(id);
+  for (const RankIdentity& id : identities(ranks)) {
+    d.add_rank(id);
+    d.add_participant(kProbe, id.pid);
+  }
   return d;
 }
 
@@ -245,12 +248,53 @@ TEST(StragglerDetector, ExitedRankLeavesAlignment) {
   d.remove_rank(SyntheticJob::pid(0), out);
   ASSERT_EQ(out.notes.size(), 1u);
   EXPECT_EQ(out.notes[0], "rank 0 (pid 1000) exited");
-  // Calls from the gone pid are unknown from now on, not a crash.
-  CallEvent stray;
-  stray.pid = stray.tid = 1000;
-  stray.probe_id = kProbe;
-  d.ingest(stray);
-  EXPECT_EQ(d.counters().unknown_process, 1u);
+  // Its last records (drained after the exit) still count as its calls,
+  // but no longer hold the others' alignment back.
+  uint64_t instances = d.counters().instances;
+  SyntheticJob rest;
+  rest.ranks = 4;
+  rest.prev_exit = job.prev_exit;
+  auto later = rest.run(10, 100);
+  std::erase_if(later, [](const CallEvent& e) { return e.pid == 1000; });
+  feed(d, later, false);
+  EXPECT_EQ(d.counters().instances, instances + 10);
+  EXPECT_EQ(d.counters().unknown_process, 0u);
+}
+
+TEST(StragglerDetector, AnExitedCulpritIsStillNamedByItsRank) {
+  SyntheticJob job;
+  job.compute_ns = [](int rank, int) { return rank == 2 ? 4.5e6 : 3e6; };
+  StragglerDetector d = make_detector(4);
+  Feed first = feed(d, job.run(250), false);  // ~1.2 s: not yet persistent
+  DetectorOutput out;
+  d.remove_rank(SyntheticJob::pid(2), out);
+  DetectorOutput rest = d.finish(job.prev_exit[0] + 10'000'000'000ull);
+  std::vector<Finding> all = d.findings();
+  ASSERT_FALSE(all.empty());
+  for (const Finding& f : all) EXPECT_EQ(f.culprit.rank, 2) << f.summary;
+}
+
+TEST(StragglerDetector, RankWhoseProbeDidNotAttachDoesNotHoldAlignment) {
+  // Rank 3's probe failed to attach: it must not be waited for, nor blamed.
+  SyntheticJob job;
+  job.compute_ns = [](int rank, int) { return rank == 1 ? 4.5e6 : 3e6; };
+  StragglerDetector d({}, {{kProbe, "mpi.allreduce", CallKind::synchronizing}});
+  for (const RankIdentity& id : identities(4)) {
+    d.add_rank(id);
+    if (id.rank != 3) d.add_participant(kProbe, id.pid);
+  }
+  auto events = job.run(1000);
+  std::erase_if(events, [](const CallEvent& e) { return e.pid == 1003; });
+  Feed run = feed(d, events);
+  EXPECT_EQ(d.counters().instances, 1000u);
+  EXPECT_EQ(d.counters().late_calls, 0u);
+  EXPECT_EQ(culprits(run.findings), std::set<int>{1});
+  // A hang among the attached ranks does not name rank 3.
+  DetectorConfig config;
+  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 1'000'000'000}, {1001, 1001, kProbe, 1'000'000'000}};
+  auto hang = d.check_in_flight(20'000'000'000, inside);
+  ASSERT_EQ(hang.findings.size(), 1u);
+  EXPECT_EQ(hang.findings[0].culprit.rank, 2);
 }
 
 TEST(StragglerDetector, SequenceGapsAreCountedAndDetectionSurvives) {
@@ -284,6 +328,23 @@ TEST(StragglerDetector, HangNamesTheRankThatNeverArrived) {
   EXPECT_EQ(f.waited_ns, 6'000'000'000u);
   // Reported once, not every second.
   EXPECT_TRUE(d.check_in_flight(17'000'000'000, inside).findings.empty());
+}
+
+TEST(StragglerDetector, HangOnAnExitedRankAndAHangAfterRecovery) {
+  DetectorConfig config;
+  config.hang_ns = 5'000'000'000;
+  StragglerDetector d = make_detector(3, config);
+  DetectorOutput gone;
+  d.remove_rank(1002, gone);  // rank 2 crashed
+  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 1'000'000'000}, {1001, 1001, kProbe, 1'000'000'000}};
+  auto out = d.check_in_flight(7'000'000'000, inside);
+  ASSERT_EQ(out.findings.size(), 1u);
+  EXPECT_EQ(out.findings[0].culprit.rank, 2);
+  EXPECT_NE(out.findings[0].summary.find("exited and will never enter mpi.allreduce"), std::string::npos);
+  // Once nobody waits any more the hang is over; a new one is reported again.
+  EXPECT_TRUE(d.check_in_flight(8'000'000'000, {}).findings.empty());
+  std::vector<InFlightCall> again = {{1000, 1000, kProbe, 9'000'000'000}, {1001, 1001, kProbe, 9'000'000'000}};
+  EXPECT_EQ(d.check_in_flight(15'000'000'000, again).findings.size(), 1u);
 }
 
 TEST(StragglerDetector, CallsEnteredAfterTheClockWasReadAreNotHangs) {

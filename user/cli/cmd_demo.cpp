@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <set>
@@ -48,7 +50,12 @@ int run_demo(DemoArgs args) {
   job_options.program =
       demo_workload_argv(args.workload, args.slow_rank, args.slowdown, args.compute_us, args.duration_s + 60);
   job_options.ranks = kRanks;
-  job_options.log_path = fmt::format("/tmp/slowburn-demo-{}.log", getpid());
+  // mkstemp: a fixed name in /tmp would let another user plant a symlink.
+  std::string log_template = "/tmp/slowburn-demo-XXXXXX.log";
+  int log_fd = mkstemps(log_template.data(), 4);
+  if (log_fd < 0) return fail(make_sys_error(errno, "cannot create a log file in /tmp"));
+  close(log_fd);
+  job_options.log_path = log_template;
   auto job = MpiJob::launch(job_options);
   if (!job) return fail(job.error());
 

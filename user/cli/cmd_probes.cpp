@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/strings.h"
 #include "probes/resolver.h"
 
 namespace slowburn::cli {
@@ -15,9 +16,7 @@ namespace {
 std::string targets_text(const ProbeSpec& spec) {
   std::string out;
   for (const ProbeTarget& t : spec.targets) {
-    std::string symbols;
-    for (const std::string& s : t.symbols) symbols += (symbols.empty() ? "" : "|") + s;
-    out += fmt::format("{}{}:{}", out.empty() ? "" : ", ", t.library, symbols);
+    out += fmt::format("{}{}:{}", out.empty() ? "" : ", ", t.library, join(t.symbols, "|"));
   }
   return out;
 }

@@ -1,6 +1,5 @@
 // slowburn trace: an ad-hoc session on every rank of the node.
-#include <cstdio>
-#include <regex>
+#include <charconv>
 
 #include "cli/command.h"
 #include "session/trace_session.h"
@@ -17,13 +16,22 @@ struct TraceArgs {
   bool json = false;
 };
 
+Result<int> parse_count(const std::string& text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return make_error("'{}' is not a number", text);
+  return value;
+}
+
 Result<void> apply(TraceArgs& args) {
-  std::smatch m;
-  static const std::regex kMofN(R"((\d+)/(\d+))");
-  if (!std::regex_match(args.persistence, m, kMofN) || std::stoi(m[1]) < 1 || std::stoi(m[1]) > std::stoi(m[2]))
-    return make_error("--persistence '{}' is not M/N with 1 <= M <= N (e.g. 3/5)", args.persistence);
-  args.options.detector.persistence_m = std::stoi(m[1]);
-  args.options.detector.persistence_n = std::stoi(m[2]);
+  size_t slash = args.persistence.find('/');
+  auto m = parse_count(args.persistence.substr(0, slash));
+  auto n =
+      slash == std::string::npos ? Result<int>(make_error("no N")) : parse_count(args.persistence.substr(slash + 1));
+  if (!m || !n || *m < 1 || *m > *n || *n > 100)
+    return make_error("--persistence '{}' is not M/N with 1 <= M <= N <= 100 (e.g. 3/5)", args.persistence);
+  args.options.detector.persistence_m = *m;
+  args.options.detector.persistence_n = *n;
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
   if (!args.library.empty()) args.options.library = args.library;
   args.options.proc_root = args.proc_root;
@@ -55,7 +63,7 @@ Command add_trace_command(CLI::App& app) {
       ->capture_default_str();
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(10.0, 3'600'000.0))
       ->capture_default_str();
   detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness")->capture_default_str();
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();

@@ -21,4 +21,7 @@ struct RankIdentity {
   std::string nccl_ib_hca;           // NIC hint
 };
 
+// "rank 3 (pid 4242)": how every output names a rank.
+std::string rank_label(const RankIdentity& id);
+
 }  // namespace slowburn

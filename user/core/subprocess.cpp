@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/strings.h"
+
 namespace slowburn {
 
 namespace {
@@ -95,12 +97,9 @@ int Subprocess::terminate(std::chrono::milliseconds grace) {
 std::optional<std::string> find_program(const std::string& name) {
   if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? std::optional(name) : std::nullopt;
   const char* path = std::getenv("PATH");
-  std::string paths = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t start = 0, end; start <= paths.size(); start = end + 1) {
-    end = paths.find(':', start);
-    if (end == std::string::npos) end = paths.size();
-    std::string candidate = paths.substr(start, end - start) + "/" + name;
-    if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
+  for (const std::string& dir : split(path ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/format.h"
+#include "core/strings.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -13,7 +14,13 @@ namespace slowburn {
 namespace {
 constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
 
-std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pid {})", id.rank, id.pid); }
+// Every value of every accumulator but one: a rank's peers.
+std::vector<double> peers_of(const std::vector<const std::vector<double>*>& per_rank, size_t except) {
+  std::vector<double> values;
+  for (size_t j = 0; j < per_rank.size(); ++j)
+    if (j != except) values.insert(values.end(), per_rank[j]->begin(), per_rank[j]->end());
+  return values;
+}
 
 }  // namespace
 
@@ -39,6 +46,7 @@ struct StragglerDetector::Window {
 
 struct StragglerDetector::ProbeState {
   ProbeInfo info;
+  std::set<int32_t> attached;  // ranks this probe is attached in
   CollectiveAligner aligner;
   std::map<int32_t, Cusum> cusum;
   std::map<int32_t, uint64_t> total_blame_ns;
@@ -57,41 +65,45 @@ StragglerDetector::StragglerDetector(StragglerDetector&&) noexcept = default;
 StragglerDetector& StragglerDetector::operator=(StragglerDetector&&) noexcept = default;
 
 void StragglerDetector::add_rank(const RankIdentity& rank) {
-  ranks_[rank.pid] = rank;
-  // Every rank takes part in every synchronizing probe until it shows that it
-  // does not (see CollectiveAligner::idle_participants): otherwise the first
-  // ranks to report would form instances without the later ones.
-  for (auto& [id, state] : probes_)
-    if (state->info.kind == CallKind::synchronizing) state->aligner.add_participant(rank.pid);
+  identities_[rank.pid] = rank;
+  alive_.insert(rank.pid);
 }
+
+void StragglerDetector::add_participant(uint32_t probe_id, int32_t pid) {
+  auto probe = probes_.find(probe_id);
+  if (probe == probes_.end() || !identities_.contains(pid)) return;
+  probe->second->attached.insert(pid);
+  if (probe->second->info.kind == CallKind::synchronizing) probe->second->aligner.add_participant(pid);
+}
+
+const RankIdentity& StragglerDetector::identity(int32_t pid) const { return identities_.at(pid); }
 
 void StragglerDetector::remove_rank(int32_t pid, DetectorOutput& out) {
-  auto it = ranks_.find(pid);
-  if (it == ranks_.end()) return;
-  out.notes.push_back(fmt::format("{} exited", rank_label(it->second)));
+  if (!alive_.erase(pid)) return;
+  out.notes.push_back(fmt::format("{} exited", rank_label(identity(pid))));
   for (auto& [id, state] : probes_) state->aligner.remove_participant(pid);
-  ranks_.erase(it);
 }
 
-StragglerDetector::Window& StragglerDetector::window_for(uint64_t ts_ns) {
+StragglerDetector::Window* StragglerDetector::window_for(uint64_t ts_ns) {
   uint64_t index = ts_ns / config_.window_ns;
   if (index < closed_before_index_) {
-    // Arrived after its window closed: count it in the oldest open one.
+    // Its window was evaluated already; adding it to a later one would
+    // inflate that window's blame. Cumulative costs still count it.
     ++counters_.late_calls;
-    index = windows_.empty() ? closed_before_index_ : windows_.begin()->first;
+    return nullptr;
   }
   auto& slot = windows_[index];
   if (!slot) {
     slot = std::make_unique<Window>();
     slot->index = index;
   }
-  return *slot;
+  return slot.get();
 }
 
 void StragglerDetector::ingest(const CallEvent& call) {
-  auto rank = ranks_.find(static_cast<int32_t>(call.pid));
+  int32_t pid = static_cast<int32_t>(call.pid);
   auto probe = probes_.find(call.probe_id);
-  if (rank == ranks_.end() || probe == probes_.end()) {
+  if (!identities_.contains(pid) || probe == probes_.end()) {
     ++counters_.unknown_process;
     return;
   }
@@ -99,9 +111,10 @@ void StragglerDetector::ingest(const CallEvent& call) {
   if (first_ns_ == 0 || call.entry_ns < first_ns_) first_ns_ = call.entry_ns;
   last_ns_ = std::max(last_ns_, call.exit_ns);
 
+  // seq 0: the kernel could not number it (its counter map was full).
   uint64_t seq_key = (uint64_t{call.tid} << 32) | call.probe_id;
   auto [seq_it, first_call] = last_seq_.try_emplace(seq_key, call.seq);
-  if (!first_call) {
+  if (!first_call && call.seq != 0) {
     if (call.seq > seq_it->second + 1) counters_.sequence_gaps += call.seq - seq_it->second - 1;
     seq_it->second = call.seq;
   }
@@ -113,27 +126,26 @@ void StragglerDetector::ingest(const CallEvent& call) {
     exit_it->second = call.exit_ns;
   }
 
-  RankAccum& accum = window_for(call.exit_ns).probes[call.probe_id].ranks[rank->first];
-  ++accum.calls;
-  accum.waits_ns.push_back(static_cast<double>(call.duration_ns()));
+  if (Window* window = window_for(call.exit_ns)) {
+    RankAccum& accum = window->probes[call.probe_id].ranks[pid];
+    ++accum.calls;
+    accum.waits_ns.push_back(static_cast<double>(call.duration_ns()));
+  }
 
   ProbeState& state = *probe->second;
   if (state.info.kind != CallKind::synchronizing) return;
-  if (!state.aligner.has_participant(rank->first)) state.aligner.add_participant(rank->first);
-  state.aligner.add({rank->first, call.entry_ns, call.exit_ns, gap_ns});
+  // A rank left out as idle rejoins when it calls again.
+  if (!state.aligner.has_participant(pid)) {
+    if (!alive_.contains(pid) || !state.attached.contains(pid)) return;
+    state.aligner.add_participant(pid);
+  }
+  state.aligner.add({pid, call.entry_ns, call.exit_ns, gap_ns});
   for (const CollectiveInstance& instance : state.aligner.take_ready()) account_instance(call.probe_id, instance);
 }
 
 void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInstance& instance) {
   ++counters_.instances;
   ProbeState& state = *probes_.at(probe_id);
-  ProbeAccum& accum = window_for(instance.release_ns).probes[probe_id];
-  ++accum.instances;
-
-  std::vector<double> entries;
-  entries.reserve(instance.calls.size());
-  for (const RankCall& call : instance.calls) entries.push_back(static_cast<double>(call.entry_ns));
-  double median_entry = *median(entries);
 
   // The last to arrive is blamed for how much later than the second-to-last
   // it came: how much sooner the collective would have started without it.
@@ -147,6 +159,17 @@ void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInst
       second = &call;
     }
   }
+  uint64_t blame = last && second ? last->entry_ns - second->entry_ns : 0;
+  if (last && second) state.total_blame_ns[last->pid] += blame;
+
+  Window* window = window_for(instance.release_ns);
+  if (!window) return;
+  ProbeAccum& accum = window->probes[probe_id];
+  ++accum.instances;
+  std::vector<double> entries;
+  entries.reserve(instance.calls.size());
+  for (const RankCall& call : instance.calls) entries.push_back(static_cast<double>(call.entry_ns));
+  double median_entry = *median(entries);
   for (const RankCall& call : instance.calls) {
     RankAccum& rank = accum.ranks[call.pid];
     ++rank.instances;
@@ -154,11 +177,9 @@ void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInst
     if (call.gap_ns) rank.gaps_ns.push_back(static_cast<double>(*call.gap_ns));
   }
   if (last && second) {
-    uint64_t blame = last->entry_ns - second->entry_ns;
     RankAccum& rank = accum.ranks[last->pid];
     rank.blame_ns += static_cast<double>(blame);
     ++rank.last_count;
-    state.total_blame_ns[last->pid] += blame;
   }
 }
 
@@ -175,8 +196,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id
 
   for (const auto& [pid, rank] : accum.ranks) {
     RankWindowStats stats;
-    auto id = ranks_.find(pid);
-    stats.identity = id != ranks_.end() ? id->second : RankIdentity{pid, -1, {}, {}, {}, {}, {}, {}, {}, {}};
+    stats.identity = identity(pid);
     stats.calls = rank.calls;
     stats.wait_p50_ns = quantile(rank.waits_ns, 0.50);
     stats.wait_p99_ns = quantile(rank.waits_ns, 0.99);
@@ -195,21 +215,21 @@ WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id
   // a handful of ranks, a MAD over one median per rank mostly measures how
   // the healthy ranks happen to spread; the peers' calls measure how much a
   // rank's arrival normally varies. Fewer than 3 ranks: no z at all.
-  std::vector<const RankAccum*> accums;
-  for (const auto& [pid, rank] : accum.ranks) accums.push_back(&rank);
+  std::vector<const std::vector<double>*> lateness_by_rank, gaps_by_rank;
+  for (const auto& [pid, rank] : accum.ranks) {
+    lateness_by_rank.push_back(&rank.lateness_ns);
+    gaps_by_rank.push_back(&rank.gaps_ns);
+  }
+  std::vector<std::vector<double>> peer_gaps(report.ranks.size());
+  for (size_t i = 0; i < report.ranks.size(); ++i) peer_gaps[i] = peers_of(gaps_by_rank, i);
   size_t aligned_count = 0;
   for (const RankWindowStats& stats : report.ranks) aligned_count += stats.lateness_median_ns.has_value();
   if (aligned_count >= 3) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
-      std::vector<double> peer_lateness, peer_gaps;
-      for (size_t j = 0; j < accums.size(); ++j) {
-        if (j == i) continue;
-        peer_lateness.insert(peer_lateness.end(), accums[j]->lateness_ns.begin(), accums[j]->lateness_ns.end());
-        peer_gaps.insert(peer_gaps.end(), accums[j]->gaps_ns.begin(), accums[j]->gaps_ns.end());
-      }
       RankWindowStats& stats = report.ranks[i];
-      if (stats.lateness_median_ns) stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peer_lateness);
-      if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps);
+      if (stats.lateness_median_ns)
+        stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peers_of(lateness_by_rank, i));
+      if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps[i]);
     }
   }
 
@@ -239,10 +259,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id
   double step_ns = accum.instances ? static_cast<double>(elapsed_ns) / static_cast<double>(accum.instances) : 0;
   for (size_t i = 0; enough && step_ns > 0 && i < report.ranks.size(); ++i) {
     RankWindowStats& stats = report.ranks[i];
-    std::vector<double> peer_gaps;
-    for (size_t j = 0; j < accums.size(); ++j)
-      if (j != i) peer_gaps.insert(peer_gaps.end(), accums[j]->gaps_ns.begin(), accums[j]->gaps_ns.end());
-    auto peer_median = median(peer_gaps);
+    auto peer_median = median(peer_gaps[i]);
     if (!stats.gap_median_ns || !peer_median) continue;
     Cusum& cusum =
         state.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision).first->second;
@@ -259,7 +276,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   uint64_t end = start + config_.window_ns;
   // Traced time inside this window: the first and last windows are partial.
   uint64_t from = std::max(start, first_ns_);
-  uint64_t to = std::min(end, std::max(now_ns, from));
+  uint64_t to = std::min(end, std::max(last_ns_, from));  // not now: a stalled tail is not traced time
   uint64_t elapsed = to > from ? to - from : 0;
 
   std::map<int32_t, std::pair<const WindowReport*, const RankWindowStats*>> flagged;
@@ -289,21 +306,8 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
       if (!worst || stats.blame_share < config_.cusum_min_blame_share ||
           stats.last_fraction < config_.min_last_fraction)
         continue;
-      Finding f;
-      f.type = "straggler";
-      f.detector = "cusum";
-      f.culprit = stats.identity;
-      f.probe = report.probe;
-      f.detected_ns = now_ns;
-      f.lateness_median_ns = stats.lateness_median_ns.value_or(0);
-      f.blame_share = stats.blame_share;
-      f.last_fraction = stats.last_fraction;
-      f.z_lateness = stats.z_lateness;
-      f.z_gap = stats.z_gap;
-      f.windows_flagged = 0;
-      f.windows_considered = 0;
       active_findings_.insert(stats.identity.pid);
-      raise_finding(std::move(f), out);
+      raise_finding(straggler_finding("cusum", report, stats, now_ns), out);
     }
   }
   for (int32_t pid : evaluated_ranks) {
@@ -327,21 +331,27 @@ void StragglerDetector::update_persistence(int32_t pid, bool flagged, const Wind
   if (count == 0 && !onset) active_findings_.erase(pid);
   if (!flagged || count < config_.persistence_m || active_findings_.contains(pid)) return;
 
-  Finding f;
-  f.type = "straggler";
-  f.detector = "persistence";
-  f.culprit = evidence->identity;
-  f.probe = report->probe;
-  f.detected_ns = now_ns;
-  f.lateness_median_ns = evidence->lateness_median_ns.value_or(0);
-  f.blame_share = evidence->blame_share;
-  f.last_fraction = evidence->last_fraction;
-  f.z_lateness = evidence->z_lateness;
-  f.z_gap = evidence->z_gap;
+  Finding f = straggler_finding("persistence", *report, *evidence, now_ns);
   f.windows_flagged = count;
   f.windows_considered = static_cast<int>(history.size());
   active_findings_.insert(pid);
   raise_finding(std::move(f), out);
+}
+
+Finding StragglerDetector::straggler_finding(const char* detector, const WindowReport& report,
+                                             const RankWindowStats& evidence, uint64_t now_ns) const {
+  Finding f;
+  f.type = "straggler";
+  f.detector = detector;
+  f.culprit = evidence.identity;
+  f.probe = report.probe;
+  f.detected_ns = now_ns;
+  f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
+  f.blame_share = evidence.blame_share;
+  f.last_fraction = evidence.last_fraction;
+  f.z_lateness = evidence.z_lateness;
+  f.z_gap = evidence.z_gap;
+  return f;
 }
 
 uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
@@ -396,83 +406,88 @@ DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
       if (state->info.kind != CallKind::synchronizing) continue;
       for (int32_t pid : state->aligner.idle_participants(now_ns - config_.idle_ns)) {
         state->aligner.remove_participant(pid);
-        auto rank = ranks_.find(pid);
         out.notes.push_back(
             fmt::format("{} made no {} call while the other ranks completed theirs for {}: aligning without it "
                         "(another communicator?)",
-                        rank != ranks_.end() ? rank_label(rank->second) : fmt::format("pid {}", pid), state->info.name,
-                        format_ns(static_cast<double>(config_.idle_ns))));
+                        rank_label(identity(pid)), state->info.name, format_ns(static_cast<double>(config_.idle_ns))));
       }
       for (const CollectiveInstance& instance : state->aligner.take_ready()) account_instance(id, instance);
     }
   }
-  while (!windows_.empty()) {
-    auto it = windows_.begin();
-    uint64_t end = (it->first + 1) * config_.window_ns;
-    if (end + config_.grace_ns > now_ns) break;
-    close_window(*it->second, now_ns, out);
-    closed_before_index_ = it->first + 1;
-    windows_.erase(it);
-  }
+  close_windows(now_ns, false, out);
   counters_.discarded_calls = 0;
   for (const auto& [id, state] : probes_) counters_.discarded_calls += state->aligner.discarded_calls();
   return out;
 }
 
-DetectorOutput StragglerDetector::finish(uint64_t now_ns) {
-  DetectorOutput out = advance(now_ns);
+void StragglerDetector::close_windows(uint64_t now_ns, bool all, DetectorOutput& out) {
   while (!windows_.empty()) {
     auto it = windows_.begin();
+    uint64_t end = (it->first + 1) * config_.window_ns;
+    if (!all && end + config_.grace_ns > now_ns) break;
     close_window(*it->second, now_ns, out);
     closed_before_index_ = it->first + 1;
     windows_.erase(it);
   }
+}
+
+DetectorOutput StragglerDetector::finish(uint64_t now_ns) {
+  DetectorOutput out = advance(now_ns);
+  close_windows(now_ns, true, out);
   return out;
 }
 
 DetectorOutput StragglerDetector::check_in_flight(uint64_t now_ns, const std::vector<InFlightCall>& calls) {
   DetectorOutput out;
   for (const auto& [id, state] : probes_) {
-    if (state->info.kind != CallKind::synchronizing) continue;
+    if (state->info.kind != CallKind::synchronizing || state->attached.size() < 2) continue;
     std::map<int32_t, uint64_t> waiting_since;  // rank pid -> earliest entry still inside
     for (const InFlightCall& call : calls) {
+      int32_t pid = static_cast<int32_t>(call.tgid);
       // A call entered after now_ns was read is not waiting yet (and would underflow).
-      if (call.probe_id != id || call.entry_ns > now_ns || !ranks_.contains(static_cast<int32_t>(call.tgid)))
-        continue;
-      auto [it, inserted] = waiting_since.try_emplace(static_cast<int32_t>(call.tgid), call.entry_ns);
+      if (call.probe_id != id || call.entry_ns > now_ns || !alive_.contains(pid)) continue;
+      auto [it, inserted] = waiting_since.try_emplace(pid, call.entry_ns);
       if (!inserted) it->second = std::min(it->second, call.entry_ns);
     }
-    std::vector<int32_t> stuck, absent;
+    // Among the ranks this probe is attached in: who has waited inside it for
+    // hang_ns, who is not inside at all (alive elsewhere, or exited).
+    std::set<int32_t> stuck, absent;
     uint64_t longest = 0;
-    for (const auto& [pid, rank] : ranks_) {
+    for (int32_t pid : state->attached) {
       auto it = waiting_since.find(pid);
-      if (it != waiting_since.end() && now_ns - it->second >= config_.hang_ns) {
-        stuck.push_back(pid);
+      if (it == waiting_since.end()) {
+        absent.insert(pid);
+      } else if (now_ns - it->second >= config_.hang_ns) {
+        stuck.insert(pid);
         longest = std::max(longest, now_ns - it->second);
-      } else if (it == waiting_since.end()) {
-        absent.push_back(pid);
       }
     }
-    // Everyone else waits inside the collective; the absent ranks hold it.
-    if (stuck.empty() || absent.empty() || stuck.size() + absent.size() != ranks_.size()) continue;
-    std::string key = state->info.name;
-    for (int32_t pid : absent) key += fmt::format(":{}", pid);
-    if (!reported_hangs_.insert(key).second) continue;
+    // A hang: everyone else waits inside the collective for the absent ranks.
+    bool hang = !stuck.empty() && !absent.empty() && stuck.size() + absent.size() == state->attached.size();
+    if (!hang) {
+      reported_hangs_.erase(id);  // resolved: a later hang is reported again
+      continue;
+    }
+    if (reported_hangs_[id] == absent) continue;
+    reported_hangs_[id] = absent;
+    std::vector<std::string> waiting;
+    std::vector<int> waiting_ranks;
+    for (int32_t pid : stuck) {
+      waiting_ranks.push_back(identity(pid).rank);
+      waiting.push_back(std::to_string(identity(pid).rank));
+    }
     for (int32_t pid : absent) {
       Finding f;
       f.type = "hang";
       f.detector = "in-flight";
-      f.culprit = ranks_.at(pid);
+      f.culprit = identity(pid);
       f.probe = state->info.name;
       f.detected_ns = now_ns;
       f.waited_ns = longest;
-      std::string waiting;
-      for (int32_t s : stuck) {
-        f.waiting_ranks.push_back(ranks_.at(s).rank);
-        waiting += (waiting.empty() ? "" : ", ") + std::to_string(ranks_.at(s).rank);
-      }
-      f.summary = fmt::format("{} never entered {}: rank(s) {} have waited inside it for {}", rank_label(f.culprit),
-                              f.probe, waiting, format_ns(static_cast<double>(longest)));
+      f.waiting_ranks = waiting_ranks;
+      f.summary = fmt::format("{} {} {}: rank(s) {} have waited inside it for {}", rank_label(f.culprit),
+                              alive_.contains(pid) ? "never entered" : "exited and will never enter", f.probe,
+                              join(waiting), format_ns(static_cast<double>(longest)));
       findings_.push_back(f);
       out.findings.push_back(std::move(f));
     }

@@ -54,7 +54,7 @@ struct DetectorConfig {
   uint64_t min_instances = 5;
   double cusum_unit_share = 0.02;  // 1 CUSUM unit = a gap excess of 2% of the step
   double cusum_allowance = 0.5;    // excesses under 1% of the step never accumulate
-  double cusum_decision = 20.0;    // a 4%-of-step excess alarms in ~7 windows, 2% in ~40
+  double cusum_decision = 20.0;    // a 4%-of-step excess (+1.5 a window) alarms in 14 windows, 2% in 40
   double cusum_min_blame_share = 0.05;
   uint64_t idle_ns = 2'000'000'000;   // others completed calls this long ago without a rank
   uint64_t hang_ns = 10'000'000'000;  // inside a collective this long while others are absent
@@ -65,7 +65,7 @@ struct DetectorCounters {
   uint64_t unknown_process = 0;  // calls from a pid that is not a registered rank
   uint64_t sequence_gaps = 0;    // calls missing between two recorded ones (lost records)
   uint64_t discarded_calls = 0;  // calls that matched no instance across ranks
-  uint64_t late_calls = 0;       // arrived after their window closed: counted in a later one
+  uint64_t late_calls = 0;       // calls or instances whose window had closed: left out of window statistics
   uint64_t instances = 0;
 };
 
@@ -89,7 +89,12 @@ class StragglerDetector {
   StragglerDetector& operator=(StragglerDetector&&) noexcept;
 
   void add_rank(const RankIdentity& rank);
-  // The process exited: it leaves every alignment; its findings stay.
+  // The rank's probe is attached: for a synchronizing probe it takes part in
+  // the alignment from the start (otherwise the first ranks to report would
+  // form instances without the later ones) until it shows it does not.
+  void add_participant(uint32_t probe_id, int32_t pid);
+  // The process exited: it leaves every alignment; its identity and findings
+  // stay (its last windows are still evaluated).
   void remove_rank(int32_t pid, DetectorOutput& out);
 
   void ingest(const CallEvent& call);
@@ -115,23 +120,30 @@ class StragglerDetector {
   struct ProbeState;
 
   void account_instance(uint32_t probe_id, const CollectiveInstance& instance);
-  Window& window_for(uint64_t ts_ns);
+  // The open window holding ts_ns, or nullptr (counted late) if it closed.
+  Window* window_for(uint64_t ts_ns);
+  // Closes the windows that ended grace_ns before now_ns, or all of them.
+  void close_windows(uint64_t now_ns, bool all, DetectorOutput& out);
   void close_window(Window& window, uint64_t now_ns, DetectorOutput& out);
   WindowReport evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum, uint64_t elapsed_ns);
   void update_persistence(int32_t pid, bool flagged, const WindowReport* evidence_report,
                           const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out);
+  Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
+                            uint64_t now_ns) const;
   void raise_finding(Finding finding, DetectorOutput& out);
   std::string straggler_summary(const Finding& f) const;
+  const RankIdentity& identity(int32_t pid) const;
 
   DetectorConfig config_;
   std::map<uint32_t, std::unique_ptr<ProbeState>> probes_;
-  std::map<int32_t, RankIdentity> ranks_;
+  std::map<int32_t, RankIdentity> identities_;  // every rank ever added, exited ones too
+  std::set<int32_t> alive_;
   std::map<uint64_t, std::unique_ptr<Window>> windows_;  // by window index, open ones
   std::map<uint64_t, uint64_t> last_seq_;                // (tid << 32 | probe) -> seq
   std::map<uint32_t, uint64_t> last_exit_by_tid_;
-  std::map<int32_t, std::deque<bool>> history_;  // per rank: flagged, last N evaluated windows
-  std::set<int32_t> active_findings_;            // ranks with a standing finding (either test)
-  std::set<std::string> reported_hangs_;
+  std::map<int32_t, std::deque<bool>> history_;           // per rank: flagged, last N evaluated windows
+  std::set<int32_t> active_findings_;                     // ranks with a standing finding (either test)
+  std::map<uint32_t, std::set<int32_t>> reported_hangs_;  // probe -> absent ranks already reported
   std::vector<Finding> findings_;
   DetectorCounters counters_;
   uint64_t first_ns_ = 0;             // first call entry seen: the traced time starts here

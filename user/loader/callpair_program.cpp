@@ -18,14 +18,20 @@ namespace slowburn {
 
 namespace {
 
-struct CallStateKey {  // mirrors struct call_state_key in callpair.bpf.c
-  uint32_t tid;
-  uint32_t probe_id;
-};
-struct CallState {  // mirrors struct call_state
-  uint64_t entry_ns, size_arg, aux_arg, seq;
-  uint32_t tgid, pad;
-};
+// Every key of a map, read before anything is deleted (deleting while
+// iterating restarts get_next_key from the beginning).
+template <typename Key>
+std::vector<Key> map_keys(int fd) {
+  std::vector<Key> keys;
+  Key key{}, next{};
+  const void* cursor = nullptr;
+  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    cursor = &key;
+  }
+  return keys;
+}
 
 Error load_error(int err, const char* what) {
   if (err == EPERM || (err == EACCES && !check_tracing_privileges()))
@@ -48,7 +54,8 @@ Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairCon
   if (mode == AttachMode::multi_link && !kernel_has_uprobe_multi())
     return make_error("this kernel has no multi-uprobe links with PID filtering (Linux 6.10+)");
   callpair_bpf* skel = callpair_bpf::open();
-  if (!skel) return load_error(errno, "cannot open the call-pair BPF object");
+  if (!skel)
+    return make_sys_error(errno, "cannot open the call-pair BPF object (embedded in slowburn: a build problem)");
   std::unique_ptr<CallpairProgram> program(new CallpairProgram(skel, mode));
   if (mode == AttachMode::multi_link) {
     // Fixed at load time: a program is either multi-uprobe or perf-event attached.
@@ -62,9 +69,10 @@ Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairCon
   skel->rodata->emit_records = config.emit_records;
   skel->rodata->wakeup_bytes = std::min<uint64_t>(config.wakeup_bytes, config.ringbuf_bytes / 2);
   if (bpf_map__set_max_entries(skel->maps.events, config.ringbuf_bytes) ||
-      bpf_map__set_max_entries(skel->maps.call_states, config.max_thread_states))
-    return make_error("invalid map sizes (ring buffer {} bytes must be a power of 2 and a page multiple)",
-                      config.ringbuf_bytes);
+      bpf_map__set_max_entries(skel->maps.call_states, config.max_thread_states) ||
+      bpf_map__set_max_entries(skel->maps.record_seqs, config.max_thread_states))
+    return make_sys_error(errno, fmt::format("cannot size the BPF maps (ring buffer {} bytes, {} call states)",
+                                             config.ringbuf_bytes, config.max_thread_states));
   if (int err = callpair_bpf::load(skel); err) return load_error(-err, "cannot load the call-pair BPF programs");
   return program;
 }
@@ -119,18 +127,18 @@ Result<void> CallpairProgram::attach(const std::string& path, int32_t pid, std::
 
 int CallpairProgram::events_fd() const { return bpf_map__fd(skel_->maps.events); }
 
-std::vector<KernelHistogram> CallpairProgram::histograms(const std::string& unit) const {
+std::vector<KernelHistogram> CallpairProgram::read_histograms(const std::string& unit, bool and_delete) {
   std::vector<KernelHistogram> result;
   int fd = bpf_map__fd(skel_->maps.hists);
   int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return result;
   std::vector<sb_hist> values(static_cast<size_t>(cpus));
-  sb_hist_key key{}, next{};
-  const void* cursor = nullptr;
-  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
-    key = next;
-    cursor = &key;
-    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+  for (const sb_hist_key& key : map_keys<sb_hist_key>(fd)) {
+    // Lookup-and-delete is one step in the kernel: no call is lost between
+    // reading an interval's histogram and starting the next.
+    int err = and_delete ? bpf_map_lookup_and_delete_elem(fd, &key, values.data())
+                         : bpf_map_lookup_elem(fd, &key, values.data());
+    if (err != 0) continue;
     KernelHistogram h{key.tgid, key.probe_id, Log2Histogram(unit, SB_HIST_SLOTS), 0};
     for (const sb_hist& per_cpu : values) {
       for (size_t slot = 0; slot < SB_HIST_SLOTS; ++slot) h.hist.add_slot_count(slot, per_cpu.slots[slot]);
@@ -141,29 +149,20 @@ std::vector<KernelHistogram> CallpairProgram::histograms(const std::string& unit
   return result;
 }
 
-void CallpairProgram::clear_histograms() {
-  int fd = bpf_map__fd(skel_->maps.hists);
-  std::vector<sb_hist_key> keys;
-  sb_hist_key key{}, next{};
-  const void* cursor = nullptr;
-  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    cursor = &key;
-  }
-  for (const sb_hist_key& k : keys) bpf_map_delete_elem(fd, &k);
+std::vector<KernelHistogram> CallpairProgram::histograms(const std::string& unit) {
+  return read_histograms(unit, false);
+}
+
+std::vector<KernelHistogram> CallpairProgram::take_histograms(const std::string& unit) {
+  return read_histograms(unit, true);
 }
 
 std::vector<InFlightCall> CallpairProgram::in_flight() const {
   std::vector<InFlightCall> calls;
   int fd = bpf_map__fd(skel_->maps.call_states);
-  CallStateKey key{}, next{};
-  const void* cursor = nullptr;
-  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
-    key = next;
-    cursor = &key;
-    CallState state;
-    if (bpf_map_lookup_elem(fd, &key, &state) != 0 || state.entry_ns == 0) continue;
+  for (const sb_call_key& key : map_keys<sb_call_key>(fd)) {
+    sb_call_state state;
+    if (bpf_map_lookup_elem(fd, &key, &state) != 0) continue;  // returned meanwhile
     calls.push_back({state.tgid, key.tid, key.probe_id, state.entry_ns});
   }
   return calls;

@@ -70,9 +70,10 @@ class CallpairProgram {
   Result<void> attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites);
 
   int events_fd() const;
-  std::vector<KernelHistogram> histograms(const std::string& unit) const;
-  // Empties the in-kernel histograms (interval output, as funclatency -i).
-  void clear_histograms();
+  // The in-kernel histograms, summed over CPUs; take_ also empties them
+  // (interval output, as funclatency -i), without losing calls in between.
+  std::vector<KernelHistogram> histograms(const std::string& unit);
+  std::vector<KernelHistogram> take_histograms(const std::string& unit);
   std::vector<InFlightCall> in_flight() const;
   CallpairCounters counters() const;
   size_t link_count() const { return perf_links_.size() + multi_links_.size(); }
@@ -82,6 +83,7 @@ class CallpairProgram {
 
  private:
   CallpairProgram(callpair_bpf* skel, AttachMode mode) : skel_(skel), mode_(mode) {}
+  std::vector<KernelHistogram> read_histograms(const std::string& unit, bool and_delete);
   callpair_bpf* skel_;
   AttachMode mode_;
   std::vector<bpf_link*> perf_links_;

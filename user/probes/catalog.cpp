@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/strings.h"
+
 namespace slowburn {
 
 namespace {
@@ -135,9 +137,9 @@ Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::strin
       if (std::find(selected.begin(), selected.end(), &spec) == selected.end()) selected.push_back(&spec);
     }
     if (!matched) {
-      std::string known;
-      for (const ProbeSpec& spec : probe_catalog()) known += (known.empty() ? "" : ", ") + spec.name;
-      return make_error("no probe matches '{}'; known probes: {} (see 'slowburn probes')", pattern, known);
+      std::vector<std::string> known;
+      for (const ProbeSpec& spec : probe_catalog()) known.push_back(spec.name);
+      return make_error("no probe matches '{}'; known probes: {} (see 'slowburn probes')", pattern, join(known));
     }
   }
   return selected;

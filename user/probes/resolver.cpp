@@ -7,15 +7,11 @@
 #include <fstream>
 #include <set>
 
+#include "core/strings.h"
+
 namespace slowburn {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
 
 // Looks every symbol of a target up in one file; aliases collapse to one site.
 std::vector<AttachSite> find_sites(const ElfSymbols& symbols, const ProbeTarget& target) {

@@ -103,6 +103,7 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
   SymbolCache symbols;
   std::vector<ProbeInfo> probe_infos;
   for (const ProbeSpec* spec : *probes) probe_infos.push_back({spec->id, spec->name, spec->kind});
+  JobDetectors detectors(options.detector, probe_infos, *ranks);
 
   for (const RankIdentity& rank : *ranks) {
     auto maps = read_process_maps(options.proc_root, rank.pid);
@@ -118,9 +119,13 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
         where.reason = maps.error().message;
       resolutions.push_back(std::move(where));
     }
-    for (const ProbeStatus& status : attach_probes(**program, rank.pid, rank, resolutions)) {
-      if (status.state == ProbeState::attached) ++result.attached;
-      sink.probe_status(status);
+    auto statuses = attach_probes(**program, rank.pid, rank, resolutions);
+    for (size_t i = 0; i < statuses.size(); ++i) {
+      if (statuses[i].state == ProbeState::attached) {
+        ++result.attached;
+        detectors.for_pid(static_cast<uint32_t>(rank.pid))->add_participant(resolutions[i].spec->id, rank.pid);
+      }
+      sink.probe_status(statuses[i]);
     }
   }
   sink.probes_done(result.attached, ranks->size());
@@ -128,7 +133,6 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
                       ranks->size());
 
-  JobDetectors detectors(options.detector, probe_infos, *ranks);
   EventDecoder decoder;
   auto reader = RingBufferReader::open((*program)->events_fd(), [&](std::span<const std::byte> record) {
     auto call = decoder.decode_call(record);
@@ -174,6 +178,8 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
       size_t alive_count = 0;
       for (auto& [pid, is_alive] : alive) {
         if (is_alive && !process_alive(options.proc_root, pid)) {
+          // Its last records first, while it still counts as a rank.
+          if (auto drained = reader->get()->drain(); !drained) return drained.error();
           is_alive = false;
           DetectorOutput out;
           if (StragglerDetector* d = detectors.for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out);
@@ -222,6 +228,7 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
   summary.traced_seconds = static_cast<double>(now - start_ns) / 1e9;
   summary.ringbuf_drops = kernel.ringbuf_drops;
   summary.orphan_returns = kernel.orphan_returns;
+  summary.untimed_calls = kernel.state_failures;
   summary.decode_rejected = decoder.stats().rejected();
   detectors.each([&](StragglerDetector& d) {
     const DetectorCounters& c = d.counters();
@@ -229,6 +236,8 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     summary.sequence_gaps += c.sequence_gaps;
     summary.discarded_calls += c.discarded_calls;
     summary.instances += c.instances;
+    summary.unknown_process += c.unknown_process;
+    summary.late_calls += c.late_calls;
     for (Finding& f : d.findings()) summary.findings.push_back(std::move(f));
   });
   sink.summary(summary);

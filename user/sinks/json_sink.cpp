@@ -150,6 +150,9 @@ void JsonSink::summary(const SessionSummary& s) {
          {"sequence_gaps", s.sequence_gaps},
          {"discarded_calls", s.discarded_calls},
          {"orphan_returns", s.orphan_returns},
+         {"untimed_calls", s.untimed_calls},
+         {"unknown_process", s.unknown_process},
+         {"late_calls", s.late_calls},
          {"findings", s.findings.size()}};
   out_ << j.dump() << '\n';
   out_.flush();

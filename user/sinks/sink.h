@@ -41,6 +41,9 @@ struct SessionSummary {
   uint64_t ringbuf_drops = 0;    // records the kernel could not reserve
   uint64_t decode_rejected = 0;  // records the decoder refused (unknown version, short)
   uint64_t orphan_returns = 0;   // returns without an entry (attached mid-call)
+  uint64_t untimed_calls = 0;    // entries the kernel could not store (too many calls in flight)
+  uint64_t unknown_process = 0;  // records from processes that are not traced ranks
+  uint64_t late_calls = 0;       // arrived after their window was evaluated
   uint64_t sequence_gaps = 0;
   uint64_t discarded_calls = 0;
   uint64_t instances = 0;

@@ -6,13 +6,14 @@
 #include <ctime>
 
 #include "core/format.h"
+#include "core/strings.h"
 #include "sinks/hist_printer.h"
 
 namespace slowburn {
 
 namespace {
 std::string who(const std::optional<RankIdentity>& rank, int32_t pid) {  // for one histogram
-  if (rank) return fmt::format("rank {} (pid {})", rank->rank, rank->pid);
+  if (rank) return rank_label(*rank);
   return pid > 0 ? fmt::format("pid {}", pid) : std::string("all processes");
 }
 
@@ -59,16 +60,15 @@ void TextSink::probes_done(size_t attached, size_t processes) {
       it->who.push_back(id);
   }
   for (const Group& g : groups) {
-    std::string who;
-    for (const std::string& w : g.who) who += (who.empty() ? "" : ",") + w;
+    std::string who = join(g.who, ",");
     bool ranks = !statuses_.empty() && statuses_.front().rank.has_value();
     out_ << fmt::format("{:<24} {:<11} {}{}: {}\n", g.probe, probe_state_name(g.state), ranks ? "ranks " : "", who,
                         g.where);
   }
   statuses_.clear();
   if (attached)
-    out_ << fmt::format("Tracing {} probe attachment(s) in {} process(es)... Hit Ctrl-C to end.\n", attached,
-                        processes);
+    out_ << fmt::format("Tracing {} probe attachment(s) in {}... Hit Ctrl-C to end.\n", attached,
+                        processes ? fmt::format("{} process(es)", processes) : "every process that loads them");
   out_.flush();
 }
 
@@ -120,9 +120,11 @@ void TextSink::summary(const SessionSummary& s) {
   out_ << fmt::format("\nTraced {:.1f} s: {} calls, {} aligned collective instances.\n", s.traced_seconds, s.calls,
                       s.instances);
   out_ << fmt::format(
-      "Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, "
-      "{} calls unmatched across ranks, {} returns without entry.\n",
-      s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns);
+      "Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, {} calls unmatched across "
+      "ranks, {} returns without entry, {} calls not timed, {} records from untraced processes, {} late for their "
+      "window.\n",
+      s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns, s.untimed_calls,
+      s.unknown_process, s.late_calls);
   if (s.findings.empty()) {
     out_ << "Verdict: no straggler found.\n";
     return;

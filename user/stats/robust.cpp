@@ -38,11 +38,16 @@ std::optional<double> mean_abs_deviation(std::span<const double> values) {
   return sum / static_cast<double>(values.size());
 }
 
+// sigma estimate of a non-empty sample: 1.4826 MAD, or 1.2533 mean AD when MAD is 0.
+double robust_scale(std::span<const double> values) {
+  double scale = kMadToSigma * *median_abs_deviation(values);
+  return scale != 0 ? scale : kMeanAdToSigma * *mean_abs_deviation(values);
+}
+
 std::optional<std::vector<double>> robust_z_scores(std::span<const double> values) {
   if (values.size() < 3) return std::nullopt;
   double center = *median(values);
-  double scale = kMadToSigma * *median_abs_deviation(values);
-  if (scale == 0) scale = kMeanAdToSigma * *mean_abs_deviation(values);
+  double scale = robust_scale(values);
   std::vector<double> z(values.size(), 0.0);
   if (scale == 0) return z;
   for (size_t i = 0; i < values.size(); ++i) z[i] = (values[i] - center) / scale;
@@ -52,8 +57,7 @@ std::optional<std::vector<double>> robust_z_scores(std::span<const double> value
 std::optional<double> robust_z_against(double x, std::span<const double> sample) {
   auto center = median(sample);
   if (!center) return std::nullopt;
-  double scale = kMadToSigma * *median_abs_deviation(sample);
-  if (scale == 0) scale = kMeanAdToSigma * *mean_abs_deviation(sample);
+  double scale = robust_scale(sample);
   if (scale == 0) return x == *center ? 0.0 : std::copysign(kRobustZCap, x - *center);
   return std::clamp((x - *center) / scale, -kRobustZCap, kRobustZCap);
 }

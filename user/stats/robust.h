@@ -19,7 +19,7 @@ std::optional<double> mean_abs_deviation(std::span<const double> values);
 
 // Robust z of every value against the sample:
 //   z = (x - median) / (1.4826 * MAD)
-// When MAD is 0 (half or more of the values are identical), the scale falls
+// When MAD is 0 (more than half of the values are identical), the scale falls
 // back to 1.2533 * mean absolute deviation (Iglewicz & Hoaglin); when that is
 // 0 too, every value equals the median and every z is 0.
 // Fewer than 3 values give no z at all (nullopt): with 2 ranks every z is

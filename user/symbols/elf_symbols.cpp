@@ -10,8 +10,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace slowburn {
 
@@ -127,8 +127,9 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path) {
   }
   // .symtab repeats the exported names: keep a .symtab entry only when its
   // name is not already known from .dynsym.
-  std::map<std::string_view, bool> exported;
-  for (const ElfSymbol& s : table->functions) exported[s.name] = true;
+  // (Copies of the names: views into `functions` would dangle as it grows.)
+  std::unordered_set<std::string> exported;
+  for (const ElfSymbol& s : table->functions) exported.insert(s.name);
   for (ElfSymbol& s : symtab)
     if (!exported.contains(s.name)) table->functions.push_back(std::move(s));
   for (size_t i = 0; i < table->functions.size(); ++i) table->by_name.emplace(table->functions[i].name, i);
