@@ -1,0 +1,130 @@
+#include "sysfs/topology.h"
+
+#include <gtest/gtest.h>
+
+namespace slowburn {
+namespace {
+
+const std::filesystem::path kFixtures = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures";
+const std::filesystem::path kSys = kFixtures / "sys";
+const std::filesystem::path kProc = kFixtures / "proc-nvidia";
+
+TEST(PciDevices, ReadsTheFixtureTree) {
+  auto devices = read_pci_devices(kSys);
+  ASSERT_EQ(devices.size(), 12u);
+  auto find = [&](const std::string& bdf) -> const PciDevice& {
+    for (const PciDevice& d : devices)
+      if (d.bdf == bdf) return d;
+    throw std::runtime_error("no " + bdf);
+  };
+  const PciDevice& gpu = find("0000:03:00.0");
+  EXPECT_EQ(gpu.vendor, 0x10de);
+  EXPECT_EQ(gpu.device, 0x2330);
+  EXPECT_EQ(gpu.class_code, 0x030200u);
+  EXPECT_EQ(gpu.parent_bdf, "0000:02:00.0");
+  EXPECT_EQ(gpu.link.current_speed_gts, 16.0);
+  EXPECT_EQ(gpu.link.max_speed_gts, 32.0);
+  EXPECT_EQ(gpu.link.current_width, 16u);
+  EXPECT_TRUE(gpu.notes.empty());
+  EXPECT_FALSE(find("0000:00:01.0").parent_bdf.has_value());  // on the host bridge
+  const PciDevice& isa = find("0000:00:1f.0");
+  EXPECT_FALSE(isa.link.current_speed_gts.has_value());  // no link files: normal, no note
+  EXPECT_TRUE(isa.notes.empty());
+}
+
+TEST(PciDevices, MalformedAttributesAreNotesOnThatDevice) {
+  for (const PciDevice& d : read_pci_devices(kSys)) {
+    if (d.bdf != "0000:00:04.0") continue;
+    std::string all;
+    for (const std::string& n : d.notes) all += n + "\n";
+    EXPECT_NE(all.find("class: missing"), std::string::npos) << all;
+    EXPECT_NE(all.find("current_link_speed: 'fast' is not a link speed"), std::string::npos) << all;
+    EXPECT_NE(all.find("current_link_width: 'abc' is not a width"), std::string::npos) << all;
+    EXPECT_EQ(d.link.max_speed_gts, 8.0);  // old-kernel spelling still parsed
+    return;
+  }
+  FAIL() << "0000:00:04.0 missing";
+}
+
+TEST(PciDevices, MissingTreeIsEmptyNotACrash) {
+  EXPECT_TRUE(read_pci_devices(kFixtures / "no-such-sysfs").empty());
+}
+
+TEST(AerSysfs, CountersOfBothStyles) {
+  auto gpu = read_aer_counters(kSys, "0000:03:00.0");
+  EXPECT_EQ(gpu[AerSeverity::correctable].by_name["BadTLP"], 3u);
+  EXPECT_EQ(gpu[AerSeverity::nonfatal].by_name["CmpltTO"], 1u);
+  EXPECT_EQ(gpu[AerSeverity::nonfatal].by_name["bit 27"], 2u);
+  auto nic = read_aer_counters(kSys, "0000:04:00.0");
+  EXPECT_EQ(nic[AerSeverity::correctable].by_name["RxErr"], 5u);
+  EXPECT_EQ(nic[AerSeverity::fatal].malformed_lines, (std::vector<std::string>{"Receiver Error five"}));
+  EXPECT_FALSE(nic.contains(AerSeverity::nonfatal));
+  EXPECT_TRUE(read_aer_counters(kSys, "0000:00:1f.0").empty());
+}
+
+TEST(Topology, RolesLabelsAndNames) {
+  Topology topo = Topology::read(kSys, kProc);
+  const TopologyDevice* gpu0 = topo.find("0000:03:00");  // Xid spelling: no function
+  ASSERT_NE(gpu0, nullptr);
+  EXPECT_EQ(gpu0->role, DeviceRole::gpu);
+  EXPECT_EQ(gpu0->gpu_index, 0);
+  EXPECT_EQ(gpu0->gpu_uuid, "GPU-5c5a1f0e-0b6e-4bd9-8a3c-2f4a1c111111");
+  EXPECT_EQ(gpu0->label, "GPU 0 NVIDIA H100 80GB HBM3");
+  const TopologyDevice* nic = topo.find("mlx5_0");
+  ASSERT_NE(nic, nullptr);
+  EXPECT_EQ(nic->pci.bdf, "0000:04:00.0");
+  EXPECT_EQ(nic->role, DeviceRole::nic);
+  EXPECT_TRUE(nic->rdma);
+  EXPECT_EQ(nic->names, (std::vector<std::string>{"mlx5_0", "ib0"}));
+  EXPECT_EQ(topo.find("eth2")->role, DeviceRole::nic);
+  EXPECT_EQ(topo.find("0000:00:01.0")->role, DeviceRole::root_port);
+  EXPECT_EQ(topo.find("0000:02:00.0")->role, DeviceRole::switch_port);
+  EXPECT_EQ(topo.find("0000:00:1f.0")->role, DeviceRole::other);
+  EXPECT_EQ(topo.path_to_root("0000:03:00.0"),
+            (std::vector<std::string>{"0000:00:01.0", "0000:01:00.0", "0000:02:00.0", "0000:03:00.0"}));
+}
+
+TEST(Topology, GpuIndexFallsBackToPciOrderWithoutTheDriver) {
+  Topology topo = Topology::read(kSys, kFixtures / "no-such-proc");
+  EXPECT_EQ(topo.find("0000:03:00.0")->gpu_index, 0);
+  EXPECT_EQ(topo.find("0000:05:00.0")->gpu_index, 1);
+}
+
+RankIdentity rank(int r, int local, std::string cuda = "", std::string hca = "") {
+  RankIdentity id;
+  id.rank = r;
+  id.pid = 100 + r;
+  id.local_rank = local;
+  id.cuda_visible_devices = std::move(cuda);
+  id.nccl_ib_hca = std::move(hca);
+  return id;
+}
+
+TEST(Topology, RanksJoinTheirGpuAndNearestNic) {
+  Topology topo = Topology::read(kSys, kProc);
+  // Rank 0 by local rank, rank 1 by CUDA_VISIBLE_DEVICES UUID.
+  topo.assign_ranks({rank(0, 0), rank(1, 0, "GPU-5c5a1f0e-0b6e-4bd9-8a3c-2f4a1c222222")});
+  EXPECT_EQ(topo.find("0000:03:00.0")->ranks, (std::vector<int>{0}));
+  EXPECT_EQ(topo.find("0000:05:00.0")->ranks, (std::vector<int>{1}));
+  // Both use the only InfiniBand NIC (eth2 is plain Ethernet).
+  EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{0, 1}));
+  // A downtrained root port concerns every rank behind it.
+  EXPECT_EQ(topo.ranks_behind("0000:00:01.0"), (std::vector<int>{0, 1}));
+  EXPECT_EQ(topo.ranks_behind("0000:02:00.0"), (std::vector<int>{0}));
+  EXPECT_EQ(topo.ranks_behind("0000:00:02.0"), (std::vector<int>{1}));
+  EXPECT_TRUE(topo.ranks_behind("0000:00:03.0").empty());
+  EXPECT_TRUE(topo.notes().empty());
+}
+
+TEST(Topology, NcclIbHcaAndUnmappableRanks) {
+  Topology topo = Topology::read(kSys, kProc);
+  topo.assign_ranks({rank(0, 0, "1", "=eth2"), rank(1, 0, "7"), rank(2, 5)});
+  EXPECT_EQ(topo.find("0000:05:00.0")->ranks, (std::vector<int>{0}));  // CUDA_VISIBLE_DEVICES=1
+  EXPECT_EQ(topo.find("eth2")->ranks, (std::vector<int>{0}));            // NCCL_IB_HCA picks it
+  ASSERT_EQ(topo.notes().size(), 3u);
+  EXPECT_NE(topo.notes()[0].find("CUDA_VISIBLE_DEVICES entry '7' matches no GPU"), std::string::npos);
+  EXPECT_NE(topo.notes()[2].find("rank 2 (pid 102): no GPU could be mapped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace slowburn

@@ -1,0 +1,23 @@
+// What an Xid code means and what to do about it (NVIDIA's Xid catalog, as
+// summarised in shared/FACTS.md). An unknown code is reported as unknown,
+// never dropped.
+#pragma once
+
+#include <string>
+
+namespace slowburn {
+
+struct XidInfo {
+  std::string meaning;
+  std::string severity;  // informational, restart-app, reset-gpu, reboot-node, hardware, unknown
+  std::string action;
+};
+
+XidInfo xid_info(int code);
+// With the line's message: Xid 154 says which recovery action it now needs
+// ("... to 0x1 (GPU Reset Required)"), which decides its severity.
+XidInfo xid_info(int code, const std::string& message);
+// SXid codes are NVSwitch-specific: no catalog here, the message is what there is.
+XidInfo sxid_info(int code);
+
+}  // namespace slowburn

@@ -1,0 +1,127 @@
+#include "sysfs/pci_devices.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "core/files.h"
+
+namespace slowburn {
+
+namespace {
+
+bool is_bdf(const std::string& name) {
+  static const std::regex kBdf(R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])");
+  return std::regex_match(name, kBdf);
+}
+
+std::optional<std::string> read_trimmed(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) return std::nullopt;
+  std::string value = std::move(*text);
+  while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+  return value;
+}
+
+template <typename T>
+std::optional<T> parse_number(const std::string& text, int base) {
+  std::string_view digits = text;
+  if (base == 16 && digits.rfind("0x", 0) == 0) digits.remove_prefix(2);
+  T value{};
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
+  return value;
+}
+
+// The BDF path components above a device, from its resolved sysfs path:
+// /sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0 -> parent 0000:00:01.0.
+std::optional<std::string> parent_of(const std::filesystem::path& device_dir) {
+  std::error_code ec;
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(device_dir, ec);
+  if (ec) return std::nullopt;
+  std::filesystem::path parent = resolved.parent_path();
+  std::string name = parent.filename().string();
+  if (is_bdf(name)) return name;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string normalize_bdf(std::string_view address) {
+  std::string bdf(address);
+  if (std::count(bdf.begin(), bdf.end(), ':') == 1) bdf = "0000:" + bdf;
+  if (bdf.find('.') == std::string::npos) bdf += ".0";
+  std::transform(bdf.begin(), bdf.end(), bdf.begin(), [](unsigned char c) { return std::tolower(c); });
+  return bdf;
+}
+
+LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std::string& bdf,
+                              std::vector<std::string>* notes) {
+  std::filesystem::path dir = sysfs_root / "bus/pci/devices" / bdf;
+  LinkReading reading;
+  auto note = [&](const std::string& what) {
+    if (notes) notes->push_back(what);
+  };
+  for (auto [file, slot] : {std::pair{"current_link_speed", &reading.current_speed_gts},
+                            std::pair{"max_link_speed", &reading.max_speed_gts}}) {
+    auto text = read_trimmed(dir / file);
+    if (!text) continue;
+    *slot = parse_link_speed(*text);
+    if (!*slot) note(fmt::format("{}: '{}' is not a link speed", file, *text));
+  }
+  for (auto [file, slot] : {std::pair{"current_link_width", &reading.current_width},
+                            std::pair{"max_link_width", &reading.max_width}}) {
+    auto text = read_trimmed(dir / file);
+    if (!text) continue;
+    *slot = parse_number<unsigned>(*text, 10);
+    if (!*slot) note(fmt::format("{}: '{}' is not a width", file, *text));
+  }
+  return reading;
+}
+
+std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf) {
+  std::map<AerSeverity, AerCounters> out;
+  std::filesystem::path dir = sysfs_root / "bus/pci/devices" / bdf;
+  for (auto [file, severity] : {std::pair{"aer_dev_correctable", AerSeverity::correctable},
+                                std::pair{"aer_dev_fatal", AerSeverity::fatal},
+                                std::pair{"aer_dev_nonfatal", AerSeverity::nonfatal}}) {
+    auto text = read_file(dir / file);
+    if (!text) continue;
+    std::istringstream in(*text);
+    out[severity] = parse_aer_counters(in);
+  }
+  return out;
+}
+
+std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root) {
+  std::vector<PciDevice> devices;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(sysfs_root / "bus/pci/devices", ec)) {
+    std::string name = entry.path().filename().string();
+    if (!is_bdf(name)) continue;
+    PciDevice dev;
+    dev.bdf = name;
+    dev.parent_bdf = parent_of(entry.path());
+    auto number = [&](const char* file, auto& out, int base) {
+      auto text = read_trimmed(entry.path() / file);
+      using T = std::remove_reference_t<decltype(out)>;
+      auto value = text ? parse_number<T>(*text, base) : std::nullopt;
+      if (value) out = *value;
+      else dev.notes.push_back(text ? fmt::format("{}: '{}' is not a number", file, *text)
+                                    : fmt::format("{}: missing", file));
+    };
+    number("vendor", dev.vendor, 16);
+    number("device", dev.device, 16);
+    number("class", dev.class_code, 16);
+    dev.link = read_link_reading(sysfs_root, name, &dev.notes);
+    devices.push_back(std::move(dev));
+  }
+  std::sort(devices.begin(), devices.end(), [](const PciDevice& a, const PciDevice& b) { return a.bdf < b.bdf; });
+  return devices;
+}
+
+}  // namespace slowburn

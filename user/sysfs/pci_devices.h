@@ -1,0 +1,43 @@
+// PCI devices as sysfs shows them, read under a root directory ("/sys" in
+// production, a captured or fixture tree in tests). A missing or malformed
+// attribute becomes a note on that device, never an error for the whole
+// tree.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pcie/aer.h"
+#include "pcie/link.h"
+
+namespace slowburn {
+
+struct PciDevice {
+  std::string bdf;                        // "0000:3b:00.0"
+  std::optional<std::string> parent_bdf;  // the bridge above it; none for a device on a host bridge
+  uint16_t vendor = 0;
+  uint16_t device = 0;
+  uint32_t class_code = 0;  // 0x030200
+  LinkReading link;
+  std::vector<std::string> notes;  // attributes that were malformed (absent link files are normal)
+};
+
+// Every device under sysfs_root/bus/pci/devices, sorted by BDF.
+std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root);
+
+// One device's link attributes, re-read (the poller's hot path).
+LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std::string& bdf,
+                              std::vector<std::string>* notes = nullptr);
+
+// aer_dev_correctable / aer_dev_fatal / aer_dev_nonfatal of one device; a
+// severity without its file is absent from the map.
+std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf);
+
+// "0000:3b:00" (Xid prints no function) or "3b:00.0" -> "0000:3b:00.0".
+std::string normalize_bdf(std::string_view address);
+
+}  // namespace slowburn

@@ -1,0 +1,235 @@
+#include "sysfs/topology.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace slowburn {
+
+namespace {
+
+constexpr uint16_t kNvidia = 0x10de;
+
+DeviceRole role_of(const PciDevice& d, bool named_nic) {
+  uint32_t base_sub = d.class_code >> 8;  // class and subclass
+  if (base_sub == 0x0302 || (base_sub == 0x0300 && d.vendor == kNvidia)) return DeviceRole::gpu;
+  if (d.vendor == kNvidia && base_sub == 0x0680) return DeviceRole::nvswitch;
+  if (named_nic || base_sub == 0x0207 || base_sub == 0x0200) return DeviceRole::nic;
+  if (base_sub == 0x0604) return d.parent_bdf ? DeviceRole::switch_port : DeviceRole::root_port;
+  return DeviceRole::other;
+}
+
+// The PCI device a class device (/sys/class/net/eth0/device) belongs to:
+// the nearest BDF on its resolved path.
+std::optional<std::string> pci_owner(const std::filesystem::path& device_link) {
+  std::error_code ec;
+  std::filesystem::path resolved = std::filesystem::weakly_canonical(device_link, ec);
+  if (ec) return std::nullopt;
+  for (std::filesystem::path p = resolved; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    std::string name = p.filename().string();
+    if (name.size() == 12 && name[4] == ':' && name[7] == ':' && name[10] == '.') return name;
+  }
+  return std::nullopt;
+}
+
+// /proc/driver/nvidia/gpus/<bdf>/information: "Key:   value" lines.
+std::map<std::string, std::string> read_nvidia_information(const std::filesystem::path& file) {
+  std::map<std::string, std::string> fields;
+  auto text = read_file(file);
+  if (!text) return fields;
+  std::istringstream in(*text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    fields[line.substr(0, colon)] = value;
+  }
+  return fields;
+}
+
+std::optional<int> to_int(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+size_t common_depth(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::string_view device_role_name(DeviceRole role) {
+  switch (role) {
+    case DeviceRole::gpu: return "gpu";
+    case DeviceRole::nic: return "nic";
+    case DeviceRole::nvswitch: return "nvswitch";
+    case DeviceRole::switch_port: return "switch-port";
+    case DeviceRole::root_port: return "root-port";
+    case DeviceRole::other: return "other";
+  }
+  return "?";
+}
+
+Topology Topology::read(const std::filesystem::path& sysfs_root, const std::filesystem::path& procfs_root) {
+  Topology topo;
+  std::map<std::string, std::vector<std::string>> names;  // bdf -> class device names
+  std::set<std::string> ib_devices;
+  std::error_code ec;
+  for (const char* cls : {"infiniband", "net"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(sysfs_root / "class" / cls, ec)) {
+      auto owner = pci_owner(entry.path() / "device");
+      if (!owner) continue;  // virtual (lo, bonds) or not PCI
+      names[*owner].push_back(entry.path().filename().string());
+      if (std::string_view(cls) == "infiniband") ib_devices.insert(*owner);
+    }
+  }
+  for (PciDevice& pci : read_pci_devices(sysfs_root)) {
+    TopologyDevice dev;
+    auto named = names.find(pci.bdf);
+    dev.role = role_of(pci, named != names.end());
+    dev.rdma = ib_devices.contains(pci.bdf);
+    if (named != names.end()) dev.names = named->second;
+    dev.pci = std::move(pci);
+    topo.devices_.push_back(std::move(dev));
+  }
+  // GPUs: the driver's own numbering where it is loaded, else PCI order.
+  int next_index = 0;
+  for (TopologyDevice& dev : topo.devices_) {
+    if (dev.role != DeviceRole::gpu) continue;
+    auto info = read_nvidia_information(procfs_root / "driver/nvidia/gpus" / dev.pci.bdf / "information");
+    if (auto minor = info.find("Device Minor"); minor != info.end()) dev.gpu_index = to_int(minor->second);
+    if (!dev.gpu_index) dev.gpu_index = next_index;
+    next_index = std::max(next_index, *dev.gpu_index + 1);
+    if (auto uuid = info.find("GPU UUID"); uuid != info.end()) dev.gpu_uuid = uuid->second;
+    std::string model = info.contains("Model") ? info["Model"] : fmt::format("{:04x}:{:04x}", dev.pci.vendor, dev.pci.device);
+    dev.label = fmt::format("GPU {} {}", *dev.gpu_index, model);
+  }
+  for (TopologyDevice& dev : topo.devices_) {
+    if (dev.label.empty()) dev.label = dev.names.empty() ? std::string(device_role_name(dev.role)) : join(dev.names, ",");
+  }
+  return topo;
+}
+
+const TopologyDevice* Topology::find(std::string_view address) const {
+  std::string bdf = normalize_bdf(address);
+  for (const TopologyDevice& dev : devices_) {
+    if (dev.pci.bdf == bdf) return &dev;
+    if (std::find(dev.names.begin(), dev.names.end(), address) != dev.names.end()) return &dev;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Topology::path_to_root(std::string_view address) const {
+  std::vector<std::string> path;
+  const TopologyDevice* dev = find(address);
+  while (dev) {
+    path.insert(path.begin(), dev->pci.bdf);
+    if (!dev->pci.parent_bdf || path.size() > 64) break;
+    dev = find(*dev->pci.parent_bdf);
+  }
+  return path;
+}
+
+std::vector<const TopologyDevice*> Topology::subtree(std::string_view address) const {
+  std::vector<const TopologyDevice*> below;
+  const TopologyDevice* top = find(address);
+  if (!top) return below;
+  for (const TopologyDevice& dev : devices_) {
+    auto path = path_to_root(dev.pci.bdf);
+    if (std::find(path.begin(), path.end(), top->pci.bdf) != path.end()) below.push_back(&dev);
+  }
+  return below;
+}
+
+std::vector<int> Topology::ranks_behind(std::string_view address) const {
+  std::set<int> ranks;
+  for (const TopologyDevice* dev : subtree(address)) ranks.insert(dev->ranks.begin(), dev->ranks.end());
+  return {ranks.begin(), ranks.end()};
+}
+
+TopologyDevice* Topology::gpu_for(const RankIdentity& rank) {
+  std::vector<TopologyDevice*> visible;
+  if (!rank.cuda_visible_devices.empty()) {
+    for (const std::string& entry : split(rank.cuda_visible_devices, ',')) {
+      TopologyDevice* match = nullptr;
+      for (TopologyDevice& dev : devices_) {
+        if (dev.role != DeviceRole::gpu) continue;
+        if (auto index = to_int(entry); index && dev.gpu_index == *index) match = &dev;
+        if (entry.rfind("GPU-", 0) == 0 && !dev.gpu_uuid.empty() && dev.gpu_uuid.rfind(entry, 0) == 0) match = &dev;
+      }
+      if (match) visible.push_back(match);
+      else notes_.push_back(fmt::format("{}: CUDA_VISIBLE_DEVICES entry '{}' matches no GPU", rank_label(rank), entry));
+    }
+  } else {
+    for (TopologyDevice& dev : devices_)
+      if (dev.role == DeviceRole::gpu) visible.push_back(&dev);
+    std::sort(visible.begin(), visible.end(), [](auto* a, auto* b) { return a->gpu_index < b->gpu_index; });
+  }
+  if (visible.empty()) return nullptr;
+  // A process sees its visible GPUs as 0..n-1; ranks that share them pick
+  // by local rank (torch.cuda.set_device(local_rank)).
+  size_t pick = rank.local_rank ? static_cast<size_t>(*rank.local_rank) % visible.size() : 0;
+  if (rank.cuda_visible_devices.empty() && rank.local_rank && static_cast<size_t>(*rank.local_rank) >= visible.size())
+    return nullptr;  // more ranks than GPUs: not a one-GPU-per-rank job
+  return visible[pick];
+}
+
+TopologyDevice* Topology::nic_for(const RankIdentity& rank, const TopologyDevice* gpu) {
+  // NCCL_IB_HCA: "mlx5_0,mlx5_1", "=mlx5_0:1" (exact), "^mlx5_2" (excluded).
+  std::string hca = rank.nccl_ib_hca;
+  bool exclude = !hca.empty() && hca[0] == '^';
+  bool exact = !hca.empty() && hca[0] == '=';
+  if (exclude || exact) hca.erase(0, 1);
+  std::vector<std::string> wanted;
+  for (const std::string& entry : split(hca, ',')) wanted.push_back(entry.substr(0, entry.find(':')));
+  // Without NCCL_IB_HCA, NCCL's IB transport uses the InfiniBand/RoCE
+  // devices: plain Ethernet NICs only when there is none.
+  bool any_ib = std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) { return d.rdma; });
+  std::vector<TopologyDevice*> candidates;
+  for (TopologyDevice& dev : devices_) {
+    if (dev.role != DeviceRole::nic || (wanted.empty() && any_ib && !dev.rdma)) continue;
+    bool listed = std::any_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+      return std::any_of(dev.names.begin(), dev.names.end(),
+                         [&](const std::string& n) { return exact ? n == w : n.rfind(w, 0) == 0; });
+    });
+    if (wanted.empty() || listed != exclude) candidates.push_back(&dev);
+  }
+  if (candidates.empty()) return nullptr;
+  if (!gpu) return candidates.front();
+  // As NCCL does: the NIC closest to the GPU on the PCI tree.
+  auto gpu_path = path_to_root(gpu->pci.bdf);
+  return *std::max_element(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
+    return common_depth(path_to_root(a->pci.bdf), gpu_path) < common_depth(path_to_root(b->pci.bdf), gpu_path);
+  });
+}
+
+void Topology::assign_ranks(const std::vector<RankIdentity>& ranks) {
+  for (TopologyDevice& dev : devices_) dev.ranks.clear();
+  for (const RankIdentity& rank : ranks) {
+    TopologyDevice* gpu = gpu_for(rank);
+    TopologyDevice* nic = nic_for(rank, gpu);
+    for (TopologyDevice* used : {gpu, nic}) {
+      if (!used) continue;
+      auto& list = used->ranks;
+      if (std::find(list.begin(), list.end(), rank.rank) == list.end()) list.push_back(rank.rank);
+    }
+    if (!gpu && !devices_.empty() &&
+        std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) { return d.role == DeviceRole::gpu; }))
+      notes_.push_back(fmt::format("{}: no GPU could be mapped (set CUDA_VISIBLE_DEVICES or LOCAL_RANK)", rank_label(rank)));
+  }
+}
+
+}  // namespace slowburn
