@@ -9,18 +9,6 @@
 
 namespace slowburn::testing {
 
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "slowburn-test-XXXXXX").string();
-  char* made = mkdtemp(pattern.data());
-  if (!made) throw std::runtime_error("mkdtemp failed");
-  path_ = made;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 std::filesystem::path target_path(const std::string& name) {
   return std::filesystem::path(SLOWBURN_BUILD_DIR) / "tests/targets" / name;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "events/call_event.h"
+#include "support/temp_dir.h"
 
 namespace slowburn::testing {
 
@@ -16,18 +17,6 @@ namespace slowburn::testing {
   do {                                                                                            \
     if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON) to load BPF programs"; \
   } while (0)
-
-// A fresh directory, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 std::filesystem::path target_path(const std::string& name);  // build/tests/targets/NAME
 std::filesystem::path slowburn_binary();                     // build/slowburn

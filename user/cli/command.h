@@ -24,6 +24,10 @@ Command add_probes_command(CLI::App& app);
 Command add_ranks_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
 Command add_funclat_command(CLI::App& app);  // tools/funclat.cpp
+Command add_xid_command(CLI::App& app);      // tools/xid.cpp
+Command add_aer_command(CLI::App& app);      // tools/aer.cpp
+Command add_pcie_command(CLI::App& app);     // tools/pcie.cpp
+Command add_gpuirq_command(CLI::App& app);   // tools/gpuirq.cpp
 
 // Prints "slowburn: <message>" on stderr; returns the exit code for errors.
 int fail(const Error& error);

@@ -29,7 +29,11 @@ int main(int argc, char** argv) {
       "  slowburn trace -d 30                    # trace every rank for 30 s, name the straggler\n"
       "  slowburn trace --probe 'mpi.*' --json   # JSON lines\n"
       "  slowburn funclat /usr/lib/x86_64-linux-gnu/libmpi.so.40:MPI_Allreduce\n"
-      "  slowburn demo                           # a 4-rank MPI job with one slow rank, traced live",
+      "  slowburn demo                           # a 4-rank MPI job with one slow rank, traced live\n"
+      "  slowburn xid                            # NVIDIA Xid errors as they happen (dmesg -w | grep Xid)\n"
+      "  slowburn aer                            # PCIe AER errors, decoded\n"
+      "  slowburn pcie                           # PCIe link table: current vs max vs expected, ranks behind\n"
+      "  slowburn gpuirq -d 10                   # GPU interrupt rate and handler latency",
       "slowburn"};
   app.require_subcommand(1);
   app.add_flag("-v,--verbose", g_verbose, "Show libbpf's debug output");
@@ -38,7 +42,9 @@ int main(int argc, char** argv) {
   std::vector<slowburn::cli::Command> commands = {
       slowburn::cli::add_trace_command(app), slowburn::cli::add_probes_command(app),
       slowburn::cli::add_ranks_command(app), slowburn::cli::add_funclat_command(app),
-      slowburn::cli::add_demo_command(app),
+      slowburn::cli::add_demo_command(app),   slowburn::cli::add_xid_command(app),
+      slowburn::cli::add_aer_command(app),    slowburn::cli::add_pcie_command(app),
+      slowburn::cli::add_gpuirq_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   libbpf_set_print(print_libbpf);

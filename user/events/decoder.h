@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "events/call_event.h"
 
@@ -20,12 +22,29 @@ struct DecodeStats {
   uint64_t rejected() const { return truncated + unknown_type + unknown_version; }
 };
 
+// A kernel log line that passed the in-kernel Xid filter.
+struct KmsgLine {
+  uint64_t ts_ns = 0;
+  std::string text;
+};
+
+// A raw tracepoint record and which tracepoint it came from (enum sb_tp_source).
+struct TpRecord {
+  uint64_t ts_ns = 0;
+  uint32_t source = 0;
+  std::vector<std::byte> data;
+};
+
 class EventDecoder {
  public:
   std::optional<CallEvent> decode_call(std::span<const std::byte> record);
+  std::optional<KmsgLine> decode_kmsg(std::span<const std::byte> record);
+  std::optional<TpRecord> decode_tp_record(std::span<const std::byte> record);
   const DecodeStats& stats() const { return stats_; }
 
  private:
+  // The header, checked against the expected type, version and size.
+  bool check(std::span<const std::byte> record, uint16_t type, uint16_t version, size_t size);
   DecodeStats stats_;
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "loader/bpf_maps.h"
 #include "loader/privileges.h"
 #include "loader/uprobe_multi.h"
 #include "slowburn/callpair.h"
@@ -17,21 +18,6 @@
 namespace slowburn {
 
 namespace {
-
-// Every key of a map, read before anything is deleted (deleting while
-// iterating restarts get_next_key from the beginning).
-template <typename Key>
-std::vector<Key> map_keys(int fd) {
-  std::vector<Key> keys;
-  Key key{}, next{};
-  const void* cursor = nullptr;
-  while (bpf_map_get_next_key(fd, cursor, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    cursor = &key;
-  }
-  return keys;
-}
 
 Error load_error(int err, const char* what) {
   if (err == EPERM || (err == EACCES && !check_tracing_privileges()))

@@ -8,16 +8,23 @@
 namespace slowburn {
 
 int RingBufferReader::on_record(void* ctx, void* data, size_t size) {
-  auto* self = static_cast<RingBufferReader*>(ctx);
-  self->handler_(std::span<const std::byte>(static_cast<const std::byte*>(data), size));
+  (*static_cast<Handler*>(ctx))(std::span<const std::byte>(static_cast<const std::byte*>(data), size));
   return 0;
 }
 
 Result<std::unique_ptr<RingBufferReader>> RingBufferReader::open(int map_fd, Handler handler) {
-  std::unique_ptr<RingBufferReader> reader(new RingBufferReader(std::move(handler)));
-  reader->rb_ = ring_buffer__new(map_fd, &RingBufferReader::on_record, reader.get(), nullptr);
+  std::unique_ptr<RingBufferReader> reader(new RingBufferReader());
+  reader->handlers_.push_back(std::make_unique<Handler>(std::move(handler)));
+  reader->rb_ = ring_buffer__new(map_fd, &RingBufferReader::on_record, reader->handlers_.back().get(), nullptr);
   if (!reader->rb_) return make_sys_error(errno, "cannot open the BPF ring buffer");
   return reader;
+}
+
+Result<void> RingBufferReader::add(int map_fd, Handler handler) {
+  handlers_.push_back(std::make_unique<Handler>(std::move(handler)));
+  if (int err = ring_buffer__add(rb_, map_fd, &RingBufferReader::on_record, handlers_.back().get()); err)
+    return make_sys_error(-err, "cannot add a BPF ring buffer");
+  return {};
 }
 
 RingBufferReader::~RingBufferReader() { ring_buffer__free(rb_); }

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "core/error.h"
 
@@ -16,6 +18,8 @@ class RingBufferReader {
   using Handler = std::function<void(std::span<const std::byte>)>;
 
   static Result<std::unique_ptr<RingBufferReader>> open(int map_fd, Handler handler);
+  // Another ring buffer, polled together with the first.
+  Result<void> add(int map_fd, Handler handler);
   ~RingBufferReader();
   RingBufferReader(const RingBufferReader&) = delete;
   RingBufferReader& operator=(const RingBufferReader&) = delete;
@@ -28,10 +32,10 @@ class RingBufferReader {
   Result<int> drain();
 
  private:
-  explicit RingBufferReader(Handler handler) : handler_(std::move(handler)) {}
+  RingBufferReader() = default;
   static int on_record(void* ctx, void* data, size_t size);
 
-  Handler handler_;
+  std::vector<std::unique_ptr<Handler>> handlers_;  // stable addresses: libbpf keeps them as ctx
   ring_buffer* rb_ = nullptr;
 };
 

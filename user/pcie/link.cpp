@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -86,7 +87,8 @@ std::pair<LinkStatus, std::string> LinkMonitor::evaluate(const LinkReading& r, c
 }
 
 std::vector<LinkEvent> LinkMonitor::observe(const std::string& bdf, uint16_t vendor, uint16_t device,
-                                            const LinkReading& reading) {
+                                            const LinkReading& reading,
+                                            const std::optional<LinkExpectation>& partner_max) {
   auto [it, first] = devices_.try_emplace(bdf);
   Tracked& tracked = it->second;
   if (first) {
@@ -99,6 +101,10 @@ std::vector<LinkEvent> LinkMonitor::observe(const std::string& bdf, uint16_t ven
       tracked.expected.speed_gts = reading.max_speed_gts ? reading.max_speed_gts : reading.current_speed_gts;
       if (tracked.expected.width == 0u) tracked.expected.width.reset();
       if (tracked.expected.speed_gts == 0.0) tracked.expected.speed_gts.reset();
+      if (partner_max && reading.max_width && partner_max->width && *partner_max->width > 0)
+        tracked.expected.width = std::min(*tracked.expected.width, *partner_max->width);
+      if (partner_max && reading.max_speed_gts && partner_max->speed_gts && *partner_max->speed_gts > 0)
+        tracked.expected.speed_gts = std::min(*tracked.expected.speed_gts, *partner_max->speed_gts);
     }
   }
   auto [status, reason] = evaluate(reading, tracked.expected);

@@ -58,14 +58,18 @@ struct LinkEvent {
 };
 
 // Tracks every device's link against its expectation: explicit rule, else
-// max_link_*, else the first reading seen (the baseline). Emits an event
+// the most both ends can do (min of this device's max_link_* and its link
+// partner's), else the first reading seen (the baseline). Emits an event
 // when a device's status changes (and for a link already degraded when
 // first seen).
 class LinkMonitor {
  public:
   explicit LinkMonitor(std::vector<ExpectationRule> rules = {}) : rules_(std::move(rules)) {}
 
-  std::vector<LinkEvent> observe(const std::string& bdf, uint16_t vendor, uint16_t device, const LinkReading& reading);
+  // partner_max: the capability of the device at the other end of this link
+  // (a switch port trained to an x8 Gen4 NIC is not downtrained).
+  std::vector<LinkEvent> observe(const std::string& bdf, uint16_t vendor, uint16_t device, const LinkReading& reading,
+                                 const std::optional<LinkExpectation>& partner_max = std::nullopt);
   LinkStatus status(const std::string& bdf) const;
   LinkExpectation expectation(const std::string& bdf) const;
   // The status a reading has against an expectation, and why.

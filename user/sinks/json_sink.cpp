@@ -59,6 +59,77 @@ void JsonSink::note(const std::string& text) {
        << '\n';
 }
 
+namespace {
+
+json payload_json(const XidReport& r) {
+  const XidEvent& x = r.xid;
+  json j{{"code", x.code},
+         {"pci", x.pci},
+         {"pid", x.pid ? json(*x.pid) : json(nullptr)},
+         {"process", x.process ? json(*x.process) : json(nullptr)},
+         {"message", x.message},
+         {"severity", r.info.severity},
+         {"action", r.info.action},
+         {"meaning", r.info.meaning},
+         {"source", r.source}};
+  if (x.gpu_instance) j["gpu_instance"] = *x.gpu_instance;
+  if (x.compute_instance) j["compute_instance"] = *x.compute_instance;
+  if (x.switch_index) j["switch"] = *x.switch_index;
+  if (x.caused_by) j["caused_by_xid"] = *x.caused_by;
+  return j;
+}
+
+json payload_json(const AerEvent& a) {
+  json j{{"severity", aer_severity_name(a.severity)}, {"status", a.status},   {"bits", a.bits},
+         {"count", a.count},                          {"bus_type", a.bus_type}, {"source", a.source}};
+  j["tlp_header"] = a.tlp_header ? json(*a.tlp_header) : json(nullptr);
+  return j;
+}
+
+json optional_json(const auto& value) { return value ? json(*value) : json(nullptr); }
+
+json payload_json(const LinkEvent& l) {
+  return {{"reason", l.reason},
+          {"current_width", optional_json(l.reading.current_width)},
+          {"current_speed_gts", optional_json(l.reading.current_speed_gts)},
+          {"max_width", optional_json(l.reading.max_width)},
+          {"max_speed_gts", optional_json(l.reading.max_speed_gts)},
+          {"expected_width", optional_json(l.expected.width)},
+          {"expected_speed_gts", optional_json(l.expected.speed_gts)}};
+}
+
+json payload_json(const PcieLinkTrace& t) {
+  return {{"port", t.port},
+          {"reason", pcie_link_reason_name(t.reason)},
+          {"width", t.width},
+          {"current_speed_gts", optional_json(t.current_speed_gts)},
+          {"max_speed_gts", optional_json(t.max_speed_gts)},
+          {"flit_mode", t.flit_mode},
+          {"link_status", t.status_bits}};
+}
+
+json payload_json(const PciHotplugTrace& h) {
+  return {{"port", h.port}, {"slot", h.slot}, {"event", pci_hp_event_name(h.event)}};
+}
+
+}  // namespace
+
+void JsonSink::device_event(const DeviceEvent& e) {
+  json j{{"kind", "event"},
+         {"type", e.type},
+         {"ts", static_cast<double>(static_cast<int64_t>(e.ts_ns) + wall_offset_ns_) / 1e9},
+         {"host", host_},
+         {"device", e.device.empty() ? json(nullptr) : json(e.device)},
+         {"role", e.role.empty() ? json(nullptr) : json(e.role)},
+         {"label", e.label},
+         {"ranks", e.ranks},
+         {"summary", e.summary}};
+  // The payload's fields sit at the top level, as in {"type":"xid","code":79,...}.
+  j.update(std::visit([](const auto& p) { return payload_json(p); }, e.payload));
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
 void JsonSink::window(const WindowReport& r) {
   double start = static_cast<double>(static_cast<int64_t>(r.start_ns) + wall_offset_ns_) / 1e9;
   double end = static_cast<double>(static_cast<int64_t>(r.end_ns) + wall_offset_ns_) / 1e9;

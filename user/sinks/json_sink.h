@@ -18,6 +18,7 @@ class JsonSink : public Sink {
   void probe_status(const ProbeStatus& status) override;
   void probes_done(size_t attached, size_t processes) override;
   void note(const std::string& text) override;
+  void device_event(const DeviceEvent& event) override;
   void window(const WindowReport& report) override;
   void tick(uint64_t now_ns) override;
   void finding(const Finding& finding) override;

@@ -9,6 +9,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/report.h"
+#include "events/device_event.h"
 #include "probes/resolver.h"
 #include "stats/log2_hist.h"
 
@@ -58,6 +59,8 @@ class Sink {
   // states grouped here, and the "Hit Ctrl-C" line).
   virtual void probes_done(size_t attached, size_t processes) = 0;
   virtual void note(const std::string& text) = 0;
+  // A link-degradation event (Xid, AER, link state), joined to its ranks.
+  virtual void device_event(const DeviceEvent& event) = 0;
   virtual void window(const WindowReport& report) = 0;
   // Called every --interval: text prints its live table here.
   virtual void tick(uint64_t now_ns) = 0;

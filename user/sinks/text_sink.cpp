@@ -43,14 +43,15 @@ void TextSink::probes_done(size_t attached, size_t processes) {
   std::vector<Group> groups;
   for (const ProbeStatus& s : statuses_) {
     std::string where;
-    if (s.state == ProbeState::attached) {
+    if (s.state == ProbeState::attached && !s.sites.empty()) {
       for (const AttachSite& site : s.sites)
         where += fmt::format("{}{}+0x{:x}", where.empty() ? "" : ", ", site.symbol, site.file_offset);
       where = fmt::format("{} [{}]", s.library, where);
     } else {
-      where = s.detail;
+      where = s.state == ProbeState::attached ? s.library : s.detail;
     }
-    std::string id = s.rank ? std::to_string(s.rank->rank) : (s.pid > 0 ? fmt::format("pid {}", s.pid) : "all");
+    // Who it applies to: ranks, a process, or nothing to say (node-wide sources).
+    std::string id = s.rank ? std::to_string(s.rank->rank) : (s.pid > 0 ? fmt::format("pid {}", s.pid) : "");
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
       return g.probe == s.probe && g.state == s.state && g.where == where;
     });
@@ -62,8 +63,8 @@ void TextSink::probes_done(size_t attached, size_t processes) {
   for (const Group& g : groups) {
     std::string who = join(g.who, ",");
     bool ranks = !statuses_.empty() && statuses_.front().rank.has_value();
-    out_ << fmt::format("{:<24} {:<11} {}{}: {}\n", g.probe, probe_state_name(g.state), ranks ? "ranks " : "", who,
-                        g.where);
+    if (!who.empty()) who = (ranks ? "ranks " : "") + who + ": ";
+    out_ << fmt::format("{:<24} {:<11} {}{}\n", g.probe, probe_state_name(g.state), who, g.where);
   }
   statuses_.clear();
   if (attached)
@@ -73,6 +74,11 @@ void TextSink::probes_done(size_t attached, size_t processes) {
 }
 
 void TextSink::note(const std::string& text) { out_ << "note: " << text << '\n'; }
+
+void TextSink::device_event(const DeviceEvent& event) {
+  out_ << fmt::format("{} EVENT {}\n", wall_clock(), event.summary);
+  out_.flush();
+}
 
 void TextSink::window(const WindowReport& report) { latest_[report.probe] = report; }
 

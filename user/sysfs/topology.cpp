@@ -118,7 +118,8 @@ Topology Topology::read(const std::filesystem::path& sysfs_root, const std::file
     dev.label = fmt::format("GPU {} {}", *dev.gpu_index, model);
   }
   for (TopologyDevice& dev : topo.devices_) {
-    if (dev.label.empty()) dev.label = dev.names.empty() ? std::string(device_role_name(dev.role)) : join(dev.names, ",");
+    if (!dev.label.empty()) continue;
+    dev.label = dev.names.empty() ? fmt::format("{:04x}:{:04x}", dev.pci.vendor, dev.pci.device) : join(dev.names, ",");
   }
   return topo;
 }
@@ -141,6 +142,27 @@ std::vector<std::string> Topology::path_to_root(std::string_view address) const 
     dev = find(*dev->pci.parent_bdf);
   }
   return path;
+}
+
+std::vector<const TopologyDevice*> Topology::link_partners(std::string_view address) const {
+  std::vector<const TopologyDevice*> partners;
+  const TopologyDevice* dev = find(address);
+  if (!dev) return partners;
+  std::vector<const TopologyDevice*> children;
+  for (const TopologyDevice& other : devices_)
+    if (other.pci.parent_bdf == dev->pci.bdf) children.push_back(&other);
+  bool bridge = dev->role == DeviceRole::root_port || dev->role == DeviceRole::switch_port;
+  // A switch's upstream port sits below a bridge and has only bridges (its
+  // downstream ports, on the switch's internal bus) below it: its link is
+  // the one above.
+  bool upstream_port = bridge && dev->pci.parent_bdf && !children.empty() &&
+                       std::all_of(children.begin(), children.end(), [](const TopologyDevice* c) {
+                         return c->role == DeviceRole::switch_port;
+                       });
+  if (bridge && !upstream_port) return children;
+  if (dev->pci.parent_bdf)
+    if (const TopologyDevice* parent = find(*dev->pci.parent_bdf)) partners.push_back(parent);
+  return partners;
 }
 
 std::vector<const TopologyDevice*> Topology::subtree(std::string_view address) const {

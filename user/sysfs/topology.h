@@ -47,6 +47,10 @@ class Topology {
   std::vector<int> ranks_behind(std::string_view bdf) const;
   // BDFs from the root port down to the device.
   std::vector<std::string> path_to_root(std::string_view bdf) const;
+  // The devices at the other end of the PCIe link a device's link attributes
+  // describe: the bridge above an endpoint or a switch's upstream port; the
+  // devices below a root or downstream port.
+  std::vector<const TopologyDevice*> link_partners(std::string_view bdf) const;
 
   const std::vector<TopologyDevice>& devices() const { return devices_; }
   const std::vector<std::string>& notes() const { return notes_; }

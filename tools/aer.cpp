@@ -1,0 +1,77 @@
+// slowburn aer: PCIe AER errors with their status bits decoded, from the
+// ras:aer_event tracepoint (it fires before the kernel's AER log rate limit)
+// and the sysfs aer_dev_* counters (where the tracepoint is absent).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "core/strings.h"
+#include "loader/privileges.h"
+#include "tools/hw_tool.h"
+
+namespace slowburn::cli {
+
+namespace {
+// The counters as they stand: what `lspci -vv` would show, per device.
+void print_counter_table(const HwToolArgs& args, const Topology& topology, std::ostream& out) {
+  bool any = false;
+  for (const TopologyDevice& dev : topology.devices()) {
+    auto counters = read_aer_counters(args.sysfs_root, dev.pci.bdf);
+    std::vector<std::string> nonzero;
+    for (const auto& [severity, c] : counters) {
+      for (const auto& [name, value] : c.by_name)
+        if (value) nonzero.push_back(fmt::format("{} {}={}", aer_severity_name(severity), name, value));
+      for (const std::string& bad : c.malformed_lines) nonzero.push_back(fmt::format("unreadable line '{}'", bad));
+    }
+    if (counters.empty()) continue;
+    any = true;
+    out << fmt::format("{} {:<12} {:<28} {}\n", dev.pci.bdf, device_role_name(dev.role), dev.label,
+                       nonzero.empty() ? "no errors counted" : join(nonzero, ", "));
+  }
+  if (!any) out << "No device has AER counters in " << args.sysfs_root << "/bus/pci/devices.\n";
+}
+}  // namespace
+
+Command add_aer_command(CLI::App& app) {
+  auto args = std::make_shared<HwToolArgs>();
+  auto once = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand(
+      "aer",
+      "Watch PCIe AER errors (correctable, non-fatal, fatal) with decoded status bits, the device, its role and the "
+      "ranks behind it. Starts with the counters as they stand.\n\nExamples:\n  slowburn aer\n"
+      "  slowburn aer --once                     # just the counter table\n"
+      "  slowburn aer --sysfs-root /captured/sys --once");
+  add_hw_options(sub, *args);
+  sub->add_flag("--once", *once, "Print the counter table and exit");
+  return {sub, [args, once] {
+            auto topology = read_topology(*args);
+            auto sink = make_stdout_sink(args->json);
+            if (!args->json) print_counter_table(*args, *topology, std::cout);
+            if (*once) return 0;
+            bool live = args->sysfs_root == "/sys" && args->procfs_root == "/proc";
+            if (live) {
+              if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
+            }
+            HwMonitorOptions options;
+            options.xid = false;
+            options.link = false;
+            auto monitor = start_monitor(*args, options, topology);
+            if (!monitor) return fail(monitor.error());
+            size_t attached = 0;
+            for (const ProbeStatus& s : (*monitor)->statuses()) {
+              sink->probe_status(s);
+              attached += s.state == ProbeState::attached;
+            }
+            sink->probes_done(attached, 0);
+            if (attached == 0) return fail(make_error("no AER source: neither the ras:aer_event tracepoint nor sysfs "
+                                                      "counters are available on this machine (see above)"));
+            auto events = run_monitor(**monitor, *args, *sink);
+            if (!events) return fail(events.error());
+            HwCounters c = (*monitor)->counters();
+            sink->note(fmt::format("{} AER events; {} records undecodable, {} lost", *events, c.unparsed, c.tp_drops));
+            return 0;
+          }};
+}
+
+}  // namespace slowburn::cli

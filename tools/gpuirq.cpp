@@ -1,0 +1,110 @@
+// slowburn gpuirq: GPU interrupt rate and handler latency per IRQ, from the
+// irq tracepoints filtered to handlers named "nvidia" in the kernel (and
+// the driver's ISR through kprobes where the kernel has them).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/command.h"
+#include "core/format.h"
+#include "loader/gpuirq_program.h"
+#include "loader/privileges.h"
+#include "session/trace_session.h"
+
+namespace slowburn::cli {
+
+namespace {
+
+struct GpuIrqArgs {
+  double duration_s = 0;
+  double interval_s = 0;
+  std::string name_prefix = "nvidia";
+  bool json = false;
+};
+
+// Whether /proc/interrupts lists a handler with this prefix at all.
+bool interrupts_listed(const std::string& prefix) {
+  std::ifstream in("/proc/interrupts");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t last = line.find_last_of(' ');
+    if (last != std::string::npos && line.compare(last + 1, prefix.size(), prefix) == 0) return true;
+  }
+  return false;
+}
+
+void report(GpuIrqProgram& program, double elapsed_s, Sink& sink) {
+  for (IrqHistogram& h : program.histograms()) {
+    HistogramReport r;
+    uint64_t count = h.hist.count();
+    r.probe = fmt::format("irq {} {} ({}: {:.1f}/s)", h.irq, h.name.empty() ? "?" : h.name, h.source,
+                          elapsed_s > 0 ? static_cast<double>(count) / elapsed_s : 0.0);
+    r.hist = std::move(h.hist);
+    r.total_ns = h.total_ns;
+    sink.histogram(r);
+  }
+}
+
+int run_gpuirq(const GpuIrqArgs& args) {
+  if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
+  GpuIrqOptions options;
+  options.name_prefix = args.name_prefix;
+  auto program = GpuIrqProgram::load_and_attach(options);
+  if (!program) return fail(program.error());
+  auto sink = make_stdout_sink(args.json);
+  ProbeStatus tracepoints{"nvidia.irq", std::nullopt, 0, ProbeState::attached,
+                          fmt::format("irq:irq_handler_entry/exit, handlers named {}*", args.name_prefix), {}, {}};
+  sink->probe_status(tracepoints);
+  ProbeStatus kprobes{"nvidia.isr", std::nullopt, 0, ProbeState::attached, "kprobe/kretprobe nvidia_isr", {}, {}};
+  if ((*program)->kprobe_unavailable()) {
+    kprobes.state = ProbeState::unavailable;
+    kprobes.library.clear();
+    kprobes.detail = *(*program)->kprobe_unavailable();
+  }
+  sink->probe_status(kprobes);
+  sink->probes_done(1, 0);
+  if (!interrupts_listed(args.name_prefix))
+    sink->note(fmt::format("no interrupt handler named {}* in /proc/interrupts: no NVIDIA GPU or driver here, "
+                           "nothing will be counted",
+                           args.name_prefix));
+
+  const auto& stop = install_stop_handlers();
+  auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  while (!stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto now = std::chrono::steady_clock::now();
+    if (args.duration_s > 0 && now - start >= std::chrono::duration<double>(args.duration_s)) break;
+    if (args.interval_s > 0 && now - last_report >= std::chrono::duration<double>(args.interval_s)) {
+      report(**program, std::chrono::duration<double>(now - start).count(), *sink);
+      last_report = now;
+    }
+  }
+  report(**program, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), *sink);
+  return 0;
+}
+
+}  // namespace
+
+Command add_gpuirq_command(CLI::App& app) {
+  auto args = std::make_shared<GpuIrqArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "gpuirq",
+      "GPU interrupt rate and handler latency per IRQ (log2 histograms in ns), filtered in the kernel to handlers "
+      "named nvidia*. A GPU whose interrupt rate collapses or whose handler latency grows shows here first.\n\n"
+      "Examples:\n  slowburn gpuirq -d 10\n  slowburn gpuirq -i 5 --json\n"
+      "  slowburn gpuirq --name-prefix mlx5 -d 10   # a NIC's completion interrupts instead");
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-i,--interval", args->interval_s, "Print the histograms every N seconds (cumulative)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();
+  sub->add_flag("--json", args->json, "JSON lines (kind: hist, status)");
+  return {sub, [args] { return run_gpuirq(*args); }};
+}
+
+}  // namespace slowburn::cli

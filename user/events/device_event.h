@@ -1,0 +1,36 @@
+// Link-degradation events: one type for every hardware signal, carrying the
+// device, its role, the ranks behind it, and the signal's own payload.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "nvidia/xid.h"
+#include "nvidia/xid_catalog.h"
+#include "pcie/aer.h"
+#include "pcie/link.h"
+
+namespace slowburn {
+
+struct XidReport {
+  XidEvent xid;
+  XidInfo info;
+  std::string source;  // "kmsg" (printk:console) or "tracepoint" (nvidia:nvidia_dev_xid)
+};
+
+using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace>;
+
+struct DeviceEvent {
+  std::string type;  // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug
+  uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
+  std::string device;  // BDF ("0000:3b:00.0"); empty when the source names none we know
+  std::string role;    // gpu, nic, switch-port, root-port, ... ("" when not in the topology)
+  std::string label;   // "GPU 0 NVIDIA H100 80GB HBM3", "mlx5_0"
+  std::vector<int> ranks;  // ranks using the device or anything below it
+  std::string summary;     // one line, for people
+  DevicePayload payload;
+};
+
+}  // namespace slowburn

@@ -1,0 +1,96 @@
+#include "hw/device_events.h"
+
+#include <fmt/format.h>
+
+#include "core/strings.h"
+#include "sysfs/pci_devices.h"
+
+namespace slowburn {
+
+namespace {
+std::string ranks_text(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "no traced rank";
+  std::vector<std::string> items;
+  for (int r : ranks) items.push_back(std::to_string(r));
+  return (ranks.size() == 1 ? "rank " : "ranks ") + join(items, ",");
+}
+
+std::string width_speed(std::optional<unsigned> width, std::optional<double> speed) {
+  std::string w = width ? fmt::format("x{}", *width) : "x?";
+  std::string s = speed ? fmt::format("{:g} GT/s", *speed) : "? GT/s";
+  return w + " " + s;
+}
+}  // namespace
+
+std::string DeviceEventBuilder::attach_device(DeviceEvent& event, const std::string& address) const {
+  event.device = address.empty() ? std::string() : normalize_bdf(address);
+  const TopologyDevice* dev = topology_ && !address.empty() ? topology_->find(address) : nullptr;
+  if (!dev) return event.device.empty() ? "unknown device" : event.device;
+  event.device = dev->pci.bdf;
+  event.role = std::string(device_role_name(dev->role));
+  event.label = dev->label;
+  event.ranks = topology_->ranks_behind(dev->pci.bdf);
+  return fmt::format("{} {} ({}, {})", event.role, dev->label, dev->pci.bdf, ranks_text(event.ranks));
+}
+
+DeviceEvent DeviceEventBuilder::xid(const XidEvent& xid, uint64_t ts_ns, const std::string& source) const {
+  DeviceEvent event;
+  event.type = xid.nvswitch ? "sxid" : "xid";
+  event.ts_ns = ts_ns;
+  XidReport report{xid, xid.nvswitch ? sxid_info(xid.code) : xid_info(xid.code, xid.message), source};
+  std::string where = attach_device(event, xid.pci);
+  event.summary = fmt::format("{} {} on {}: {} [{}: {}; {}]", xid.nvswitch ? "SXid" : "Xid", xid.code, where,
+                              xid.message, report.info.severity, report.info.meaning, report.info.action);
+  event.payload = std::move(report);
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::aer(const AerEvent& aer, uint64_t ts_ns) const {
+  DeviceEvent event;
+  event.type = "aer";
+  event.ts_ns = ts_ns;
+  std::string where = attach_device(event, aer.device);
+  event.summary = fmt::format("AER {} {}{} on {}{}", aer_severity_name(aer.severity), join(aer.bits, "+"),
+                              aer.count > 1 ? fmt::format(" x{}", aer.count) : "", where,
+                              aer.bus_type != "PCIe" ? " (" + aer.bus_type + ")" : "");
+  event.payload = aer;
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::link(const LinkEvent& link, uint64_t ts_ns) const {
+  DeviceEvent event;
+  event.type = link.type;
+  event.ts_ns = ts_ns;
+  std::string where = attach_device(event, link.device);
+  event.summary = fmt::format("{} on {}: {} (now {}, expected {})", link.type, where, link.reason,
+                              width_speed(link.reading.current_width, link.reading.current_speed_gts),
+                              width_speed(link.expected.width, link.expected.speed_gts));
+  event.payload = link;
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::pcie_link_trace(const PcieLinkTrace& trace, uint64_t ts_ns) const {
+  DeviceEvent event;
+  event.type = "pcie.link_event";
+  event.ts_ns = ts_ns;
+  std::string where = attach_device(event, trace.port);
+  event.summary = fmt::format("PCIe link event {} below {}: x{} {} (max {}){}", pcie_link_reason_name(trace.reason),
+                              where, trace.width,
+                              trace.current_speed_gts ? fmt::format("{:g} GT/s", *trace.current_speed_gts) : "?",
+                              trace.max_speed_gts ? fmt::format("{:g} GT/s", *trace.max_speed_gts) : "?",
+                              trace.status_bits.empty() ? "" : " [" + join(trace.status_bits, ",") + "]");
+  event.payload = trace;
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::hotplug(const PciHotplugTrace& trace, uint64_t ts_ns) const {
+  DeviceEvent event;
+  event.type = "pci.hotplug";
+  event.ts_ns = ts_ns;
+  std::string where = attach_device(event, trace.port);
+  event.summary = fmt::format("PCI hotplug {} on slot {} below {}", pci_hp_event_name(trace.event), trace.slot, where);
+  event.payload = trace;
+  return event;
+}
+
+}  // namespace slowburn

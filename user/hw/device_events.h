@@ -1,0 +1,30 @@
+// Builds DeviceEvents from each signal, joined to the topology: which
+// device, what it is, which ranks sit behind it, in one line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "events/device_event.h"
+#include "sysfs/topology.h"
+
+namespace slowburn {
+
+class DeviceEventBuilder {
+ public:
+  // topology may be null (no sysfs): events then name the address only.
+  explicit DeviceEventBuilder(const Topology* topology) : topology_(topology) {}
+
+  DeviceEvent xid(const XidEvent& xid, uint64_t ts_ns, const std::string& source) const;
+  DeviceEvent aer(const AerEvent& aer, uint64_t ts_ns) const;
+  DeviceEvent link(const LinkEvent& link, uint64_t ts_ns) const;
+  DeviceEvent pcie_link_trace(const PcieLinkTrace& trace, uint64_t ts_ns) const;
+  DeviceEvent hotplug(const PciHotplugTrace& trace, uint64_t ts_ns) const;
+
+ private:
+  // Fills device, role, label and ranks; returns "label (BDF, ranks ...)".
+  std::string attach_device(DeviceEvent& event, const std::string& address) const;
+  const Topology* topology_;
+};
+
+}  // namespace slowburn

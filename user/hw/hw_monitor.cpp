@@ -1,0 +1,283 @@
+#include "hw/hw_monitor.h"
+
+#include <fmt/format.h>
+#include <time.h>
+
+#include <thread>
+
+#include "events/decoder.h"
+#include "loader/kmsg_program.h"
+#include "loader/ring_buffer.h"
+#include "loader/tp_record_program.h"
+#include "slowburn/hwevents.h"
+#include "tracefs/tracefs.h"
+
+namespace slowburn {
+
+namespace {
+
+struct KernelSource {
+  const char* name;    // the status name
+  const char* system;  // tracefs
+  const char* event;
+  uint32_t id;  // enum sb_tp_source
+  const char* missing;
+};
+
+constexpr KernelSource kAer{"pcie.aer", "ras", "aer_event", SB_TP_AER_EVENT,
+                            "kernel built without CONFIG_PCIEAER (no ras:aer_event)"};
+constexpr KernelSource kLinkEvent{"pcie.link_event", "pci", "pcie_link_event", SB_TP_PCIE_LINK_EVENT,
+                                  "no pci:pcie_link_event tracepoint (Linux 7.0+)"};
+constexpr KernelSource kHotplug{"pci.hotplug", "pci", "pci_hp_event", SB_TP_PCI_HP_EVENT,
+                                "no pci:pci_hp_event tracepoint (Linux 7.0+)"};
+constexpr KernelSource kDriverXid{"nvidia.xid", "nvidia", "nvidia_dev_xid", SB_TP_NVIDIA_DEV_XID,
+                                  "no nvidia:nvidia_dev_xid tracepoint (driver < 575 or not loaded)"};
+
+uint64_t monotonic_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+HwMonitor::HwMonitor(const HwMonitorOptions& options, std::shared_ptr<const Topology> topology)
+    : options_(options),
+      topology_(std::move(topology)),
+      builder_(topology_.get()),
+      decoder_(std::make_unique<EventDecoder>()),
+      links_(options.expectations) {}
+
+HwMonitor::~HwMonitor() = default;
+
+void HwMonitor::status(const std::string& source, ProbeState state, const std::string& detail) {
+  ProbeStatus s;
+  s.probe = source;
+  s.state = state;
+  if (state == ProbeState::attached) s.library = detail;
+  else s.detail = detail;
+  statuses_.push_back(std::move(s));
+}
+
+Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& options,
+                                                    std::shared_ptr<const Topology> topology) {
+  std::unique_ptr<HwMonitor> hw(new HwMonitor(options, std::move(topology)));
+  auto add_reader = [&](int fd, RingBufferReader::Handler handler) -> Result<void> {
+    if (!hw->reader_) {
+      auto reader = RingBufferReader::open(fd, std::move(handler));
+      if (!reader) return reader.error();
+      hw->reader_ = std::move(*reader);
+      return {};
+    }
+    return hw->reader_->add(fd, std::move(handler));
+  };
+
+  std::vector<KernelSource> wanted;
+  if (options.xid) wanted.push_back(kDriverXid);
+  if (options.aer) wanted.push_back(kAer);
+  if (options.link) wanted.insert(wanted.end(), {kLinkEvent, kHotplug});
+
+  if (options.kernel_sources) {
+    auto tracefs = ensure_tracefs();
+    for (const KernelSource& source : wanted) {
+      if (!tracefs) {
+        hw->status(source.name, ProbeState::unavailable, tracefs.error().message);
+        continue;
+      }
+      if (!tracepoint_exists(*tracefs, source.system, source.event)) {
+        if (source.id != SB_TP_NVIDIA_DEV_XID) hw->status(source.name, ProbeState::unavailable, source.missing);
+        continue;
+      }
+      auto format = read_tracepoint_format(*tracefs, source.system, source.event);
+      if (!hw->tp_) {
+        auto tp = TpRecordProgram::load();
+        if (!tp) return tp.error();
+        hw->tp_ = std::move(*tp);
+        if (auto ok = add_reader(hw->tp_->events_fd(), [raw = hw.get()](std::span<const std::byte> bytes) {
+              if (auto record = raw->decoder_->decode_tp_record(bytes)) raw->on_tp_record(*record);
+            });
+            !ok)
+          return ok.error();
+      }
+      auto attached = format ? hw->tp_->attach(source.system, source.event, source.id) : Result<void>(format.error());
+      if (!attached) {
+        hw->status(source.name, ProbeState::failed, attached.error().message);
+        continue;
+      }
+      hw->formats_[source.id] = std::move(*format);
+      hw->status(source.name, ProbeState::attached, fmt::format("tracepoint {}:{}", source.system, source.event));
+    }
+    // Drivers before 575 report Xids only in the kernel log.
+    if (options.xid && !hw->formats_.contains(SB_TP_NVIDIA_DEV_XID)) {
+      auto kmsg = tracefs ? KmsgXidProgram::load_and_attach() : Result<std::unique_ptr<KmsgXidProgram>>(tracefs.error());
+      if (!kmsg) {
+        hw->status("nvidia.xid", ProbeState::unavailable, kmsg.error().message);
+      } else {
+        hw->kmsg_ = std::move(*kmsg);
+        if (auto ok = add_reader(hw->kmsg_->events_fd(), [raw = hw.get()](std::span<const std::byte> bytes) {
+              auto line = raw->decoder_->decode_kmsg(bytes);
+              if (!line) return;
+              auto xid = parse_xid_line(line->text);
+              if (!xid) {
+                ++raw->unparsed_;
+                return;
+              }
+              raw->pending_.push_back(raw->builder_.xid(*xid, line->ts_ns, "kmsg"));
+            });
+            !ok)
+          return ok.error();
+        hw->status("nvidia.xid", ProbeState::attached,
+                   "kernel log (printk:console), Xid/SXid lines filtered in the kernel");
+      }
+    }
+  } else {
+    for (const KernelSource& source : wanted)
+      if (source.id != SB_TP_NVIDIA_DEV_XID) hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
+    if (options.xid) hw->status("nvidia.xid", ProbeState::unavailable, "replaying a captured tree");
+  }
+
+  // The sysfs pollers: which devices have something to read.
+  for (const TopologyDevice& dev : hw->topology_->devices()) {
+    const LinkReading& l = dev.pci.link;
+    bool link_notes = std::any_of(dev.pci.notes.begin(), dev.pci.notes.end(),
+                                  [](const std::string& n) { return n.find("_link_") != std::string::npos; });
+    if (l.current_speed_gts || l.current_width || l.max_speed_gts || l.max_width || link_notes)
+      hw->link_devices_.push_back(dev.pci.bdf);
+    if (!read_aer_counters(options.sysfs_root, dev.pci.bdf).empty()) hw->aer_devices_.push_back(dev.pci.bdf);
+  }
+  if (options.link) {
+    if (hw->link_devices_.empty())
+      hw->status("pcie.link", ProbeState::unavailable,
+                 "no PCIe link attributes (current_link_speed/width) under " + options.sysfs_root.string() +
+                     "/bus/pci/devices (virtual machine, or no PCIe)");
+    else
+      hw->status("pcie.link", ProbeState::attached,
+                 fmt::format("sysfs poller, {} devices, every {:g} s", hw->link_devices_.size(), options.poll_interval_s));
+  }
+  if (options.aer) {
+    if (hw->aer_devices_.empty())
+      hw->status("pcie.aer.sysfs", ProbeState::unavailable,
+                 "no aer_dev_* counter files under " + options.sysfs_root.string() +
+                     "/bus/pci/devices (no AER-capable device, or CONFIG_PCIEAER off)");
+    else
+      hw->status("pcie.aer.sysfs", ProbeState::attached,
+                 fmt::format("sysfs poller, {} devices, every {:g} s", hw->aer_devices_.size(), options.poll_interval_s));
+  }
+  return hw;
+}
+
+void HwMonitor::on_tp_record(const TpRecord& record) {
+  auto format = formats_.find(record.source);
+  if (format == formats_.end()) {
+    ++unparsed_;
+    return;
+  }
+  switch (record.source) {
+    case SB_TP_AER_EVENT: {
+      auto aer = decode_aer_record(format->second, record.data);
+      if (aer) pending_.push_back(builder_.aer(*aer, record.ts_ns));
+      else ++unparsed_;
+      break;
+    }
+    case SB_TP_PCIE_LINK_EVENT: {
+      auto link = decode_pcie_link_record(format->second, record.data);
+      if (link) pending_.push_back(builder_.pcie_link_trace(*link, record.ts_ns));
+      else ++unparsed_;
+      break;
+    }
+    case SB_TP_PCI_HP_EVENT: {
+      auto hp = decode_pci_hp_record(format->second, record.data);
+      if (hp) pending_.push_back(builder_.hotplug(*hp, record.ts_ns));
+      else ++unparsed_;
+      break;
+    }
+    case SB_TP_NVIDIA_DEV_XID: {
+      // The driver's own fields: full BDF, code, message (pid/name are not fields).
+      RecordView view(format->second, record.data);
+      auto dev = view.string("dev");
+      auto code = view.unsigned_value("error_code");
+      if (!dev || !code) {
+        ++unparsed_;
+        break;
+      }
+      XidEvent xid;
+      xid.code = static_cast<int>(*code);
+      xid.pci = *dev;
+      xid.message = view.string("msg").value_or("");
+      pending_.push_back(builder_.xid(xid, record.ts_ns, "tracepoint"));
+      break;
+    }
+    default:
+      ++unparsed_;
+  }
+}
+
+void HwMonitor::poll_sysfs() {
+  uint64_t now = monotonic_now();
+  for (const std::string& bdf : link_devices_) {
+    const TopologyDevice* dev = topology_->find(bdf);
+    LinkReading reading = read_link_reading(options_.sysfs_root, bdf);
+    last_readings_[bdf] = reading;
+    std::optional<LinkExpectation> partner;
+    for (const TopologyDevice* p : topology_->link_partners(bdf)) {
+      if (!p->pci.link.max_width && !p->pci.link.max_speed_gts) continue;
+      if (!partner) partner = LinkExpectation{};
+      // Several devices below a port (functions of one card): the best of them.
+      if (p->pci.link.max_width) partner->width = std::max(partner->width.value_or(0), *p->pci.link.max_width);
+      if (p->pci.link.max_speed_gts)
+        partner->speed_gts = std::max(partner->speed_gts.value_or(0.0), *p->pci.link.max_speed_gts);
+    }
+    for (const LinkEvent& e :
+         links_.observe(bdf, dev ? dev->pci.vendor : 0, dev ? dev->pci.device : 0, reading, partner))
+      pending_.push_back(builder_.link(e, now));
+  }
+  for (const std::string& bdf : aer_devices_)
+    for (const AerEvent& e : aer_counters_.observe(bdf, read_aer_counters(options_.sysfs_root, bdf)))
+      pending_.push_back(builder_.aer(e, now));
+}
+
+Result<std::vector<DeviceEvent>> HwMonitor::poll(int timeout_ms, uint64_t now_ns) {
+  if (reader_) {
+    if (auto polled = reader_->poll(timeout_ms); !polled) return polled.error();
+  } else if (timeout_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+  }
+  if (now_ns >= next_sysfs_poll_ns_) {
+    poll_sysfs();
+    next_sysfs_poll_ns_ = now_ns + static_cast<uint64_t>(options_.poll_interval_s * 1e9);
+  }
+  std::vector<DeviceEvent> events;
+  events.swap(pending_);
+  return events;
+}
+
+HwCounters HwMonitor::counters() const {
+  HwCounters c;
+  if (kmsg_) {
+    KmsgCounters k = kmsg_->counters();
+    c.kmsg_lines_seen = k.lines_seen;
+    c.kmsg_lines_matched = k.lines_matched;
+    c.kmsg_drops = k.ringbuf_drops;
+  }
+  if (tp_) {
+    TpRecordCounters t = tp_->counters();
+    c.tp_records = t.records;
+    c.tp_drops = t.ringbuf_drops;
+  }
+  c.unparsed = unparsed_ + decoder_->stats().rejected();
+  return c;
+}
+
+std::vector<LinkRow> HwMonitor::link_table() const {
+  std::vector<LinkRow> rows;
+  for (const std::string& bdf : link_devices_) {
+    const TopologyDevice* dev = topology_->find(bdf);
+    if (!dev) continue;
+    auto last = last_readings_.find(bdf);
+    rows.push_back({dev, last != last_readings_.end() ? last->second : dev->pci.link, links_.status(bdf),
+                    links_.expectation(bdf), topology_->ranks_behind(bdf)});
+  }
+  return rows;
+}
+
+}  // namespace slowburn

@@ -1,0 +1,51 @@
+// GPU interrupt handler latency (bpf/gpuirq.bpf.c): irq tracepoints filtered
+// by handler name in the kernel, and kprobes on the driver's ISR where the
+// kernel has kprobes and the symbol.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "stats/log2_hist.h"
+
+struct gpuirq_bpf;
+struct bpf_link;
+
+namespace slowburn {
+
+struct IrqHistogram {
+  uint32_t irq = 0;
+  std::string source;  // "irq-tracepoint" or "kprobe:nvidia_isr"
+  std::string name;    // the handler name the kernel reports
+  Log2Histogram hist{"nsecs", 32};
+  uint64_t total_ns = 0;
+};
+
+struct GpuIrqOptions {
+  std::string name_prefix = "nvidia";  // handlers whose name starts with this
+  bool kprobes = true;                  // also the ISR kprobes, where they can run
+};
+
+class GpuIrqProgram {
+ public:
+  static Result<std::unique_ptr<GpuIrqProgram>> load_and_attach(const GpuIrqOptions& options);
+  ~GpuIrqProgram();
+  GpuIrqProgram(const GpuIrqProgram&) = delete;
+  GpuIrqProgram& operator=(const GpuIrqProgram&) = delete;
+
+  std::vector<IrqHistogram> histograms() const;
+  // Why the ISR kprobes are not running, when they are not.
+  const std::optional<std::string>& kprobe_unavailable() const { return kprobe_unavailable_; }
+
+ private:
+  explicit GpuIrqProgram(gpuirq_bpf* skel) : skel_(skel) {}
+  gpuirq_bpf* skel_;
+  std::vector<bpf_link*> links_;
+  std::optional<std::string> kprobe_unavailable_;
+};
+
+}  // namespace slowburn

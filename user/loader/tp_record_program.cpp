@@ -1,0 +1,49 @@
+#include "loader/tp_record_program.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+
+#include "slowburn/hwevents.h"
+
+// After slowburn/hwevents.h: the skeleton refers to its types.
+#include "tprecord.skel.h"
+
+namespace slowburn {
+
+Result<std::unique_ptr<TpRecordProgram>> TpRecordProgram::load() {
+  tprecord_bpf* skel = tprecord_bpf::open_and_load();
+  if (!skel) return make_sys_error(errno, "cannot load the tracepoint-record program (bpf/tprecord.bpf.c)");
+  return std::unique_ptr<TpRecordProgram>(new TpRecordProgram(skel));
+}
+
+TpRecordProgram::~TpRecordProgram() {
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  tprecord_bpf::destroy(skel_);
+}
+
+Result<void> TpRecordProgram::attach(const std::string& system, const std::string& event, uint32_t source) {
+  LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = source);
+  bpf_link* link = bpf_program__attach_tracepoint_opts(skel_->progs.tp_record, system.c_str(), event.c_str(), &opts);
+  if (!link) return make_sys_error(errno, fmt::format("cannot attach to {}:{}", system, event));
+  links_.push_back(link);
+  return {};
+}
+
+int TpRecordProgram::events_fd() const { return bpf_map__fd(skel_->maps.tp_records); }
+
+TpRecordCounters TpRecordProgram::counters() const {
+  const auto& c = skel_->bss->tp_counters;
+  return {__atomic_load_n(&c.records, __ATOMIC_RELAXED), __atomic_load_n(&c.ringbuf_drops, __ATOMIC_RELAXED)};
+}
+
+uint32_t TpRecordProgram::program_id() const {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.tp_record), &info, &len) != 0) return 0;
+  return info.id;
+}
+
+}  // namespace slowburn
