@@ -146,10 +146,23 @@ $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 	$(call msg,MPICC,$@)
 	$(Q)$(MPICC) -O1 -g -Wall -Wextra -Werror -o $@ $<
 
+# ---------------------------------------------------------------- fuzz
+# libFuzzer (clang 14 + libclang-rt-14-dev), with ASan and UBSan.
+CLANGXX      ?= clang++
+FUZZ_SECONDS ?= 60
+FUZZ_BIN     := $(BUILD)/fuzz/xid_fuzz
+
+$(FUZZ_BIN): tests/fuzz/xid_fuzz.cpp user/nvidia/xid.cpp user/nvidia/xid_catalog.cpp
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANGXX) -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Iinclude -Iuser -o $@ $^ -lfmt
+
 # ---------------------------------------------------------------- bench
 BENCH_DECODE := $(BUILD)/bench/decode_bench
 BENCH_COST   := $(BUILD)/bench/probe_cost
 BENCH_TARGET := $(BUILD)/bench/call_loop
+BENCH_KMSG   := $(BUILD)/bench/kmsg_cost
 
 $(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
@@ -166,13 +179,18 @@ $(BENCH_COST): $(BUILD)/obj/bench/probe_cost.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BENCH_KMSG): $(BUILD)/obj/bench/kmsg_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BENCH_TARGET): bench/call_loop.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all deps build tests test run-tests demo bench run-bench install format clean
+.PHONY: all deps build tests test run-tests demo bench run-bench fuzz install format clean
 
 all: $(CLI) $(WORKLOAD)
 
@@ -200,8 +218,16 @@ demo:
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET)
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG)
 	$(Q)bench/run.sh $(BUILD)
+
+# Runs the Xid parser fuzzer for FUZZ_SECONDS on a copy of the seed corpus.
+fuzz:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BIN)
+	$(Q)rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/xid/* $(BUILD)/fuzz/corpus/
+	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=5 -max_len=512 -print_final_stats=1 \
+		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus
 
 install: all
 	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn

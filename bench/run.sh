@@ -50,7 +50,13 @@ fi
 	echo "- correct verdicts: $correct of $demo_runs"
 	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
 	echo
-	echo "### 4. Peak RSS of \`slowburn trace\` over a ${rss_seconds} s session"
+	echo "### 4. Cost per kernel log line of the printk:console Xid filter"
+	echo
+	echo "\`$build/bench/kmsg_cost 7 20000\`: bursts of ordinary lines to /dev/kmsg, with and without the filter, alternating:"
+	echo
+	"$build/bench/kmsg_cost" 7 20000
+	echo
+	echo "### 5. Peak RSS of \`slowburn trace\` over a ${rss_seconds} s session"
 	echo
 	echo "The demo workload under mpirun (4 ranks, rank 2 slowed), traced by"
 	echo "\`$build/slowburn trace --probe 'mpi.*' -d $rss_seconds\`; VmHWM read from /proc every second:"

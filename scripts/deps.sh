@@ -11,6 +11,7 @@ packages=(
 	openmpi-bin libopenmpi-dev                # demo workload, MPI probes, scenarios
 	bpftrace                                  # bench baseline (the one-liner we replace)
 	clang-format                              # make format
+	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
 )
 
 missing=()

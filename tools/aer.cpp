@@ -64,8 +64,10 @@ Command add_aer_command(CLI::App& app) {
               attached += s.state == ProbeState::attached;
             }
             sink->probes_done(attached, 0);
-            if (attached == 0) return fail(make_error("no AER source: neither the ras:aer_event tracepoint nor sysfs "
-                                                      "counters are available on this machine (see above)"));
+            if (attached == 0)
+              return fail(
+                  make_error("no AER source: neither the ras:aer_event tracepoint nor sysfs "
+                             "counters are available on this machine (see above)"));
             auto events = run_monitor(**monitor, *args, *sink);
             if (!events) return fail(events.error());
             HwCounters c = (*monitor)->counters();

@@ -56,8 +56,13 @@ int run_gpuirq(const GpuIrqArgs& args) {
   auto program = GpuIrqProgram::load_and_attach(options);
   if (!program) return fail(program.error());
   auto sink = make_stdout_sink(args.json);
-  ProbeStatus tracepoints{"nvidia.irq", std::nullopt, 0, ProbeState::attached,
-                          fmt::format("irq:irq_handler_entry/exit, handlers named {}*", args.name_prefix), {}, {}};
+  ProbeStatus tracepoints{"nvidia.irq",
+                          std::nullopt,
+                          0,
+                          ProbeState::attached,
+                          fmt::format("irq:irq_handler_entry/exit, handlers named {}*", args.name_prefix),
+                          {},
+                          {}};
   sink->probe_status(tracepoints);
   ProbeStatus kprobes{"nvidia.isr", std::nullopt, 0, ProbeState::attached, "kprobe/kretprobe nvidia_isr", {}, {}};
   if ((*program)->kprobe_unavailable()) {
@@ -68,9 +73,10 @@ int run_gpuirq(const GpuIrqArgs& args) {
   sink->probe_status(kprobes);
   sink->probes_done(1, 0);
   if (!interrupts_listed(args.name_prefix))
-    sink->note(fmt::format("no interrupt handler named {}* in /proc/interrupts: no NVIDIA GPU or driver here, "
-                           "nothing will be counted",
-                           args.name_prefix));
+    sink->note(
+        fmt::format("no interrupt handler named {}* in /proc/interrupts: no NVIDIA GPU or driver here, "
+                    "nothing will be counted",
+                    args.name_prefix));
 
   const auto& stop = install_stop_handlers();
   auto start = std::chrono::steady_clock::now();

@@ -36,10 +36,10 @@ Command add_xid_command(CLI::App& app) {
             auto events = run_monitor(**monitor, *args, *sink);
             if (!events) return fail(events.error());
             HwCounters c = (*monitor)->counters();
-            sink->note(fmt::format("{} Xid/SXid events; {} kernel log lines seen, {} passed the in-kernel filter, {} "
-                                   "could not be parsed, {} lost (ring buffer full)",
-                                   *events, c.kmsg_lines_seen, c.kmsg_lines_matched, c.unparsed,
-                                   c.kmsg_drops + c.tp_drops));
+            sink->note(
+                fmt::format("{} Xid/SXid events; {} kernel log lines seen, {} passed the in-kernel filter, {} "
+                            "could not be parsed, {} lost (ring buffer full)",
+                            *events, c.kmsg_lines_seen, c.kmsg_lines_matched, c.unparsed, c.kmsg_drops + c.tp_drops));
             return 0;
           }};
 }

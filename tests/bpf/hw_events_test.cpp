@@ -54,8 +54,10 @@ struct XidCollector {
     auto opened = RingBufferReader::open(program->events_fd(), [this](std::span<const std::byte> bytes) {
       auto line = decoder.decode_kmsg(bytes);
       if (!line) return;
-      if (auto xid = parse_xid_line(line->text)) xids.push_back(*xid);
-      else ++unparsed;
+      if (auto xid = parse_xid_line(line->text))
+        xids.push_back(*xid);
+      else
+        ++unparsed;
     });
     ASSERT_TRUE(opened.ok());
     reader = std::move(*opened);
@@ -170,9 +172,10 @@ TEST(TpRecord, AerAndLinkTracepointsAttachWhereTheyExistElseSayWhy) {
     const char* event;
     const char* reason;
   };
-  for (Expect e : {Expect{"pcie.aer", "ras", "aer_event", "kernel built without CONFIG_PCIEAER (no ras:aer_event)"},
-                   Expect{"pcie.link_event", "pci", "pcie_link_event", "no pci:pcie_link_event tracepoint (Linux 7.0+)"},
-                   Expect{"pci.hotplug", "pci", "pci_hp_event", "no pci:pci_hp_event tracepoint (Linux 7.0+)"}}) {
+  for (Expect e :
+       {Expect{"pcie.aer", "ras", "aer_event", "kernel built without CONFIG_PCIEAER (no ras:aer_event)"},
+        Expect{"pcie.link_event", "pci", "pcie_link_event", "no pci:pcie_link_event tracepoint (Linux 7.0+)"},
+        Expect{"pci.hotplug", "pci", "pci_hp_event", "no pci:pci_hp_event tracepoint (Linux 7.0+)"}}) {
     SCOPED_TRACE(e.source);
     if (tracepoint_exists(*tracefs, e.system, e.event)) {
       EXPECT_EQ(by_name[e.source].state, ProbeState::attached);
@@ -198,8 +201,10 @@ std::string busy_disk_irq_name() {
       uint64_t total = 0;
       fields >> irq;
       while (fields >> token) {
-        if (std::all_of(token.begin(), token.end(), ::isdigit)) total += std::stoull(token);
-        else name = token;  // the last word is the handler name
+        if (std::all_of(token.begin(), token.end(), ::isdigit))
+          total += std::stoull(token);
+        else
+          name = token;  // the last word is the handler name
       }
       if (!name.empty()) by_name[name] += total;
     }

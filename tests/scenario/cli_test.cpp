@@ -1,7 +1,10 @@
 // The slowburn binary as a user runs it: errors, signals, leftovers.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -247,6 +250,71 @@ TEST(Cli, FunclatCountsEveryCallInTheKernel) {
     if (j["kind"] == "hist") count += j["count"].get<uint64_t>();
   }
   EXPECT_EQ(count, 777u);
+}
+
+TEST(Cli, XidToolReportsKernelLogXidsAsJsonEvents) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  auto xid = Subprocess::spawn({testing::slowburn_binary().string(), "xid", "--json", "-d", "20"},
+                               {(dir / "out").string(), {}});
+  ASSERT_TRUE(xid.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  for (const char* line : {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.",
+                           "an ordinary kernel message", "NVRM: Xid (PCI:0000:3b:00): 9999, a code nobody knows"}) {
+    int fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_GT(write(fd, line, strlen(line)), 0);
+    close(fd);
+  }
+  std::vector<nlohmann::json> events;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        events.clear();
+        std::istringstream lines(read_text(dir / "out"));
+        for (std::string line; std::getline(lines, line);) {
+          auto j = nlohmann::json::parse(line, nullptr, false);
+          if (!j.is_discarded() && j["kind"] == "event") events.push_back(j);
+        }
+        return events.size() >= 2;
+      },
+      10s));
+  xid->signal(SIGINT);
+  ASSERT_EQ(xid->wait_for(10s), 0);
+  ASSERT_EQ(events.size(), 2u);
+  const nlohmann::json& e = events[0];
+  EXPECT_EQ(e["type"], "xid");
+  EXPECT_EQ(e["code"], 79);
+  EXPECT_EQ(e["pci"], "0000:3b:00");
+  EXPECT_EQ(e["pid"], 1234);
+  EXPECT_EQ(e["process"], "python3");
+  EXPECT_EQ(e["message"], "GPU has fallen off the bus.");
+  EXPECT_EQ(e["severity"], "reboot-node");
+  EXPECT_EQ(e["action"], "reboot the node; contact support if it recurs");
+  EXPECT_EQ(events[1]["code"], 9999);
+  EXPECT_EQ(events[1]["severity"], "unknown");  // reported, not dropped
+  EXPECT_TRUE(events[1]["pid"].is_null());
+}
+
+TEST(Cli, PcieTableFromACapturedTree) {
+  std::string fixtures = std::string(SLOWBURN_SOURCE_DIR) + "/tests/fixtures";
+  Ran ran =
+      run_slowburn({"pcie", "--json", "--sysfs-root", fixtures + "/sys", "--procfs-root", fixtures + "/proc-nvidia"});
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  std::map<std::string, nlohmann::json> rows, events;
+  std::istringstream lines(ran.output);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "status" && j["event"] == "link") rows[j["device"]] = j;
+    if (j["kind"] == "event") events[j["device"]] = j;
+  }
+  EXPECT_EQ(rows["0000:03:00.0"]["status"], "downtrained");
+  EXPECT_EQ(rows["0000:03:00.0"]["ranks"], nlohmann::json::array({0}));
+  EXPECT_EQ(rows["0000:00:01.0"]["ranks"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(rows["0000:02:01.0"]["status"], "ok");  // trained to what its NIC can do
+  EXPECT_EQ(rows["0000:06:00.0"]["status"], "down");
+  EXPECT_FALSE(rows["0000:00:04.0"]["notes"].empty());
+  EXPECT_EQ(events["0000:03:00.0"]["type"], "link.downtrained");
+  EXPECT_EQ(events["0000:03:00.0"]["role"], "gpu");
 }
 
 TEST(Cli, FunclatTakesDemangledCxxNames) {

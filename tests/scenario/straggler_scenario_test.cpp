@@ -19,13 +19,14 @@ using testing::TempDir;
 
 struct Outcome {
   std::set<int> named;
+  std::vector<std::string> likely_causes;
   std::string summaries;  // of every finding, for failure messages
   std::optional<double> first_finding_after_s;
   uint64_t instances = 0;
   std::string log;
 };
 
-Outcome trace_demo_job(int slow_rank, double duration_s) {
+Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path sysfs_root = "/sys") {
   Outcome outcome;
   TempDir dir;
   MpiJobOptions options;
@@ -42,6 +43,7 @@ Outcome trace_demo_job(int slow_rank, double duration_s) {
   trace.pids = job->pids();
   trace.probe_patterns = {"mpi.*"};
   trace.duration_s = duration_s;
+  trace.sysfs_root = sysfs_root;
   std::ostringstream json;
   JsonSink sink(json, "test", 0);
   std::atomic<bool> stop{false};
@@ -52,6 +54,7 @@ Outcome trace_demo_job(int slow_rank, double duration_s) {
   for (const Finding& f : result->summary.findings) {
     outcome.named.insert(f.culprit.rank);
     outcome.summaries += f.summary + "\n";
+    outcome.likely_causes.insert(outcome.likely_causes.end(), f.likely_causes.begin(), f.likely_causes.end());
   }
   outcome.first_finding_after_s = result->first_finding_after_s;
   outcome.instances = result->summary.instances;
@@ -74,6 +77,23 @@ TEST_P(SlowRank, NamedWithinTenSeconds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ThreeDifferentRanks, SlowRank, ::testing::Values(0, 2, 3));
+
+TEST(CulpritWithADegradedLink, TheLinkIsNamedAsTheLikelyCause) {
+  SKIP_UNLESS_ROOT();
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
+  // The PCIe topology of the fixture tree (this VM has no PCIe links): GPU 0
+  // (local rank 0) trained at 16 GT/s of 32; GPU 1 healthy.
+  auto sys = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys";
+  Outcome culprit = trace_demo_job(0, 8, sys);
+  EXPECT_EQ(culprit.named, std::set<int>{0}) << culprit.summaries;
+  ASSERT_FALSE(culprit.likely_causes.empty()) << culprit.summaries;
+  EXPECT_NE(culprit.likely_causes[0].find("link.downtrained"), std::string::npos) << culprit.likely_causes[0];
+  EXPECT_NE(culprit.summaries.find("likely cause"), std::string::npos);
+  // A culprit on the healthy GPU gets no cause pinned on it.
+  Outcome other = trace_demo_job(1, 8, sys);
+  EXPECT_EQ(other.named, std::set<int>{1}) << other.summaries;
+  EXPECT_TRUE(other.likely_causes.empty()) << other.likely_causes[0];
+}
 
 TEST(HealthyJob, NamesNobody) {
   SKIP_UNLESS_ROOT();

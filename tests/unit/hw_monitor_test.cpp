@@ -65,9 +65,9 @@ TEST_F(HwMonitorSysfs, StatusesSayWhatRunsAndWhy) {
 TEST_F(HwMonitorSysfs, ScriptedLinkChanges) {
   auto monitor = start();
   // First poll: what is already degraded (both ends of GPU 0's link; the NIC link is down).
-  EXPECT_EQ(types(poll(*monitor)), (std::vector<std::string>{"link.downtrained 0000:02:00.0",
-                                                               "link.downtrained 0000:03:00.0",
-                                                               "link.down 0000:06:00.0"}));
+  EXPECT_EQ(types(poll(*monitor)),
+            (std::vector<std::string>{"link.downtrained 0000:02:00.0", "link.downtrained 0000:03:00.0",
+                                      "link.down 0000:06:00.0"}));
   EXPECT_TRUE(poll(*monitor).empty());  // nothing changed: nothing said
   // GPU 1's link narrows to x8: its ranks are named, root port included.
   write("0000:05:00.0", "current_link_width", "8\n");

@@ -33,8 +33,8 @@ TEST(Expectations, RulesAndPrecedence) {
                                         *parse_expectation_rule("10de:2330=x8"),
                                         *parse_expectation_rule("0000:03:00.0=@16")};
   EXPECT_EQ(find_expectation(rules, "0000:03:00.0", 0x10de, 0x2330)->speed_gts, 16.0);  // BDF first
-  EXPECT_EQ(find_expectation(rules, "0000:05:00.0", 0x10de, 0x2330)->width, 8u);       // then vendor:device
-  EXPECT_EQ(find_expectation(rules, "0000:05:00.0", 0x10de, 0x2335)->width, 16u);      // then vendor:*
+  EXPECT_EQ(find_expectation(rules, "0000:05:00.0", 0x10de, 0x2330)->width, 8u);        // then vendor:device
+  EXPECT_EQ(find_expectation(rules, "0000:05:00.0", 0x10de, 0x2335)->width, 16u);       // then vendor:*
   EXPECT_FALSE(find_expectation(rules, "0000:05:00.0", 0x15b3, 0x101b).has_value());
 }
 

@@ -46,9 +46,7 @@ TEST(PciDevices, MalformedAttributesAreNotesOnThatDevice) {
   FAIL() << "0000:00:04.0 missing";
 }
 
-TEST(PciDevices, MissingTreeIsEmptyNotACrash) {
-  EXPECT_TRUE(read_pci_devices(kFixtures / "no-such-sysfs").empty());
-}
+TEST(PciDevices, MissingTreeIsEmptyNotACrash) { EXPECT_TRUE(read_pci_devices(kFixtures / "no-such-sysfs").empty()); }
 
 TEST(AerSysfs, CountersOfBothStyles) {
   auto gpu = read_aer_counters(kSys, "0000:03:00.0");
@@ -120,7 +118,7 @@ TEST(Topology, NcclIbHcaAndUnmappableRanks) {
   Topology topo = Topology::read(kSys, kProc);
   topo.assign_ranks({rank(0, 0, "1", "=eth2"), rank(1, 0, "7"), rank(2, 5)});
   EXPECT_EQ(topo.find("0000:05:00.0")->ranks, (std::vector<int>{0}));  // CUDA_VISIBLE_DEVICES=1
-  EXPECT_EQ(topo.find("eth2")->ranks, (std::vector<int>{0}));            // NCCL_IB_HCA picks it
+  EXPECT_EQ(topo.find("eth2")->ranks, (std::vector<int>{0}));          // NCCL_IB_HCA picks it
   ASSERT_EQ(topo.notes().size(), 3u);
   EXPECT_NE(topo.notes()[0].find("CUDA_VISIBLE_DEVICES entry '7' matches no GPU"), std::string::npos);
   EXPECT_NE(topo.notes()[2].find("rank 2 (pid 102): no GPU could be mapped"), std::string::npos);

@@ -1,11 +1,10 @@
-#include "tracefs/format.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
 
 #include "support/raw_record.h"
+#include "tracefs/format.h"
 
 namespace slowburn {
 namespace {

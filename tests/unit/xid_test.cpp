@@ -71,7 +71,12 @@ TEST(XidParser, MigComputeInstanceOldFormsAndCausedBy) {
   EXPECT_EQ(empty_name->pid, 0);
   EXPECT_FALSE(empty_name->process.has_value());
 
-  auto with_timestamp = parse_xid_line("[  402.115220] NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error");
+  // Found by the fuzzer: one timestamp is stripped, not two.
+  EXPECT_FALSE(parse_xid_line("[0] [1] NVRM: Xid (PCI:0000:3b:00): 48, text").has_value());
+  EXPECT_FALSE(looks_like_xid_line("[0] [1] NVRM: Xid (PCI:0000:3b:00): 48, text"));
+
+  auto with_timestamp =
+      parse_xid_line("[  402.115220] NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error");
   ASSERT_TRUE(with_timestamp.has_value());
   EXPECT_EQ(with_timestamp->code, 48);
 }

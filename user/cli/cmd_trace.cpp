@@ -11,6 +11,7 @@ struct TraceArgs {
   TraceOptions options;
   std::string library;
   std::string proc_root = "/proc";
+  std::string sysfs_root = "/sys";
   std::string persistence = "3/5";
   double window_ms = 500;
   bool json = false;
@@ -35,6 +36,7 @@ Result<void> apply(TraceArgs& args) {
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
   if (!args.library.empty()) args.options.library = args.library;
   args.options.proc_root = args.proc_root;
+  args.options.sysfs_root = args.sysfs_root;
   return {};
 }
 }  // namespace
@@ -48,7 +50,8 @@ Command add_trace_command(CLI::App& app) {
       "  slowburn trace                         # every rank, every probe, until Ctrl-C\n"
       "  slowburn trace -d 30 -i 2              # 30 s, table every 2 s\n"
       "  slowburn trace --probe 'mpi.*' --pid 4242 --pid 4243\n"
-      "  slowburn trace --json | jq 'select(.kind==\"finding\")'");
+      "  slowburn trace --json | jq 'select(.kind==\"finding\")'\n"
+      "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
   TraceOptions& o = args->options;
   sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
@@ -58,9 +61,12 @@ Command add_trace_command(CLI::App& app) {
   sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist}");
+  sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event}");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")
       ->capture_default_str();
+  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology and the link/AER pollers")
+      ->capture_default_str();
+  sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER and PCIe link events");
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

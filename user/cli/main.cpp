@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "slowburn 0.1.0");
 
   std::vector<slowburn::cli::Command> commands = {
-      slowburn::cli::add_trace_command(app), slowburn::cli::add_probes_command(app),
-      slowburn::cli::add_ranks_command(app), slowburn::cli::add_funclat_command(app),
+      slowburn::cli::add_trace_command(app),  slowburn::cli::add_probes_command(app),
+      slowburn::cli::add_ranks_command(app),  slowburn::cli::add_funclat_command(app),
       slowburn::cli::add_demo_command(app),   slowburn::cli::add_xid_command(app),
       slowburn::cli::add_aer_command(app),    slowburn::cli::add_pcie_command(app),
       slowburn::cli::add_gpuirq_command(app),

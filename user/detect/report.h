@@ -61,6 +61,9 @@ struct Finding {
   uint64_t cost_ns = 0;
   double cost_share = 0;  // of the traced time
   std::string summary;    // one line, culprit first
+  // Link-degradation events on the culprit's devices (its GPU, its NIC, a
+  // switch or root port above them), most severe first: the likely cause.
+  std::vector<std::string> likely_causes;
 };
 
 }  // namespace slowburn

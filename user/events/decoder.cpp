@@ -38,7 +38,7 @@ std::optional<CallEvent> EventDecoder::decode_call(std::span<const std::byte> re
   if (!check(record, SB_EVENT_CALL, SB_CALL_EVENT_VERSION, sizeof(sb_call_event))) return std::nullopt;
   sb_call_event raw;
   std::memcpy(&raw, record.data(), sizeof(raw));
-  return CallEvent{raw.hdr.pid, raw.hdr.tid, raw.hdr.cpu, raw.probe_id, raw.seq,
+  return CallEvent{raw.hdr.pid,  raw.hdr.tid, raw.hdr.cpu,  raw.probe_id, raw.seq,
                    raw.entry_ns, raw.exit_ns, raw.size_arg, raw.aux_arg};
 }
 

@@ -23,11 +23,11 @@ struct XidReport {
 using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace>;
 
 struct DeviceEvent {
-  std::string type;  // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug
-  uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
-  std::string device;  // BDF ("0000:3b:00.0"); empty when the source names none we know
-  std::string role;    // gpu, nic, switch-port, root-port, ... ("" when not in the topology)
-  std::string label;   // "GPU 0 NVIDIA H100 80GB HBM3", "mlx5_0"
+  std::string type;        // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug
+  uint64_t ts_ns = 0;      // CLOCK_MONOTONIC
+  std::string device;      // BDF ("0000:3b:00.0"); empty when the source names none we know
+  std::string role;        // gpu, nic, switch-port, root-port, ... ("" when not in the topology)
+  std::string label;       // "GPU 0 NVIDIA H100 80GB HBM3", "mlx5_0"
   std::vector<int> ranks;  // ranks using the device or anything below it
   std::string summary;     // one line, for people
   DevicePayload payload;

@@ -74,11 +74,11 @@ DeviceEvent DeviceEventBuilder::pcie_link_trace(const PcieLinkTrace& trace, uint
   event.type = "pcie.link_event";
   event.ts_ns = ts_ns;
   std::string where = attach_device(event, trace.port);
-  event.summary = fmt::format("PCIe link event {} below {}: x{} {} (max {}){}", pcie_link_reason_name(trace.reason),
-                              where, trace.width,
-                              trace.current_speed_gts ? fmt::format("{:g} GT/s", *trace.current_speed_gts) : "?",
-                              trace.max_speed_gts ? fmt::format("{:g} GT/s", *trace.max_speed_gts) : "?",
-                              trace.status_bits.empty() ? "" : " [" + join(trace.status_bits, ",") + "]");
+  event.summary =
+      fmt::format("PCIe link event {} below {}: x{} {} (max {}){}", pcie_link_reason_name(trace.reason), where,
+                  trace.width, trace.current_speed_gts ? fmt::format("{:g} GT/s", *trace.current_speed_gts) : "?",
+                  trace.max_speed_gts ? fmt::format("{:g} GT/s", *trace.max_speed_gts) : "?",
+                  trace.status_bits.empty() ? "" : " [" + join(trace.status_bits, ",") + "]");
   event.payload = trace;
   return event;
 }

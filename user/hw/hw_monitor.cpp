@@ -54,8 +54,10 @@ void HwMonitor::status(const std::string& source, ProbeState state, const std::s
   ProbeStatus s;
   s.probe = source;
   s.state = state;
-  if (state == ProbeState::attached) s.library = detail;
-  else s.detail = detail;
+  if (state == ProbeState::attached)
+    s.library = detail;
+  else
+    s.detail = detail;
   statuses_.push_back(std::move(s));
 }
 
@@ -93,9 +95,10 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
         auto tp = TpRecordProgram::load();
         if (!tp) return tp.error();
         hw->tp_ = std::move(*tp);
-        if (auto ok = add_reader(hw->tp_->events_fd(), [raw = hw.get()](std::span<const std::byte> bytes) {
-              if (auto record = raw->decoder_->decode_tp_record(bytes)) raw->on_tp_record(*record);
-            });
+        if (auto ok = add_reader(hw->tp_->events_fd(),
+                                 [raw = hw.get()](std::span<const std::byte> bytes) {
+                                   if (auto record = raw->decoder_->decode_tp_record(bytes)) raw->on_tp_record(*record);
+                                 });
             !ok)
           return ok.error();
       }
@@ -109,21 +112,23 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
     }
     // Drivers before 575 report Xids only in the kernel log.
     if (options.xid && !hw->formats_.contains(SB_TP_NVIDIA_DEV_XID)) {
-      auto kmsg = tracefs ? KmsgXidProgram::load_and_attach() : Result<std::unique_ptr<KmsgXidProgram>>(tracefs.error());
+      auto kmsg =
+          tracefs ? KmsgXidProgram::load_and_attach() : Result<std::unique_ptr<KmsgXidProgram>>(tracefs.error());
       if (!kmsg) {
         hw->status("nvidia.xid", ProbeState::unavailable, kmsg.error().message);
       } else {
         hw->kmsg_ = std::move(*kmsg);
-        if (auto ok = add_reader(hw->kmsg_->events_fd(), [raw = hw.get()](std::span<const std::byte> bytes) {
-              auto line = raw->decoder_->decode_kmsg(bytes);
-              if (!line) return;
-              auto xid = parse_xid_line(line->text);
-              if (!xid) {
-                ++raw->unparsed_;
-                return;
-              }
-              raw->pending_.push_back(raw->builder_.xid(*xid, line->ts_ns, "kmsg"));
-            });
+        if (auto ok = add_reader(hw->kmsg_->events_fd(),
+                                 [raw = hw.get()](std::span<const std::byte> bytes) {
+                                   auto line = raw->decoder_->decode_kmsg(bytes);
+                                   if (!line) return;
+                                   auto xid = parse_xid_line(line->text);
+                                   if (!xid) {
+                                     ++raw->unparsed_;
+                                     return;
+                                   }
+                                   raw->pending_.push_back(raw->builder_.xid(*xid, line->ts_ns, "kmsg"));
+                                 });
             !ok)
           return ok.error();
         hw->status("nvidia.xid", ProbeState::attached,
@@ -132,7 +137,8 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
     }
   } else {
     for (const KernelSource& source : wanted)
-      if (source.id != SB_TP_NVIDIA_DEV_XID) hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
+      if (source.id != SB_TP_NVIDIA_DEV_XID)
+        hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
     if (options.xid) hw->status("nvidia.xid", ProbeState::unavailable, "replaying a captured tree");
   }
 
@@ -151,8 +157,9 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
                  "no PCIe link attributes (current_link_speed/width) under " + options.sysfs_root.string() +
                      "/bus/pci/devices (virtual machine, or no PCIe)");
     else
-      hw->status("pcie.link", ProbeState::attached,
-                 fmt::format("sysfs poller, {} devices, every {:g} s", hw->link_devices_.size(), options.poll_interval_s));
+      hw->status(
+          "pcie.link", ProbeState::attached,
+          fmt::format("sysfs poller, {} devices, every {:g} s", hw->link_devices_.size(), options.poll_interval_s));
   }
   if (options.aer) {
     if (hw->aer_devices_.empty())
@@ -160,8 +167,9 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
                  "no aer_dev_* counter files under " + options.sysfs_root.string() +
                      "/bus/pci/devices (no AER-capable device, or CONFIG_PCIEAER off)");
     else
-      hw->status("pcie.aer.sysfs", ProbeState::attached,
-                 fmt::format("sysfs poller, {} devices, every {:g} s", hw->aer_devices_.size(), options.poll_interval_s));
+      hw->status(
+          "pcie.aer.sysfs", ProbeState::attached,
+          fmt::format("sysfs poller, {} devices, every {:g} s", hw->aer_devices_.size(), options.poll_interval_s));
   }
   return hw;
 }
@@ -175,20 +183,26 @@ void HwMonitor::on_tp_record(const TpRecord& record) {
   switch (record.source) {
     case SB_TP_AER_EVENT: {
       auto aer = decode_aer_record(format->second, record.data);
-      if (aer) pending_.push_back(builder_.aer(*aer, record.ts_ns));
-      else ++unparsed_;
+      if (aer)
+        pending_.push_back(builder_.aer(*aer, record.ts_ns));
+      else
+        ++unparsed_;
       break;
     }
     case SB_TP_PCIE_LINK_EVENT: {
       auto link = decode_pcie_link_record(format->second, record.data);
-      if (link) pending_.push_back(builder_.pcie_link_trace(*link, record.ts_ns));
-      else ++unparsed_;
+      if (link)
+        pending_.push_back(builder_.pcie_link_trace(*link, record.ts_ns));
+      else
+        ++unparsed_;
       break;
     }
     case SB_TP_PCI_HP_EVENT: {
       auto hp = decode_pci_hp_record(format->second, record.data);
-      if (hp) pending_.push_back(builder_.hotplug(*hp, record.ts_ns));
-      else ++unparsed_;
+      if (hp)
+        pending_.push_back(builder_.hotplug(*hp, record.ts_ns));
+      else
+        ++unparsed_;
       break;
     }
     case SB_TP_NVIDIA_DEV_XID: {

@@ -31,9 +31,12 @@ Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuI
   std::memcpy(const_cast<char*>(skel->rodata->irq_name_prefix), options.name_prefix.data(), options.name_prefix.size());
   skel->rodata->irq_name_prefix_len = static_cast<uint32_t>(options.name_prefix.size());
 
-  if (!options.kprobes) program->kprobe_unavailable_ = "not requested";
-  else if (auto why = kprobes_unavailable_reason()) program->kprobe_unavailable_ = *why;
-  else if (!kallsyms_has("nvidia_isr")) program->kprobe_unavailable_ = "nvidia_isr not in /proc/kallsyms (driver not loaded)";
+  if (!options.kprobes)
+    program->kprobe_unavailable_ = "not requested";
+  else if (auto why = kprobes_unavailable_reason())
+    program->kprobe_unavailable_ = *why;
+  else if (!kallsyms_has("nvidia_isr"))
+    program->kprobe_unavailable_ = "nvidia_isr not in /proc/kallsyms (driver not loaded)";
   bool kprobes = !program->kprobe_unavailable_;
   bpf_program__set_autoload(skel->progs.nvidia_isr_enter, kprobes);
   bpf_program__set_autoload(skel->progs.nvidia_isr_exit, kprobes);

@@ -27,7 +27,7 @@ struct IrqHistogram {
 
 struct GpuIrqOptions {
   std::string name_prefix = "nvidia";  // handlers whose name starts with this
-  bool kprobes = true;                  // also the ISR kprobes, where they can run
+  bool kprobes = true;                 // also the ISR kprobes, where they can run
 };
 
 class GpuIrqProgram {

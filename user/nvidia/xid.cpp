@@ -1,7 +1,7 @@
 #include "nvidia/xid.h"
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 
 namespace slowburn {
 
@@ -64,20 +64,22 @@ std::optional<std::string_view> take_field(std::string_view& rest, std::string_v
   return value;
 }
 
-}  // namespace
-
-bool looks_like_xid_line(std::string_view line) {
-  line = without_timestamp(line);
+// On a line whose timestamp (if any) is already gone.
+bool starts_like_xid(std::string_view line) {
   if (line.rfind(kXidPrefix, 0) == 0) return true;
   if (line.rfind(kSwitchPrefix, 0) != 0) return false;
   size_t marker = line.find(kSxidMarker, kSwitchPrefix.size());
   return marker != std::string_view::npos && marker <= kSwitchPrefix.size() + 3;
 }
 
+}  // namespace
+
+bool looks_like_xid_line(std::string_view line) { return starts_like_xid(without_timestamp(line)); }
+
 std::optional<XidEvent> parse_xid_line(std::string_view line) {
   line = without_timestamp(line);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (!looks_like_xid_line(line)) return std::nullopt;
+  if (!starts_like_xid(line)) return std::nullopt;
   XidEvent event;
   size_t open;
   if (line.rfind(kXidPrefix, 0) == 0) {
@@ -109,7 +111,8 @@ std::optional<XidEvent> parse_xid_line(std::string_view line) {
 
   constexpr std::string_view kCausedBy = "caused by previous Xid ";
   size_t caused = event.message.rfind(kCausedBy);
-  if (caused != std::string::npos) event.caused_by = parse_int(std::string_view(event.message).substr(caused + kCausedBy.size()));
+  if (caused != std::string::npos)
+    event.caused_by = parse_int(std::string_view(event.message).substr(caused + kCausedBy.size()));
   return event;
 }
 

@@ -13,7 +13,7 @@ namespace slowburn {
 struct XidEvent {
   bool nvswitch = false;  // SXid from nvidia-nvswitchN
   int code = 0;
-  std::string pci;  // as printed: "0000:3b:00" (Xid: no function), "0000:05:00.0" (SXid)
+  std::string pci;                      // as printed: "0000:3b:00" (Xid: no function), "0000:05:00.0" (SXid)
   std::optional<int> gpu_instance;      // MIG GPU-I
   std::optional<int> compute_instance;  // MIG GPU-CI
   std::optional<int> switch_index;      // SXid: N of nvidia-nvswitchN

@@ -15,10 +15,14 @@ struct BitName {
 };
 
 constexpr BitName kCorrectable[] = {
-    {0, "RxErr", "Receiver Error"},       {6, "BadTLP", "Bad TLP"},
-    {7, "BadDLLP", "Bad DLLP"},           {8, "Rollover", "RELAY_NUM Rollover"},
-    {12, "Timeout", "Replay Timer Timeout"}, {13, "NonFatalErr", "Advisory Non-Fatal"},
-    {14, "CorrIntErr", "Corrected Internal Error"}, {15, "HeaderOF", "Header Log Overflow"},
+    {0, "RxErr", "Receiver Error"},
+    {6, "BadTLP", "Bad TLP"},
+    {7, "BadDLLP", "Bad DLLP"},
+    {8, "Rollover", "RELAY_NUM Rollover"},
+    {12, "Timeout", "Replay Timer Timeout"},
+    {13, "NonFatalErr", "Advisory Non-Fatal"},
+    {14, "CorrIntErr", "Corrected Internal Error"},
+    {15, "HeaderOF", "Header Log Overflow"},
 };
 
 constexpr BitName kUncorrectable[] = {
@@ -84,9 +88,12 @@ std::optional<int> bit_number(AerSeverity severity, const std::string& name) {
 
 std::string_view aer_severity_name(AerSeverity severity) {
   switch (severity) {
-    case AerSeverity::nonfatal: return "nonfatal";
-    case AerSeverity::fatal: return "fatal";
-    case AerSeverity::correctable: return "correctable";
+    case AerSeverity::nonfatal:
+      return "nonfatal";
+    case AerSeverity::fatal:
+      return "fatal";
+    case AerSeverity::correctable:
+      return "correctable";
   }
   return "?";
 }

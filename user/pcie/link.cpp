@@ -63,10 +63,14 @@ std::optional<LinkExpectation> find_expectation(const std::vector<ExpectationRul
 
 std::string_view link_status_name(LinkStatus status) {
   switch (status) {
-    case LinkStatus::ok: return "ok";
-    case LinkStatus::downtrained: return "downtrained";
-    case LinkStatus::down: return "down";
-    case LinkStatus::unknown: return "unknown";
+    case LinkStatus::ok:
+      return "ok";
+    case LinkStatus::downtrained:
+      return "downtrained";
+    case LinkStatus::down:
+      return "down";
+    case LinkStatus::unknown:
+      return "unknown";
   }
   return "?";
 }
@@ -113,8 +117,10 @@ std::vector<LinkEvent> LinkMonitor::observe(const std::string& bdf, uint16_t ven
   tracked.status = status;
   if (status == before || status == LinkStatus::unknown) return events;
   LinkEvent event{"", bdf, reading, tracked.expected, reason};
-  if (status == LinkStatus::down) event.type = "link.down";
-  else if (status == LinkStatus::downtrained) event.type = "link.downtrained";
+  if (status == LinkStatus::down)
+    event.type = "link.down";
+  else if (status == LinkStatus::downtrained)
+    event.type = "link.downtrained";
   else if (before == LinkStatus::down || before == LinkStatus::downtrained) {
     event.type = "link.recovered";
     event.reason = fmt::format("back to expectation after {}", link_status_name(before));
@@ -137,14 +143,22 @@ LinkExpectation LinkMonitor::expectation(const std::string& bdf) const {
 
 std::optional<double> pci_bus_speed_gts(unsigned value) {
   switch (value) {
-    case 0x14: return 2.5;
-    case 0x15: return 5.0;
-    case 0x16: return 8.0;
-    case 0x17: return 16.0;
-    case 0x18: return 32.0;
-    case 0x19: return 64.0;
-    case 0xff: return 0.0;
-    default: return std::nullopt;
+    case 0x14:
+      return 2.5;
+    case 0x15:
+      return 5.0;
+    case 0x16:
+      return 8.0;
+    case 0x17:
+      return 16.0;
+    case 0x18:
+      return 32.0;
+    case 0x19:
+      return 64.0;
+    case 0xff:
+      return 0.0;
+    default:
+      return std::nullopt;
   }
 }
 

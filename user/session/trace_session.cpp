@@ -9,7 +9,9 @@
 #include <memory>
 #include <tuple>
 
+#include "detect/causes.h"
 #include "events/decoder.h"
+#include "hw/hw_monitor.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
 #include "loader/ring_buffer.h"
@@ -105,6 +107,19 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
   for (const ProbeSpec* spec : *probes) probe_infos.push_back({spec->id, spec->name, spec->kind});
   JobDetectors detectors(options.detector, probe_infos, *ranks);
 
+  // The hardware side: which device is whose, and what goes wrong with it.
+  std::unique_ptr<HwMonitor> hw;
+  if (options.hardware_events) {
+    auto topology = std::make_shared<Topology>(Topology::read(options.sysfs_root, options.proc_root));
+    topology->assign_ranks(*ranks);
+    HwMonitorOptions hw_options;
+    hw_options.sysfs_root = options.sysfs_root;
+    hw_options.procfs_root = options.proc_root;
+    auto started = HwMonitor::start(hw_options, std::move(topology));
+    if (!started) return started.error();
+    hw = std::move(*started);
+  }
+
   for (const RankIdentity& rank : *ranks) {
     auto maps = read_process_maps(options.proc_root, rank.pid);
     std::vector<ProbeResolution> resolutions;
@@ -128,6 +143,8 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
       sink.probe_status(statuses[i]);
     }
   }
+  if (hw)
+    for (const ProbeStatus& status : hw->statuses()) sink.probe_status(status);
   sink.probes_done(result.attached, ranks->size());
   if (result.attached == 0)
     return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
@@ -153,15 +170,27 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
   auto emit = [&](const DetectorOutput& out, uint64_t now) {
     for (const std::string& note : out.notes) sink.note(note);
     for (const WindowReport& window : out.windows) sink.window(window);
-    for (const Finding& finding : out.findings) {
+    for (Finding finding : out.findings) {
       if (!result.first_finding_after_s) result.first_finding_after_s = static_cast<double>(now - start_ns) / 1e9;
+      attach_likely_causes(finding, result.device_events);
       sink.finding(finding);
     }
+  };
+  auto poll_hardware = [&](uint64_t now) -> Result<void> {
+    if (!hw) return {};
+    auto events = hw->poll(0, now);
+    if (!events) return events.error();
+    for (DeviceEvent& e : *events) {
+      sink.device_event(e);
+      result.device_events.push_back(std::move(e));
+    }
+    return {};
   };
 
   while (!stop.load()) {
     if (auto polled = reader->get()->poll(kPollTimeoutMs); !polled) return polled.error();
     uint64_t now = monotonic_ns();
+    if (auto ok = poll_hardware(now); !ok) return ok.error();
     if (end_ns && now >= end_ns) break;
     if (now >= next_advance) {
       detectors.each([&](StragglerDetector& d) { emit(d.advance(now), now); });
@@ -238,7 +267,10 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     summary.instances += c.instances;
     summary.unknown_process += c.unknown_process;
     summary.late_calls += c.late_calls;
-    for (Finding& f : d.findings()) summary.findings.push_back(std::move(f));
+    for (Finding& f : d.findings()) {
+      attach_likely_causes(f, result.device_events);  // events that came after the finding count too
+      summary.findings.push_back(std::move(f));
+    }
   });
   sink.summary(summary);
   return result;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "detect/straggler.h"
+#include "events/device_event.h"
 #include "sinks/sink.h"
 
 namespace slowburn {
@@ -26,6 +27,10 @@ struct TraceOptions {
   std::filesystem::path proc_root = "/proc";
   DetectorConfig detector;
   bool stop_on_finding = false;
+  // Link-degradation events (Xid, AER, PCIe links), joined to the ranks and
+  // offered as the likely cause of a finding on them.
+  bool hardware_events = true;
+  std::filesystem::path sysfs_root = "/sys";
 };
 
 struct TraceResult {
@@ -33,6 +38,7 @@ struct TraceResult {
   std::vector<RankIdentity> ranks;
   size_t attached = 0;                          // (probe, rank) pairs attached
   std::optional<double> first_finding_after_s;  // since the probes were attached
+  std::vector<DeviceEvent> device_events;
 };
 
 Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop);

@@ -80,8 +80,12 @@ json payload_json(const XidReport& r) {
 }
 
 json payload_json(const AerEvent& a) {
-  json j{{"severity", aer_severity_name(a.severity)}, {"status", a.status},   {"bits", a.bits},
-         {"count", a.count},                          {"bus_type", a.bus_type}, {"source", a.source}};
+  json j{{"severity", aer_severity_name(a.severity)},
+         {"status", a.status},
+         {"bits", a.bits},
+         {"count", a.count},
+         {"bus_type", a.bus_type},
+         {"source", a.source}};
   j["tlp_header"] = a.tlp_header ? json(*a.tlp_header) : json(nullptr);
   return j;
 }
@@ -183,6 +187,7 @@ void JsonSink::finding(const Finding& f) {
          {"evidence", std::move(evidence)},
          {"cost_ns", f.cost_ns},
          {"cost_share", f.cost_share},
+         {"likely_causes", f.likely_causes},
          {"summary", f.summary}};
   put_identity(j, f.culprit);
   out_ << j.dump() << '\n';

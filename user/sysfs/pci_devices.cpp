@@ -73,8 +73,8 @@ LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std
     *slot = parse_link_speed(*text);
     if (!*slot) note(fmt::format("{}: '{}' is not a link speed", file, *text));
   }
-  for (auto [file, slot] : {std::pair{"current_link_width", &reading.current_width},
-                            std::pair{"max_link_width", &reading.max_width}}) {
+  for (auto [file, slot] :
+       {std::pair{"current_link_width", &reading.current_width}, std::pair{"max_link_width", &reading.max_width}}) {
     auto text = read_trimmed(dir / file);
     if (!text) continue;
     *slot = parse_number<unsigned>(*text, 10);
@@ -86,9 +86,9 @@ LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std
 std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf) {
   std::map<AerSeverity, AerCounters> out;
   std::filesystem::path dir = sysfs_root / "bus/pci/devices" / bdf;
-  for (auto [file, severity] : {std::pair{"aer_dev_correctable", AerSeverity::correctable},
-                                std::pair{"aer_dev_fatal", AerSeverity::fatal},
-                                std::pair{"aer_dev_nonfatal", AerSeverity::nonfatal}}) {
+  for (auto [file, severity] :
+       {std::pair{"aer_dev_correctable", AerSeverity::correctable}, std::pair{"aer_dev_fatal", AerSeverity::fatal},
+        std::pair{"aer_dev_nonfatal", AerSeverity::nonfatal}}) {
     auto text = read_file(dir / file);
     if (!text) continue;
     std::istringstream in(*text);
@@ -110,9 +110,11 @@ std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root)
       auto text = read_trimmed(entry.path() / file);
       using T = std::remove_reference_t<decltype(out)>;
       auto value = text ? parse_number<T>(*text, base) : std::nullopt;
-      if (value) out = *value;
-      else dev.notes.push_back(text ? fmt::format("{}: '{}' is not a number", file, *text)
-                                    : fmt::format("{}: missing", file));
+      if (value)
+        out = *value;
+      else
+        dev.notes.push_back(text ? fmt::format("{}: '{}' is not a number", file, *text)
+                                 : fmt::format("{}: missing", file));
     };
     number("vendor", dev.vendor, 16);
     number("device", dev.device, 16);

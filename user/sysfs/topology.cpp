@@ -73,12 +73,18 @@ size_t common_depth(const std::vector<std::string>& a, const std::vector<std::st
 
 std::string_view device_role_name(DeviceRole role) {
   switch (role) {
-    case DeviceRole::gpu: return "gpu";
-    case DeviceRole::nic: return "nic";
-    case DeviceRole::nvswitch: return "nvswitch";
-    case DeviceRole::switch_port: return "switch-port";
-    case DeviceRole::root_port: return "root-port";
-    case DeviceRole::other: return "other";
+    case DeviceRole::gpu:
+      return "gpu";
+    case DeviceRole::nic:
+      return "nic";
+    case DeviceRole::nvswitch:
+      return "nvswitch";
+    case DeviceRole::switch_port:
+      return "switch-port";
+    case DeviceRole::root_port:
+      return "root-port";
+    case DeviceRole::other:
+      return "other";
   }
   return "?";
 }
@@ -114,7 +120,8 @@ Topology Topology::read(const std::filesystem::path& sysfs_root, const std::file
     if (!dev.gpu_index) dev.gpu_index = next_index;
     next_index = std::max(next_index, *dev.gpu_index + 1);
     if (auto uuid = info.find("GPU UUID"); uuid != info.end()) dev.gpu_uuid = uuid->second;
-    std::string model = info.contains("Model") ? info["Model"] : fmt::format("{:04x}:{:04x}", dev.pci.vendor, dev.pci.device);
+    std::string model =
+        info.contains("Model") ? info["Model"] : fmt::format("{:04x}:{:04x}", dev.pci.vendor, dev.pci.device);
     dev.label = fmt::format("GPU {} {}", *dev.gpu_index, model);
   }
   for (TopologyDevice& dev : topo.devices_) {
@@ -156,9 +163,8 @@ std::vector<const TopologyDevice*> Topology::link_partners(std::string_view addr
   // downstream ports, on the switch's internal bus) below it: its link is
   // the one above.
   bool upstream_port = bridge && dev->pci.parent_bdf && !children.empty() &&
-                       std::all_of(children.begin(), children.end(), [](const TopologyDevice* c) {
-                         return c->role == DeviceRole::switch_port;
-                       });
+                       std::all_of(children.begin(), children.end(),
+                                   [](const TopologyDevice* c) { return c->role == DeviceRole::switch_port; });
   if (bridge && !upstream_port) return children;
   if (dev->pci.parent_bdf)
     if (const TopologyDevice* parent = find(*dev->pci.parent_bdf)) partners.push_back(parent);
@@ -192,8 +198,10 @@ TopologyDevice* Topology::gpu_for(const RankIdentity& rank) {
         if (auto index = to_int(entry); index && dev.gpu_index == *index) match = &dev;
         if (entry.rfind("GPU-", 0) == 0 && !dev.gpu_uuid.empty() && dev.gpu_uuid.rfind(entry, 0) == 0) match = &dev;
       }
-      if (match) visible.push_back(match);
-      else notes_.push_back(fmt::format("{}: CUDA_VISIBLE_DEVICES entry '{}' matches no GPU", rank_label(rank), entry));
+      if (match)
+        visible.push_back(match);
+      else
+        notes_.push_back(fmt::format("{}: CUDA_VISIBLE_DEVICES entry '{}' matches no GPU", rank_label(rank), entry));
     }
   } else {
     for (TopologyDevice& dev : devices_)
@@ -248,9 +256,11 @@ void Topology::assign_ranks(const std::vector<RankIdentity>& ranks) {
       auto& list = used->ranks;
       if (std::find(list.begin(), list.end(), rank.rank) == list.end()) list.push_back(rank.rank);
     }
-    if (!gpu && !devices_.empty() &&
-        std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) { return d.role == DeviceRole::gpu; }))
-      notes_.push_back(fmt::format("{}: no GPU could be mapped (set CUDA_VISIBLE_DEVICES or LOCAL_RANK)", rank_label(rank)));
+    if (!gpu && !devices_.empty() && std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) {
+          return d.role == DeviceRole::gpu;
+        }))
+      notes_.push_back(
+          fmt::format("{}: no GPU could be mapped (set CUDA_VISIBLE_DEVICES or LOCAL_RANK)", rank_label(rank)));
   }
 }
 

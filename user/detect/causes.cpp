@@ -1,0 +1,47 @@
+#include "detect/causes.h"
+
+#include <algorithm>
+#include <set>
+
+namespace slowburn {
+
+namespace {
+
+// Lower is more severe. Types not listed are not causes.
+int severity_rank(const DeviceEvent& e) {
+  if (e.type == "xid" || e.type == "sxid") return 0;
+  if (e.type == "link.down") return 1;
+  if (e.type == "link.downtrained") return 2;
+  if (e.type == "aer") {
+    const auto* aer = std::get_if<AerEvent>(&e.payload);
+    return aer && aer->severity == AerSeverity::correctable ? 4 : 3;
+  }
+  if (e.type == "pcie.link_event") return 5;
+  if (e.type == "pci.hotplug") return 6;
+  return -1;
+}
+
+}  // namespace
+
+bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events) {
+  std::vector<const DeviceEvent*> causes;
+  for (const DeviceEvent& e : events) {
+    if (severity_rank(e) < 0) continue;
+    if (std::find(e.ranks.begin(), e.ranks.end(), finding.culprit.rank) == e.ranks.end()) continue;
+    causes.push_back(&e);
+  }
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const DeviceEvent* a, const DeviceEvent* b) { return severity_rank(*a) < severity_rank(*b); });
+  std::set<std::pair<std::string, std::string>> seen;
+  finding.likely_causes.clear();
+  for (const DeviceEvent* e : causes) {
+    if (!seen.insert({e->type, e->device}).second) continue;
+    finding.likely_causes.push_back(e->summary);
+    if (finding.likely_causes.size() == 3) break;
+  }
+  if (finding.likely_causes.empty()) return false;
+  finding.summary += "; likely cause: " + finding.likely_causes.front();
+  return true;
+}
+
+}  // namespace slowburn

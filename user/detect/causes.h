@@ -1,0 +1,18 @@
+// Joins a finding to the hardware events that concern its culprit: an Xid
+// on its GPU, a downtrained link above its NIC. Pure.
+#pragma once
+
+#include <vector>
+
+#include "detect/report.h"
+#include "events/device_event.h"
+
+namespace slowburn {
+
+// Sets finding.likely_causes from the events whose ranks include the
+// culprit's rank (at most three, most severe first, one per type and
+// device) and appends the first to the summary. Recovered links are not
+// causes. Returns whether any cause was found.
+bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events);
+
+}  // namespace slowburn
