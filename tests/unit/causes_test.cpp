@@ -54,6 +54,17 @@ TEST(Causes, EventsOnTheCulpritsDevicesMostSevereFirst) {
   EXPECT_TRUE(none.likely_causes.empty());
 }
 
+TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
+  DeviceEvent port = event("link.downtrained", "0000:02:00.0", {0}, LinkEvent{});
+  port.role = "switch-port";
+  DeviceEvent gpu = event("link.downtrained", "0000:03:00.0", {0}, LinkEvent{});
+  gpu.role = "gpu";
+  Finding f = finding_for(0);
+  attach_likely_causes(f, {port, gpu});
+  EXPECT_EQ(f.likely_causes, (std::vector<std::string>{"link.downtrained on 0000:03:00.0",
+                                                       "link.downtrained on 0000:02:00.0"}));
+}
+
 TEST(DeviceEventJson, XidHasTheDocumentedShape) {
   DeviceEvent e;
   e.type = "xid";

@@ -30,8 +30,18 @@ bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& even
     if (std::find(e.ranks.begin(), e.ranks.end(), finding.culprit.rank) == e.ranks.end()) continue;
     causes.push_back(&e);
   }
-  std::stable_sort(causes.begin(), causes.end(),
-                   [](const DeviceEvent* a, const DeviceEvent* b) { return severity_rank(*a) < severity_rank(*b); });
+  // Most severe first; for the same severity, the device closest to the
+  // culprit (its own GPU or NIC before the switch and root port above).
+  auto closeness = [](const DeviceEvent& e) {
+    int role = e.role == "gpu" || e.role == "nic" || e.role == "nvswitch" ? 0
+               : e.role == "switch-port"                                  ? 1
+               : e.role == "root-port"                                    ? 2
+                                                                          : 3;
+    return std::make_pair(role, e.ranks.size());
+  };
+  std::stable_sort(causes.begin(), causes.end(), [&](const DeviceEvent* a, const DeviceEvent* b) {
+    return std::make_pair(severity_rank(*a), closeness(*a)) < std::make_pair(severity_rank(*b), closeness(*b));
+  });
   std::set<std::pair<std::string, std::string>> seen;
   finding.likely_causes.clear();
   for (const DeviceEvent* e : causes) {
