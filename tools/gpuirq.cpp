@@ -24,11 +24,13 @@ struct GpuIrqArgs {
   double interval_s = 0;
   std::string name_prefix = "nvidia";
   bool json = false;
+  std::string sysfs_root = "/sys";
+  std::string procfs_root = "/proc";
 };
 
 // Whether /proc/interrupts lists a handler with this prefix at all.
-bool interrupts_listed(const std::string& prefix) {
-  std::ifstream in("/proc/interrupts");
+bool interrupts_listed(const std::string& procfs_root, const std::string& prefix) {
+  std::ifstream in(procfs_root + "/interrupts");
   std::string line;
   while (std::getline(in, line)) {
     size_t last = line.find_last_of(' ');
@@ -53,6 +55,8 @@ int run_gpuirq(const GpuIrqArgs& args) {
   if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
   GpuIrqOptions options;
   options.name_prefix = args.name_prefix;
+  options.sysfs_root = args.sysfs_root;
+  options.procfs_root = args.procfs_root;
   auto program = GpuIrqProgram::load_and_attach(options);
   if (!program) return fail(program.error());
   auto sink = make_stdout_sink(args.json);
@@ -72,7 +76,7 @@ int run_gpuirq(const GpuIrqArgs& args) {
   }
   sink->probe_status(kprobes);
   sink->probes_done(1, 0);
-  if (!interrupts_listed(args.name_prefix))
+  if (!interrupts_listed(args.procfs_root, args.name_prefix))
     sink->note(
         fmt::format("no interrupt handler named {}* in /proc/interrupts: no NVIDIA GPU or driver here, "
                     "nothing will be counted",
@@ -110,6 +114,9 @@ Command add_gpuirq_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines (kind: hist, status)");
+  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to check kprobe support in")->capture_default_str();
+  sub->add_option("--procfs-root", args->procfs_root, "procfs for /proc/interrupts and /proc/kallsyms")
+      ->capture_default_str();
   return {sub, [args] { return run_gpuirq(*args); }};
 }
 

@@ -61,8 +61,8 @@ TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
   gpu.role = "gpu";
   Finding f = finding_for(0);
   attach_likely_causes(f, {port, gpu});
-  EXPECT_EQ(f.likely_causes, (std::vector<std::string>{"link.downtrained on 0000:03:00.0",
-                                                       "link.downtrained on 0000:02:00.0"}));
+  EXPECT_EQ(f.likely_causes,
+            (std::vector<std::string>{"link.downtrained on 0000:03:00.0", "link.downtrained on 0000:02:00.0"}));
 }
 
 TEST(DeviceEventJson, XidHasTheDocumentedShape) {

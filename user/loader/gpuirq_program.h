@@ -28,6 +28,8 @@ struct IrqHistogram {
 struct GpuIrqOptions {
   std::string name_prefix = "nvidia";  // handlers whose name starts with this
   bool kprobes = true;                 // also the ISR kprobes, where they can run
+  std::string sysfs_root = "/sys";     // where kprobe support is looked up
+  std::string procfs_root = "/proc";   // where kallsyms is read
 };
 
 class GpuIrqProgram {

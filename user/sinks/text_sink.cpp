@@ -68,8 +68,8 @@ void TextSink::probes_done(size_t attached, size_t processes) {
   }
   statuses_.clear();
   if (attached)
-    out_ << fmt::format("Tracing {} probe attachment(s) in {}... Hit Ctrl-C to end.\n", attached,
-                        processes ? fmt::format("{} process(es)", processes) : "every process that loads them");
+    out_ << fmt::format("Tracing {} probe attachment(s){}... Hit Ctrl-C to end.\n", attached,
+                        processes ? fmt::format(" in {} process(es)", processes) : "");
   out_.flush();
 }
 
