@@ -20,7 +20,8 @@ struct {
 
 struct sb_kmsg_counters kmsg_counters = {};
 
-#define PREFIX_BYTES 24
+/* "nvidia-nvswitch" (15) + up to 3 digits + ": SXid (" (8) */
+#define PREFIX_BYTES 26
 
 static __always_inline bool starts_with(const char *text, const char *prefix, int len)
 {
@@ -46,7 +47,7 @@ static __always_inline bool is_xid_line(const char *head)
 SEC("tracepoint/printk/console")
 int kmsg_xid(struct trace_event_raw_console *ctx)
 {
-	char head[PREFIX_BYTES + 3] = {};
+	char head[PREFIX_BYTES] = {};
 	struct sb_kmsg_event *event;
 	__u32 loc = BPF_CORE_READ(ctx, __data_loc_msg);
 	const char *msg = (const char *)ctx + (loc & 0xffff);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "core/strings.h"
@@ -18,18 +19,33 @@ void print_counter_table(const HwToolArgs& args, const Topology& topology, std::
   bool any = false;
   for (const TopologyDevice& dev : topology.devices()) {
     auto counters = read_aer_counters(args.sysfs_root, dev.pci.bdf);
+    if (counters.empty()) continue;
+    any = true;
+    if (args.json) {
+      nlohmann::json by_severity = nlohmann::json::object();
+      std::vector<std::string> malformed;
+      for (const auto& [severity, c] : counters) {
+        by_severity[std::string(aer_severity_name(severity))] = c.by_name;
+        malformed.insert(malformed.end(), c.malformed_lines.begin(), c.malformed_lines.end());
+      }
+      out << nlohmann::json{{"kind", "status"},        {"event", "aer_counters"},
+                            {"device", dev.pci.bdf},   {"role", device_role_name(dev.role)},
+                            {"label", dev.label},      {"ranks", topology.ranks_behind(dev.pci.bdf)},
+                            {"counters", by_severity}, {"malformed_lines", malformed}}
+                 .dump()
+          << '\n';
+      continue;
+    }
     std::vector<std::string> nonzero;
     for (const auto& [severity, c] : counters) {
       for (const auto& [name, value] : c.by_name)
         if (value) nonzero.push_back(fmt::format("{} {}={}", aer_severity_name(severity), name, value));
       for (const std::string& bad : c.malformed_lines) nonzero.push_back(fmt::format("unreadable line '{}'", bad));
     }
-    if (counters.empty()) continue;
-    any = true;
     out << fmt::format("{} {:<12} {:<28} {}\n", dev.pci.bdf, device_role_name(dev.role), dev.label,
                        nonzero.empty() ? "no errors counted" : join(nonzero, ", "));
   }
-  if (!any) out << "No device has AER counters in " << args.sysfs_root << "/bus/pci/devices.\n";
+  if (!any && !args.json) out << "No device has AER counters in " << args.sysfs_root << "/bus/pci/devices.\n";
 }
 }  // namespace
 
@@ -47,9 +63,9 @@ Command add_aer_command(CLI::App& app) {
   return {sub, [args, once] {
             auto topology = read_topology(*args);
             auto sink = make_stdout_sink(args->json);
-            if (!args->json) print_counter_table(*args, *topology, std::cout);
+            print_counter_table(*args, *topology, std::cout);
             if (*once) return 0;
-            bool live = args->sysfs_root == "/sys" && args->procfs_root == "/proc";
+            bool live = args->live();
             if (live) {
               if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
             }

@@ -33,7 +33,7 @@ Result<std::unique_ptr<HwMonitor>> start_monitor(const HwToolArgs& args, HwMonit
   options.procfs_root = args.procfs_root;
   options.poll_interval_s = args.interval_s;
   // Live kernel sources only for this machine's own trees (and when the caller wants them).
-  options.kernel_sources = options.kernel_sources && args.sysfs_root == "/sys" && args.procfs_root == "/proc";
+  options.kernel_sources = options.kernel_sources && args.live();
   for (const std::string& rule : args.expect) {
     auto parsed = parse_expectation_rule(rule);
     if (!parsed) return parsed.error();

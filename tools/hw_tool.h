@@ -20,6 +20,9 @@ struct HwToolArgs {
   std::string sysfs_root = "/sys";
   std::string procfs_root = "/proc";
   std::vector<std::string> expect;  // pcie: SELECTOR=xW@S rules
+
+  // This machine's own trees (not a captured copy): kernel sources can run.
+  bool live() const { return sysfs_root == "/sys" && procfs_root == "/proc"; }
 };
 
 void add_hw_options(CLI::App* sub, HwToolArgs& args);

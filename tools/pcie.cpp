@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "core/strings.h"
+#include "core/format.h"
 #include "loader/privileges.h"
 #include "tools/hw_tool.h"
 
@@ -15,20 +15,11 @@ namespace slowburn::cli {
 
 namespace {
 
-std::string link_text(std::optional<unsigned> width, std::optional<double> speed) {
-  if (!width && !speed) return "-";
-  return fmt::format("x{} {}", width ? std::to_string(*width) : "?", speed ? fmt::format("{:g}GT/s", *speed) : "?");
-}
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::vector<std::string> items;
-  for (int r : ranks) items.push_back(std::to_string(r));
-  return items.empty() ? "-" : join(items, ",");
-}
+std::string ranks_text(const std::vector<int>& ranks) { return ranks.empty() ? "-" : format_rank_list(ranks); }
 
 void print_table(const std::vector<LinkRow>& rows, bool json, const std::string& host) {
   if (!json)
-    std::cout << fmt::format("{:<13} {:<12} {:<28} {:<11} {:<11} {:<11} {:<12} {}\n", "DEVICE", "ROLE", "NAME",
+    std::cout << fmt::format("{:<13} {:<12} {:<28} {:<12} {:<12} {:<12} {:<12} {}\n", "DEVICE", "ROLE", "NAME",
                              "CURRENT", "MAX", "EXPECTED", "STATUS", "RANKS");
   for (const LinkRow& r : rows) {
     const LinkReading& l = r.reading;
@@ -53,11 +44,11 @@ void print_table(const std::vector<LinkRow>& rows, bool json, const std::string&
                 << '\n';
       continue;
     }
-    std::cout << fmt::format("{:<13} {:<12} {:<28} {:<11} {:<11} {:<11} {:<12} {}\n", r.device->pci.bdf,
-                             device_role_name(r.device->role), r.device->label.substr(0, 28),
-                             link_text(l.current_width, l.current_speed_gts), link_text(l.max_width, l.max_speed_gts),
-                             link_text(r.expected.width, r.expected.speed_gts), link_status_name(r.status),
-                             ranks_text(r.ranks));
+    std::cout << fmt::format(
+        "{:<13} {:<12} {:<28} {:<12} {:<12} {:<12} {:<12} {}\n", r.device->pci.bdf, device_role_name(r.device->role),
+        r.device->label.substr(0, 28), format_link(l.current_width, l.current_speed_gts),
+        format_link(l.max_width, l.max_speed_gts), format_link(r.expected.width, r.expected.speed_gts),
+        link_status_name(r.status), ranks_text(r.ranks));
     for (const std::string& note : r.device->pci.notes) std::cout << "    note: " << note << '\n';
   }
 }
@@ -84,7 +75,7 @@ Command add_pcie_command(CLI::App& app) {
             HwMonitorOptions options;
             options.xid = false;
             options.aer = false;
-            bool live = args->sysfs_root == "/sys" && args->procfs_root == "/proc";
+            bool live = args->live();
             if (*watch && live) {
               if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
             }

@@ -88,6 +88,9 @@ TEST(KmsgXid, EveryFormatArrivesDecodedAndOrdinaryLinesStayInTheKernel) {
       "NVRM: Xid (0000:03:00): 14, Channel 00000001",
       "NVRM: Xid (PCI:0000:3b:00): 45, pid=2211, name=python, Ch 00000008 caused by previous Xid 109",
       "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 31 egress non-posted PRIV error",
+      // Two- and three-digit switch numbers: the kernel filter reads far enough for them.
+      "nvidia-nvswitch11: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 07 LTSSM Fault Up",
+      "nvidia-nvswitch123: SXid (PCI:0000:07:00.0): 00019, Fatal, Link 02 something",
       "NVRM: Xid (PCI:0000:3b:00): 9999, pid=1, name=x, a code no catalog knows",
   };
   const int kOrdinary = 500;
@@ -106,7 +109,9 @@ TEST(KmsgXid, EveryFormatArrivesDecodedAndOrdinaryLinesStayInTheKernel) {
   }
   EXPECT_EQ(c.xids[4].compute_instance, 1);
   EXPECT_TRUE(c.xids[8].nvswitch);
-  EXPECT_EQ(c.xids[9].code, 9999);  // unknown code: reported, not dropped
+  EXPECT_EQ(c.xids[9].switch_index, 11);
+  EXPECT_EQ(c.xids[10].switch_index, 123);
+  EXPECT_EQ(c.xids[11].code, 9999);  // unknown code: reported, not dropped
   // The ordinary lines ran through the filter and never reached user space.
   EXPECT_GE(after.lines_seen - before.lines_seen, static_cast<uint64_t>(kOrdinary + xid_lines.size()));
   EXPECT_EQ(after.lines_matched - before.lines_matched, xid_lines.size());

@@ -11,7 +11,7 @@ const std::filesystem::path kProc = kFixtures / "proc-nvidia";
 
 TEST(PciDevices, ReadsTheFixtureTree) {
   auto devices = read_pci_devices(kSys);
-  ASSERT_EQ(devices.size(), 12u);
+  ASSERT_EQ(devices.size(), 13u);
   auto find = [&](const std::string& bdf) -> const PciDevice& {
     for (const PciDevice& d : devices)
       if (d.bdf == bdf) return d;
@@ -27,6 +27,11 @@ TEST(PciDevices, ReadsTheFixtureTree) {
   EXPECT_EQ(gpu.link.current_width, 16u);
   EXPECT_TRUE(gpu.notes.empty());
   EXPECT_FALSE(find("0000:00:01.0").parent_bdf.has_value());  // on the host bridge
+  EXPECT_EQ(find("0000:00:01.0").port_type, 4);               // from its config space
+  EXPECT_EQ(find("0000:01:00.0").port_type, 5);
+  EXPECT_EQ(gpu.port_type, 0);
+  EXPECT_FALSE(find("0000:00:1f.0").port_type.has_value());  // no PCIe capability
+  EXPECT_TRUE(find("0000:04:00.1").virtual_function);
   const PciDevice& isa = find("0000:00:1f.0");
   EXPECT_FALSE(isa.link.current_speed_gts.has_value());  // no link files: normal, no note
   EXPECT_TRUE(isa.notes.empty());
@@ -116,12 +121,30 @@ TEST(Topology, RanksJoinTheirGpuAndNearestNic) {
 
 TEST(Topology, NcclIbHcaAndUnmappableRanks) {
   Topology topo = Topology::read(kSys, kProc);
-  topo.assign_ranks({rank(0, 0, "1", "=eth2"), rank(1, 0, "7"), rank(2, 5)});
+  topo.assign_ranks({rank(0, 0, "1", "=mlx5_0:1"), rank(1, 0, "7"), rank(2, 5), rank(3, 0, "0", "^=mlx5_0")});
   EXPECT_EQ(topo.find("0000:05:00.0")->ranks, (std::vector<int>{0}));  // CUDA_VISIBLE_DEVICES=1
-  EXPECT_EQ(topo.find("eth2")->ranks, (std::vector<int>{0}));          // NCCL_IB_HCA picks it
+  // Rank 0 names it; ranks 1 and 2 (no GPU mapped) take the only RDMA NIC.
+  EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{0, 1, 2}));
+  // Rank 3 excluded the only RDMA NIC: NCCL would not use plain Ethernet for IB.
+  EXPECT_TRUE(topo.find("eth2")->ranks.empty());
+  EXPECT_EQ(topo.find("0000:03:00.0")->ranks, (std::vector<int>{3}));
   ASSERT_EQ(topo.notes().size(), 3u);
   EXPECT_NE(topo.notes()[0].find("CUDA_VISIBLE_DEVICES entry '7' matches no GPU"), std::string::npos);
   EXPECT_NE(topo.notes()[2].find("rank 2 (pid 102): no GPU could be mapped"), std::string::npos);
+}
+
+TEST(Topology, LinkPartnersFollowThePortTypes) {
+  Topology topo = Topology::read(kSys, kProc);
+  auto partners = [&](const char* bdf) {
+    std::vector<std::string> out;
+    for (const TopologyDevice* p : topo.link_partners(bdf)) out.push_back(p->pci.bdf);
+    return out;
+  };
+  EXPECT_EQ(partners("0000:00:01.0"), (std::vector<std::string>{"0000:01:00.0"}));  // root port: its link is below
+  EXPECT_EQ(partners("0000:01:00.0"), (std::vector<std::string>{"0000:00:01.0"}));  // upstream port: above
+  EXPECT_EQ(partners("0000:02:00.0"), (std::vector<std::string>{"0000:03:00.0"}));  // downstream port: below
+  EXPECT_EQ(partners("0000:03:00.0"), (std::vector<std::string>{"0000:02:00.0"}));  // endpoint: above
+  EXPECT_TRUE(partners("0000:04:00.1").empty());                                    // a VF has no link
 }
 
 }  // namespace

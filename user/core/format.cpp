@@ -26,4 +26,10 @@ std::string format_ns(double ns, bool sign) {
 
 std::string format_ns(const std::optional<double>& ns, bool sign) { return ns ? format_ns(*ns, sign) : "-"; }
 
+std::string format_rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+
 }  // namespace slowburn

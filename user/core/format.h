@@ -3,11 +3,15 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace slowburn {
 
 // 1.23 ms, 45.6 us, 2.00 s; signed when `sign` (lateness: +2.01 ms).
 std::string format_ns(double ns, bool sign = false);
 std::string format_ns(const std::optional<double>& ns, bool sign = false);
+
+// "0,1,3": a list of ranks; empty for none.
+std::string format_rank_list(const std::vector<int>& ranks);
 
 }  // namespace slowburn

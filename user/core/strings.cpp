@@ -23,4 +23,10 @@ std::vector<std::string> split(std::string_view text, char separator) {
   return pieces;
 }
 
+std::string_view trim_right(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r' || text.back() == '\t'))
+    text.remove_suffix(1);
+  return text;
+}
+
 }  // namespace slowburn

@@ -9,7 +9,12 @@ namespace {
 
 // Lower is more severe. Types not listed are not causes.
 int severity_rank(const DeviceEvent& e) {
-  if (e.type == "xid" || e.type == "sxid") return 0;
+  if (e.type == "xid" || e.type == "sxid") {
+    // Codes the catalog calls informational (43 channel reset, 45 cleanup
+    // after another Xid, 63 row remapped) explain nothing.
+    const auto* xid = std::get_if<XidReport>(&e.payload);
+    return xid && xid->info.severity == "informational" ? -1 : 0;
+  }
   if (e.type == "link.down") return 1;
   if (e.type == "link.downtrained") return 2;
   if (e.type == "aer") {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/format.h"
 #include "core/strings.h"
 #include "sysfs/pci_devices.h"
 
@@ -10,15 +11,7 @@ namespace slowburn {
 namespace {
 std::string ranks_text(const std::vector<int>& ranks) {
   if (ranks.empty()) return "no traced rank";
-  std::vector<std::string> items;
-  for (int r : ranks) items.push_back(std::to_string(r));
-  return (ranks.size() == 1 ? "rank " : "ranks ") + join(items, ",");
-}
-
-std::string width_speed(std::optional<unsigned> width, std::optional<double> speed) {
-  std::string w = width ? fmt::format("x{}", *width) : "x?";
-  std::string s = speed ? fmt::format("{:g} GT/s", *speed) : "? GT/s";
-  return w + " " + s;
+  return (ranks.size() == 1 ? "rank " : "ranks ") + format_rank_list(ranks);
 }
 }  // namespace
 
@@ -62,9 +55,10 @@ DeviceEvent DeviceEventBuilder::link(const LinkEvent& link, uint64_t ts_ns) cons
   event.type = link.type;
   event.ts_ns = ts_ns;
   std::string where = attach_device(event, link.device);
-  event.summary = fmt::format("{} on {}: {} (now {}, expected {})", link.type, where, link.reason,
-                              width_speed(link.reading.current_width, link.reading.current_speed_gts),
-                              width_speed(link.expected.width, link.expected.speed_gts));
+  event.summary = fmt::format("{} on {}{}: {} (now {}, expected {})", link.type, where,
+                              link.partner.empty() ? "" : ", link to " + link.partner, link.reason,
+                              format_link(link.reading.current_width, link.reading.current_speed_gts),
+                              format_link(link.expected.width, link.expected.speed_gts));
   event.payload = link;
   return event;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <time.h>
 
+#include <set>
 #include <thread>
 
 #include "events/decoder.h"
@@ -64,114 +65,153 @@ void HwMonitor::status(const std::string& source, ProbeState state, const std::s
 Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& options,
                                                     std::shared_ptr<const Topology> topology) {
   std::unique_ptr<HwMonitor> hw(new HwMonitor(options, std::move(topology)));
-  auto add_reader = [&](int fd, RingBufferReader::Handler handler) -> Result<void> {
-    if (!hw->reader_) {
-      auto reader = RingBufferReader::open(fd, std::move(handler));
-      if (!reader) return reader.error();
-      hw->reader_ = std::move(*reader);
+  if (options.kernel_sources) {
+    if (auto ok = hw->start_kernel_sources(); !ok) return ok.error();
+  } else {
+    for (const KernelSource& source : {kDriverXid, kAer, kLinkEvent, kHotplug}) {
+      bool wanted = (source.id == SB_TP_NVIDIA_DEV_XID && options.xid) ||
+                    (source.id == SB_TP_AER_EVENT && options.aer) ||
+                    ((source.id == SB_TP_PCIE_LINK_EVENT || source.id == SB_TP_PCI_HP_EVENT) && options.link);
+      if (wanted) hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
+    }
+  }
+  hw->start_sysfs_pollers();
+  return hw;
+}
+
+Result<void> HwMonitor::add_reader(int fd, std::function<void(std::span<const std::byte>)> handler) {
+  if (!reader_) {
+    auto reader = RingBufferReader::open(fd, std::move(handler));
+    if (!reader) return reader.error();
+    reader_ = std::move(*reader);
+    return {};
+  }
+  return reader_->add(fd, std::move(handler));
+}
+
+Result<void> HwMonitor::start_kernel_sources() {
+  std::vector<KernelSource> wanted;
+  if (options_.aer) wanted.push_back(kAer);
+  if (options_.link) wanted.insert(wanted.end(), {kLinkEvent, kHotplug});
+  if (options_.xid) wanted.push_back(kDriverXid);
+  auto tracefs = ensure_tracefs();
+  if (!tracefs) {
+    for (const KernelSource& source : wanted) status(source.name, ProbeState::unavailable, tracefs.error().message);
+    return {};
+  }
+  std::string driver_xid_failure;
+  for (const KernelSource& source : wanted) {
+    bool driver_xid = source.id == SB_TP_NVIDIA_DEV_XID;
+    auto fail = [&](ProbeState state, const std::string& why) {
+      // The driver's Xid tracepoint falls back to the kernel log below: one status for nvidia.xid.
+      if (driver_xid)
+        driver_xid_failure = why;
+      else
+        status(source.name, state, why);
+    };
+    if (!tracepoint_exists(*tracefs, source.system, source.event)) {
+      if (!driver_xid) fail(ProbeState::unavailable, source.missing);
+      continue;
+    }
+    auto format = read_tracepoint_format(*tracefs, source.system, source.event);
+    if (!format) {
+      fail(ProbeState::failed, format.error().message);
+      continue;
+    }
+    if (!tp_) {
+      // One failure here (an old kernel's verifier, say) costs the raw-record
+      // sources, not the kernel-log and sysfs ones.
+      auto tp = TpRecordProgram::load();
+      if (!tp) {
+        fail(ProbeState::failed, tp.error().message);
+        continue;
+      }
+      tp_ = std::move(*tp);
+      auto ok = add_reader(tp_->events_fd(), [this](std::span<const std::byte> bytes) {
+        if (auto record = decoder_->decode_tp_record(bytes)) on_tp_record(*record);
+      });
+      if (!ok) return ok.error();
+    }
+    if (auto attached = tp_->attach(source.system, source.event, source.id); !attached) {
+      fail(ProbeState::failed, attached.error().message);
+      continue;
+    }
+    formats_[source.id] = std::move(*format);
+    status(source.name, ProbeState::attached, fmt::format("tracepoint {}:{}", source.system, source.event));
+  }
+  // Drivers before 575 report Xids only in the kernel log.
+  if (options_.xid && !formats_.contains(SB_TP_NVIDIA_DEV_XID)) {
+    auto kmsg = KmsgXidProgram::load_and_attach();
+    if (!kmsg) {
+      status("nvidia.xid", ProbeState::unavailable, kmsg.error().message);
       return {};
     }
-    return hw->reader_->add(fd, std::move(handler));
-  };
-
-  std::vector<KernelSource> wanted;
-  if (options.xid) wanted.push_back(kDriverXid);
-  if (options.aer) wanted.push_back(kAer);
-  if (options.link) wanted.insert(wanted.end(), {kLinkEvent, kHotplug});
-
-  if (options.kernel_sources) {
-    auto tracefs = ensure_tracefs();
-    for (const KernelSource& source : wanted) {
-      if (!tracefs) {
-        hw->status(source.name, ProbeState::unavailable, tracefs.error().message);
-        continue;
+    kmsg_ = std::move(*kmsg);
+    auto ok = add_reader(kmsg_->events_fd(), [this](std::span<const std::byte> bytes) {
+      auto line = decoder_->decode_kmsg(bytes);
+      if (!line) return;
+      auto xid = parse_xid_line(line->text);
+      if (!xid) {
+        ++unparsed_;
+        return;
       }
-      if (!tracepoint_exists(*tracefs, source.system, source.event)) {
-        if (source.id != SB_TP_NVIDIA_DEV_XID) hw->status(source.name, ProbeState::unavailable, source.missing);
-        continue;
-      }
-      auto format = read_tracepoint_format(*tracefs, source.system, source.event);
-      if (!hw->tp_) {
-        auto tp = TpRecordProgram::load();
-        if (!tp) return tp.error();
-        hw->tp_ = std::move(*tp);
-        if (auto ok = add_reader(hw->tp_->events_fd(),
-                                 [raw = hw.get()](std::span<const std::byte> bytes) {
-                                   if (auto record = raw->decoder_->decode_tp_record(bytes)) raw->on_tp_record(*record);
-                                 });
-            !ok)
-          return ok.error();
-      }
-      auto attached = format ? hw->tp_->attach(source.system, source.event, source.id) : Result<void>(format.error());
-      if (!attached) {
-        hw->status(source.name, ProbeState::failed, attached.error().message);
-        continue;
-      }
-      hw->formats_[source.id] = std::move(*format);
-      hw->status(source.name, ProbeState::attached, fmt::format("tracepoint {}:{}", source.system, source.event));
-    }
-    // Drivers before 575 report Xids only in the kernel log.
-    if (options.xid && !hw->formats_.contains(SB_TP_NVIDIA_DEV_XID)) {
-      auto kmsg =
-          tracefs ? KmsgXidProgram::load_and_attach() : Result<std::unique_ptr<KmsgXidProgram>>(tracefs.error());
-      if (!kmsg) {
-        hw->status("nvidia.xid", ProbeState::unavailable, kmsg.error().message);
-      } else {
-        hw->kmsg_ = std::move(*kmsg);
-        if (auto ok = add_reader(hw->kmsg_->events_fd(),
-                                 [raw = hw.get()](std::span<const std::byte> bytes) {
-                                   auto line = raw->decoder_->decode_kmsg(bytes);
-                                   if (!line) return;
-                                   auto xid = parse_xid_line(line->text);
-                                   if (!xid) {
-                                     ++raw->unparsed_;
-                                     return;
-                                   }
-                                   raw->pending_.push_back(raw->builder_.xid(*xid, line->ts_ns, "kmsg"));
-                                 });
-            !ok)
-          return ok.error();
-        hw->status("nvidia.xid", ProbeState::attached,
-                   "kernel log (printk:console), Xid/SXid lines filtered in the kernel");
-      }
-    }
-  } else {
-    for (const KernelSource& source : wanted)
-      if (source.id != SB_TP_NVIDIA_DEV_XID)
-        hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
-    if (options.xid) hw->status("nvidia.xid", ProbeState::unavailable, "replaying a captured tree");
+      pending_.push_back(builder_.xid(*xid, line->ts_ns, "kmsg"));
+    });
+    if (!ok) return ok.error();
+    status("nvidia.xid", ProbeState::attached,
+           "kernel log (printk:console), Xid/SXid lines filtered in the kernel" +
+               (driver_xid_failure.empty() ? std::string() : " (driver tracepoint: " + driver_xid_failure + ")"));
   }
+  return {};
+}
 
-  // The sysfs pollers: which devices have something to read.
-  for (const TopologyDevice& dev : hw->topology_->devices()) {
+void HwMonitor::start_sysfs_pollers() {
+  std::set<std::string> polled;
+  for (const TopologyDevice& dev : topology_->devices()) {
     const LinkReading& l = dev.pci.link;
     bool link_notes = std::any_of(dev.pci.notes.begin(), dev.pci.notes.end(),
                                   [](const std::string& n) { return n.find("_link_") != std::string::npos; });
-    if (l.current_speed_gts || l.current_width || l.max_speed_gts || l.max_width || link_notes)
-      hw->link_devices_.push_back(dev.pci.bdf);
-    if (!read_aer_counters(options.sysfs_root, dev.pci.bdf).empty()) hw->aer_devices_.push_back(dev.pci.bdf);
+    if (l.current_speed_gts || l.current_width || l.max_speed_gts || l.max_width || link_notes) {
+      link_devices_.push_back(dev.pci.bdf);
+      polled.insert(dev.pci.bdf);
+    }
+    if (!read_aer_counters(options_.sysfs_root, dev.pci.bdf).empty()) aer_devices_.push_back(dev.pci.bdf);
   }
-  if (options.link) {
-    if (hw->link_devices_.empty())
-      hw->status("pcie.link", ProbeState::unavailable,
-                 "no PCIe link attributes (current_link_speed/width) under " + options.sysfs_root.string() +
-                     "/bus/pci/devices (virtual machine, or no PCIe)");
+  // Both ends of a link report it: events come from the lower end (the
+  // device below a root or downstream port), unless only the port is read.
+  for (const std::string& bdf : link_devices_) {
+    const TopologyDevice* dev = topology_->find(bdf);
+    auto partners = topology_->link_partners(bdf);
+    bool port_above_its_link = dev && (dev->role == DeviceRole::root_port || dev->role == DeviceRole::switch_port) &&
+                               !partners.empty() && dev->pci.parent_bdf != partners.front()->pci.bdf &&
+                               std::all_of(partners.begin(), partners.end(),
+                                           [&](const TopologyDevice* p) { return polled.contains(p->pci.bdf); });
+    if (port_above_its_link) silent_link_ends_.insert(bdf);
+  }
+  if (options_.link) {
+    if (link_devices_.empty())
+      status("pcie.link", ProbeState::unavailable,
+             "no PCIe link attributes (current_link_speed/width) under " + options_.sysfs_root.string() +
+                 "/bus/pci/devices (virtual machine, or no PCIe)");
     else
-      hw->status(
-          "pcie.link", ProbeState::attached,
-          fmt::format("sysfs poller, {} devices, every {:g} s", hw->link_devices_.size(), options.poll_interval_s));
+      status("pcie.link", ProbeState::attached,
+             fmt::format("sysfs poller, {} devices, every {:g} s", link_devices_.size(), options_.poll_interval_s));
   }
-  if (options.aer) {
-    if (hw->aer_devices_.empty())
-      hw->status("pcie.aer.sysfs", ProbeState::unavailable,
-                 "no aer_dev_* counter files under " + options.sysfs_root.string() +
-                     "/bus/pci/devices (no AER-capable device, or CONFIG_PCIEAER off)");
-    else
-      hw->status(
-          "pcie.aer.sysfs", ProbeState::attached,
-          fmt::format("sysfs poller, {} devices, every {:g} s", hw->aer_devices_.size(), options.poll_interval_s));
+  if (options_.aer) {
+    if (formats_.contains(SB_TP_AER_EVENT)) {
+      // The tracepoint sees every error (before the log rate limit); the
+      // counters would report each one a second time.
+      aer_devices_.clear();
+      status("pcie.aer.sysfs", ProbeState::unavailable, "not needed: the ras:aer_event tracepoint is attached");
+    } else if (aer_devices_.empty()) {
+      status("pcie.aer.sysfs", ProbeState::unavailable,
+             "no aer_dev_* counter files under " + options_.sysfs_root.string() +
+                 "/bus/pci/devices (no AER-capable device, or CONFIG_PCIEAER off)");
+    } else {
+      status("pcie.aer.sysfs", ProbeState::attached,
+             fmt::format("sysfs poller, {} devices, every {:g} s", aer_devices_.size(), options_.poll_interval_s));
+    }
   }
-  return hw;
 }
 
 void HwMonitor::on_tp_record(const TpRecord& record) {
@@ -180,31 +220,26 @@ void HwMonitor::on_tp_record(const TpRecord& record) {
     ++unparsed_;
     return;
   }
+  // A decoded record becomes an event; one that does not decode is counted.
+  auto push = [&](auto decoded, auto build) {
+    if (decoded)
+      pending_.push_back(build(*decoded));
+    else
+      ++unparsed_;
+  };
+  uint64_t ts = record.ts_ns;
   switch (record.source) {
-    case SB_TP_AER_EVENT: {
-      auto aer = decode_aer_record(format->second, record.data);
-      if (aer)
-        pending_.push_back(builder_.aer(*aer, record.ts_ns));
-      else
-        ++unparsed_;
+    case SB_TP_AER_EVENT:
+      push(decode_aer_record(format->second, record.data), [&](const AerEvent& e) { return builder_.aer(e, ts); });
       break;
-    }
-    case SB_TP_PCIE_LINK_EVENT: {
-      auto link = decode_pcie_link_record(format->second, record.data);
-      if (link)
-        pending_.push_back(builder_.pcie_link_trace(*link, record.ts_ns));
-      else
-        ++unparsed_;
+    case SB_TP_PCIE_LINK_EVENT:
+      push(decode_pcie_link_record(format->second, record.data),
+           [&](const PcieLinkTrace& t) { return builder_.pcie_link_trace(t, ts); });
       break;
-    }
-    case SB_TP_PCI_HP_EVENT: {
-      auto hp = decode_pci_hp_record(format->second, record.data);
-      if (hp)
-        pending_.push_back(builder_.hotplug(*hp, record.ts_ns));
-      else
-        ++unparsed_;
+    case SB_TP_PCI_HP_EVENT:
+      push(decode_pci_hp_record(format->second, record.data),
+           [&](const PciHotplugTrace& t) { return builder_.hotplug(t, ts); });
       break;
-    }
     case SB_TP_NVIDIA_DEV_XID: {
       // The driver's own fields: full BDF, code, message (pid/name are not fields).
       RecordView view(format->second, record.data);
@@ -233,7 +268,7 @@ void HwMonitor::poll_sysfs() {
     LinkReading reading = read_link_reading(options_.sysfs_root, bdf);
     last_readings_[bdf] = reading;
     std::optional<LinkExpectation> partner;
-    for (const TopologyDevice* p : topology_->link_partners(bdf)) {
+    for (const TopologyDevice* p : topology_->link_partners(bdf)) {  // the capability of the other end
       if (!p->pci.link.max_width && !p->pci.link.max_speed_gts) continue;
       if (!partner) partner = LinkExpectation{};
       // Several devices below a port (functions of one card): the best of them.
@@ -241,9 +276,12 @@ void HwMonitor::poll_sysfs() {
       if (p->pci.link.max_speed_gts)
         partner->speed_gts = std::max(partner->speed_gts.value_or(0.0), *p->pci.link.max_speed_gts);
     }
-    for (const LinkEvent& e :
-         links_.observe(bdf, dev ? dev->pci.vendor : 0, dev ? dev->pci.device : 0, reading, partner))
+    auto partners = topology_->link_partners(bdf);
+    for (LinkEvent& e : links_.observe(bdf, dev ? dev->pci.vendor : 0, dev ? dev->pci.device : 0, reading, partner)) {
+      if (silent_link_ends_.contains(bdf)) continue;
+      if (partners.size() == 1) e.partner = partners.front()->pci.bdf;
       pending_.push_back(builder_.link(e, now));
+    }
   }
   for (const std::string& bdf : aer_devices_)
     for (const AerEvent& e : aer_counters_.observe(bdf, read_aer_counters(options_.sysfs_root, bdf)))

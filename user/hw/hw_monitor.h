@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <vector>
 
 #include "core/error.h"
@@ -73,6 +76,9 @@ class HwMonitor {
  private:
   HwMonitor(const HwMonitorOptions& options, std::shared_ptr<const Topology> topology);
   void status(const std::string& source, ProbeState state, const std::string& detail);
+  Result<void> start_kernel_sources();
+  void start_sysfs_pollers();
+  Result<void> add_reader(int fd, std::function<void(std::span<const std::byte>)> handler);
   void on_tp_record(const TpRecord& record);
   void poll_sysfs();
 
@@ -89,6 +95,7 @@ class HwMonitor {
   AerCounterMonitor aer_counters_;
   std::vector<std::string> link_devices_, aer_devices_;
   std::map<std::string, LinkReading> last_readings_;
+  std::set<std::string> silent_link_ends_;  // ports whose link the device below reports
   std::vector<DeviceEvent> pending_;
   uint64_t next_sysfs_poll_ns_ = 0;
   uint64_t unparsed_ = 0;

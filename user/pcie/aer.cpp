@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "core/strings.h"
+
 namespace slowburn {
 
 namespace {
@@ -55,13 +57,6 @@ constexpr BitName kUncorrectable[] = {
 std::span<const BitName> table_for(AerSeverity severity) {
   if (severity == AerSeverity::correctable) return kCorrectable;
   return kUncorrectable;
-}
-
-std::optional<uint64_t> parse_u64(std::string_view text) {
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 // "Receiver Error" -> "RxErr"; unknown long names pass through.
@@ -137,7 +132,8 @@ AerCounters parse_aer_counters(std::istream& in) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     size_t space = line.rfind(' ');
-    auto value = space == std::string::npos ? std::nullopt : parse_u64(std::string_view(line).substr(space + 1));
+    auto value =
+        space == std::string::npos ? std::nullopt : parse_number<uint64_t>(std::string_view(line).substr(space + 1));
     if (!value) {
       counters.malformed_lines.push_back(line);
       continue;
@@ -162,14 +158,17 @@ std::vector<AerEvent> AerCounterMonitor::observe(const std::string& device,
   for (const auto& [severity, reading] : counters) {
     auto [it, first] = last_.try_emplace({device, severity});
     for (const auto& [name, value] : reading.by_name) {
+      // An unnamed bit's line appears only once it is non-zero: after the
+      // first reading, a name never seen before counted from 0.
       auto previous = it->second.find(name);
-      if (!first && previous != it->second.end() && value > previous->second) {
+      uint64_t before = previous != it->second.end() ? previous->second : 0;
+      if (!first && value > before) {
         AerEvent event;
         event.device = device;
         event.severity = severity;
         event.bits = {name};
         if (auto bit = bit_number(severity, name)) event.status = 1u << *bit;
-        event.count = value - previous->second;
+        event.count = value - before;
         event.source = "sysfs";
         events.push_back(std::move(event));
       }

@@ -6,10 +6,12 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/strings.h"
+
 namespace slowburn {
 
 std::optional<double> parse_link_speed(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  text = trim_right(text);
   if (text.rfind("Unknown", 0) == 0) return 0.0;
   size_t gt = text.find(" GT/s");
   if (gt == std::string_view::npos || gt == 0) return std::nullopt;
@@ -61,6 +63,12 @@ std::optional<LinkExpectation> find_expectation(const std::vector<ExpectationRul
   return std::nullopt;
 }
 
+std::string format_link(std::optional<unsigned> width, std::optional<double> speed_gts) {
+  if (!width && !speed_gts) return "-";
+  return fmt::format("x{} {} GT/s", width ? std::to_string(*width) : "?",
+                     speed_gts ? fmt::format("{:g}", *speed_gts) : "?");
+}
+
 std::string_view link_status_name(LinkStatus status) {
   switch (status) {
     case LinkStatus::ok:
@@ -105,18 +113,25 @@ std::vector<LinkEvent> LinkMonitor::observe(const std::string& bdf, uint16_t ven
       tracked.expected.speed_gts = reading.max_speed_gts ? reading.max_speed_gts : reading.current_speed_gts;
       if (tracked.expected.width == 0u) tracked.expected.width.reset();
       if (tracked.expected.speed_gts == 0.0) tracked.expected.speed_gts.reset();
-      if (partner_max && reading.max_width && partner_max->width && *partner_max->width > 0)
+      if (partner_max && tracked.expected.width && partner_max->width && *partner_max->width > 0)
         tracked.expected.width = std::min(*tracked.expected.width, *partner_max->width);
-      if (partner_max && reading.max_speed_gts && partner_max->speed_gts && *partner_max->speed_gts > 0)
+      if (partner_max && tracked.expected.speed_gts && partner_max->speed_gts && *partner_max->speed_gts > 0)
         tracked.expected.speed_gts = std::min(*tracked.expected.speed_gts, *partner_max->speed_gts);
     }
   }
   auto [status, reason] = evaluate(reading, tracked.expected);
   std::vector<LinkEvent> events;
   LinkStatus before = tracked.status;
+  // A reading that says nothing (files gone for a moment) keeps the state.
+  if (status == LinkStatus::unknown || status == before) return events;
+  // Down on first sight only for a device that can have a link at all: SR-IOV
+  // virtual functions and root-complex integrated endpoints read "Unknown"/0
+  // forever.
+  if (status == LinkStatus::down && before == LinkStatus::unknown && !tracked.expected.width &&
+      !tracked.expected.speed_gts)
+    return events;
   tracked.status = status;
-  if (status == before || status == LinkStatus::unknown) return events;
-  LinkEvent event{"", bdf, reading, tracked.expected, reason};
+  LinkEvent event{"", bdf, reading, tracked.expected, reason, ""};
   if (status == LinkStatus::down)
     event.type = "link.down";
   else if (status == LinkStatus::downtrained)

@@ -46,6 +46,9 @@ Result<ExpectationRule> parse_expectation_rule(std::string_view text);
 std::optional<LinkExpectation> find_expectation(const std::vector<ExpectationRule>& rules, std::string_view bdf,
                                                 uint16_t vendor, uint16_t device);
 
+// "x16 32 GT/s", "x? 16 GT/s"; "-" when neither is known.
+std::string format_link(std::optional<unsigned> width, std::optional<double> speed_gts);
+
 enum class LinkStatus { ok, downtrained, down, unknown };
 std::string_view link_status_name(LinkStatus status);
 
@@ -54,7 +57,8 @@ struct LinkEvent {
   std::string device;
   LinkReading reading;
   LinkExpectation expected;
-  std::string reason;  // what is below what, in words
+  std::string reason;   // what is below what, in words
+  std::string partner;  // BDF of the other end of the link, when known
 };
 
 // Tracks every device's link against its expectation: explicit rule, else

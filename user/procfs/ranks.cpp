@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/files.h"
+#include "core/strings.h"
 
 namespace slowburn {
 
@@ -34,10 +35,10 @@ constexpr const char* kLocalRankVars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LO
 constexpr const char* kWorldSizeVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "WORLD_SIZE",
                                           "SLURM_NTASKS"};
 
+// Ranks, pids: non-negative integers only.
 std::optional<int> parse_int(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  auto value = parse_number<int>(text);
+  if (!value || *value < 0) return std::nullopt;
   return value;
 }
 
@@ -58,9 +59,7 @@ std::string env_or_empty(const Environment& env, const char* name) {
 std::string read_hostname(const std::filesystem::path& proc_root) {
   auto name = read_file(proc_root / "sys/kernel/hostname");
   if (!name) return {};
-  std::string host = std::move(*name);
-  while (!host.empty() && (host.back() == '\n' || host.back() == ' ')) host.pop_back();
-  return host;
+  return std::string(trim_right(*name));
 }
 
 std::optional<int32_t> parse_pid(const std::string& name) {

@@ -94,6 +94,7 @@ json optional_json(const auto& value) { return value ? json(*value) : json(nullp
 
 json payload_json(const LinkEvent& l) {
   return {{"reason", l.reason},
+          {"partner", l.partner.empty() ? json(nullptr) : json(l.partner)},
           {"current_width", optional_json(l.reading.current_width)},
           {"current_speed_gts", optional_json(l.reading.current_speed_gts)},
           {"max_width", optional_json(l.reading.max_width)},

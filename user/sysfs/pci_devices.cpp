@@ -3,38 +3,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "core/files.h"
+#include "core/strings.h"
 
 namespace slowburn {
 
 namespace {
 
-bool is_bdf(const std::string& name) {
-  static const std::regex kBdf(R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])");
-  return std::regex_match(name, kBdf);
-}
-
 std::optional<std::string> read_trimmed(const std::filesystem::path& path) {
   auto text = read_file(path);
   if (!text) return std::nullopt;
-  std::string value = std::move(*text);
-  while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
-  return value;
-}
-
-template <typename T>
-std::optional<T> parse_number(const std::string& text, int base) {
-  std::string_view digits = text;
-  if (base == 16 && digits.rfind("0x", 0) == 0) digits.remove_prefix(2);
-  T value{};
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
-  return value;
+  return std::string(trim_right(*text));
 }
 
 // The BDF path components above a device, from its resolved sysfs path:
@@ -50,6 +34,39 @@ std::optional<std::string> parent_of(const std::filesystem::path& device_dir) {
 }
 
 }  // namespace
+
+bool is_bdf(std::string_view name) {
+  auto hex = [&](size_t from, size_t count) {
+    for (size_t i = from; i < from + count; ++i)
+      if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
+    return true;
+  };
+  return name.size() == 12 && hex(0, 4) && name[4] == ':' && hex(5, 2) && name[7] == ':' && hex(8, 2) &&
+         name[10] == '.' && name[11] >= '0' && name[11] <= '7';
+}
+
+std::optional<uint8_t> pcie_port_type(std::string_view config) {
+  auto byte = [&](size_t at) -> std::optional<uint8_t> {
+    if (at >= config.size()) return std::nullopt;
+    return static_cast<uint8_t>(config[at]);
+  };
+  auto status = byte(0x06);
+  if (!status || !(*status & 0x10)) return std::nullopt;  // no capability list
+  auto next = byte(0x34);
+  // Bounded walk: a corrupt list must not loop.
+  for (int hops = 0; next && *next >= 0x40 && hops < 48; ++hops) {
+    size_t at = *next & ~size_t{3};
+    auto id = byte(at);
+    if (!id) return std::nullopt;
+    if (*id == 0x10) {  // PCI Express capability: Device/Port Type in bits 7:4 of its register
+      auto reg = byte(at + 2);
+      if (!reg) return std::nullopt;
+      return static_cast<uint8_t>((*reg >> 4) & 0xf);
+    }
+    next = byte(at + 1);
+  }
+  return std::nullopt;
+}
 
 std::string normalize_bdf(std::string_view address) {
   std::string bdf(address);
@@ -120,6 +137,8 @@ std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root)
     number("device", dev.device, 16);
     number("class", dev.class_code, 16);
     dev.link = read_link_reading(sysfs_root, name, &dev.notes);
+    if (auto config = read_file(entry.path() / "config")) dev.port_type = pcie_port_type(*config);
+    dev.virtual_function = std::filesystem::exists(entry.path() / "physfn", ec);
     devices.push_back(std::move(dev));
   }
   std::sort(devices.begin(), devices.end(), [](const PciDevice& a, const PciDevice& b) { return a.bdf < b.bdf; });

@@ -23,8 +23,21 @@ struct PciDevice {
   uint16_t device = 0;
   uint32_t class_code = 0;  // 0x030200
   LinkReading link;
+  // PCIe Device/Port Type from the config space's PCI Express capability
+  // (readable in full by root): 0 endpoint, 1 legacy endpoint, 4 root port,
+  // 5 switch upstream port, 6 switch downstream port, 7 PCIe-to-PCI bridge,
+  // 9 root-complex integrated endpoint, 10 root-complex event collector.
+  std::optional<uint8_t> port_type;
+  bool virtual_function = false;   // SR-IOV VF: has a physfn link, no link of its own
   std::vector<std::string> notes;  // attributes that were malformed (absent link files are normal)
 };
+
+// PCIe port type from raw config space bytes (nullopt: no PCIe capability,
+// or the bytes stop short of it).
+std::optional<uint8_t> pcie_port_type(std::string_view config);
+
+// "0000:3b:00.0"
+bool is_bdf(std::string_view name);
 
 // Every device under sysfs_root/bus/pci/devices, sorted by BDF.
 std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root);

@@ -17,11 +17,17 @@ namespace {
 
 constexpr uint16_t kNvidia = 0x10de;
 
+// PCIe port types (PCI Express capability register).
+constexpr uint8_t kRootPort = 4, kUpstreamPort = 5, kDownstreamPort = 6, kIntegratedEndpoint = 9, kEventCollector = 10;
+
 DeviceRole role_of(const PciDevice& d, bool named_nic) {
   uint32_t base_sub = d.class_code >> 8;  // class and subclass
   if (base_sub == 0x0302 || (base_sub == 0x0300 && d.vendor == kNvidia)) return DeviceRole::gpu;
   if (d.vendor == kNvidia && base_sub == 0x0680) return DeviceRole::nvswitch;
   if (named_nic || base_sub == 0x0207 || base_sub == 0x0200) return DeviceRole::nic;
+  if (d.port_type == kRootPort) return DeviceRole::root_port;
+  if (d.port_type == kUpstreamPort || d.port_type == kDownstreamPort) return DeviceRole::switch_port;
+  // Without the config space (not root): a bridge on a host bridge is a root port.
   if (base_sub == 0x0604) return d.parent_bdf ? DeviceRole::switch_port : DeviceRole::root_port;
   return DeviceRole::other;
 }
@@ -34,7 +40,7 @@ std::optional<std::string> pci_owner(const std::filesystem::path& device_link) {
   if (ec) return std::nullopt;
   for (std::filesystem::path p = resolved; !p.empty() && p != p.root_path(); p = p.parent_path()) {
     std::string name = p.filename().string();
-    if (name.size() == 12 && name[4] == ':' && name[7] == ':' && name[10] == '.') return name;
+    if (is_bdf(name)) return name;
   }
   return std::nullopt;
 }
@@ -54,13 +60,6 @@ std::map<std::string, std::string> read_nvidia_information(const std::filesystem
     fields[line.substr(0, colon)] = value;
   }
   return fields;
-}
-
-std::optional<int> to_int(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 size_t common_depth(const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -111,18 +110,22 @@ Topology Topology::read(const std::filesystem::path& sysfs_root, const std::file
     dev.pci = std::move(pci);
     topo.devices_.push_back(std::move(dev));
   }
-  // GPUs: the driver's own numbering where it is loaded, else PCI order.
+  // GPUs by PCI bus order: what nvidia-smi shows and CUDA uses with
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID (the driver's device minor need not follow
+  // it). Devices are sorted by BDF already.
   int next_index = 0;
   for (TopologyDevice& dev : topo.devices_) {
     if (dev.role != DeviceRole::gpu) continue;
+    dev.gpu_index = next_index++;
     auto info = read_nvidia_information(procfs_root / "driver/nvidia/gpus" / dev.pci.bdf / "information");
-    if (auto minor = info.find("Device Minor"); minor != info.end()) dev.gpu_index = to_int(minor->second);
-    if (!dev.gpu_index) dev.gpu_index = next_index;
-    next_index = std::max(next_index, *dev.gpu_index + 1);
     if (auto uuid = info.find("GPU UUID"); uuid != info.end()) dev.gpu_uuid = uuid->second;
     std::string model =
         info.contains("Model") ? info["Model"] : fmt::format("{:04x}:{:04x}", dev.pci.vendor, dev.pci.device);
     dev.label = fmt::format("GPU {} {}", *dev.gpu_index, model);
+  }
+  for (size_t i = 0; i < topo.devices_.size(); ++i) {
+    topo.index_.emplace(topo.devices_[i].pci.bdf, i);
+    for (const std::string& name : topo.devices_[i].names) topo.index_.emplace(name, i);
   }
   for (TopologyDevice& dev : topo.devices_) {
     if (!dev.label.empty()) continue;
@@ -132,12 +135,9 @@ Topology Topology::read(const std::filesystem::path& sysfs_root, const std::file
 }
 
 const TopologyDevice* Topology::find(std::string_view address) const {
-  std::string bdf = normalize_bdf(address);
-  for (const TopologyDevice& dev : devices_) {
-    if (dev.pci.bdf == bdf) return &dev;
-    if (std::find(dev.names.begin(), dev.names.end(), address) != dev.names.end()) return &dev;
-  }
-  return nullptr;
+  auto it = index_.find(address);
+  if (it == index_.end()) it = index_.find(normalize_bdf(address));
+  return it == index_.end() ? nullptr : &devices_[it->second];
 }
 
 std::vector<std::string> Topology::path_to_root(std::string_view address) const {
@@ -158,14 +158,22 @@ std::vector<const TopologyDevice*> Topology::link_partners(std::string_view addr
   std::vector<const TopologyDevice*> children;
   for (const TopologyDevice& other : devices_)
     if (other.pci.parent_bdf == dev->pci.bdf) children.push_back(&other);
-  bool bridge = dev->role == DeviceRole::root_port || dev->role == DeviceRole::switch_port;
-  // A switch's upstream port sits below a bridge and has only bridges (its
-  // downstream ports, on the switch's internal bus) below it: its link is
-  // the one above.
-  bool upstream_port = bridge && dev->pci.parent_bdf && !children.empty() &&
-                       std::all_of(children.begin(), children.end(),
-                                   [](const TopologyDevice* c) { return c->role == DeviceRole::switch_port; });
-  if (bridge && !upstream_port) return children;
+  std::optional<uint8_t> type = dev->pci.port_type;
+  if (dev->pci.virtual_function || type == kIntegratedEndpoint || type == kEventCollector) return partners;  // no link
+  bool downstream_link;
+  if (type) {
+    downstream_link = *type == kRootPort || *type == kDownstreamPort;
+  } else {
+    // No config space (not root): a switch's upstream port sits below a
+    // bridge and has only bridges (its downstream ports) below it; other
+    // bridges link down.
+    bool bridge = dev->role == DeviceRole::root_port || dev->role == DeviceRole::switch_port;
+    bool upstream_port = bridge && dev->pci.parent_bdf && !children.empty() &&
+                         std::all_of(children.begin(), children.end(),
+                                     [](const TopologyDevice* c) { return c->role == DeviceRole::switch_port; });
+    downstream_link = bridge && !upstream_port;
+  }
+  if (downstream_link) return children;
   if (dev->pci.parent_bdf)
     if (const TopologyDevice* parent = find(*dev->pci.parent_bdf)) partners.push_back(parent);
   return partners;
@@ -195,7 +203,7 @@ TopologyDevice* Topology::gpu_for(const RankIdentity& rank) {
       TopologyDevice* match = nullptr;
       for (TopologyDevice& dev : devices_) {
         if (dev.role != DeviceRole::gpu) continue;
-        if (auto index = to_int(entry); index && dev.gpu_index == *index) match = &dev;
+        if (auto index = parse_number<int>(entry); index && dev.gpu_index == *index) match = &dev;
         if (entry.rfind("GPU-", 0) == 0 && !dev.gpu_uuid.empty() && dev.gpu_uuid.rfind(entry, 0) == 0) match = &dev;
       }
       if (match)
@@ -218,19 +226,21 @@ TopologyDevice* Topology::gpu_for(const RankIdentity& rank) {
 }
 
 TopologyDevice* Topology::nic_for(const RankIdentity& rank, const TopologyDevice* gpu) {
-  // NCCL_IB_HCA: "mlx5_0,mlx5_1", "=mlx5_0:1" (exact), "^mlx5_2" (excluded).
+  // NCCL_IB_HCA: "mlx5_0,mlx5_1" (prefixes), "=mlx5_0:1" (exact), "^mlx5_2"
+  // (excluded), "^=mlx5_2" (excluded, exact).
   std::string hca = rank.nccl_ib_hca;
   bool exclude = !hca.empty() && hca[0] == '^';
+  if (exclude) hca.erase(0, 1);
   bool exact = !hca.empty() && hca[0] == '=';
-  if (exclude || exact) hca.erase(0, 1);
+  if (exact) hca.erase(0, 1);
   std::vector<std::string> wanted;
   for (const std::string& entry : split(hca, ',')) wanted.push_back(entry.substr(0, entry.find(':')));
-  // Without NCCL_IB_HCA, NCCL's IB transport uses the InfiniBand/RoCE
-  // devices: plain Ethernet NICs only when there is none.
-  bool any_ib = std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) { return d.rdma; });
+  // NCCL's IB transport uses InfiniBand/RoCE devices (its list names them);
+  // plain Ethernet NICs only when the node has none.
+  bool any_rdma = std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) { return d.rdma; });
   std::vector<TopologyDevice*> candidates;
   for (TopologyDevice& dev : devices_) {
-    if (dev.role != DeviceRole::nic || (wanted.empty() && any_ib && !dev.rdma)) continue;
+    if (dev.role != DeviceRole::nic || (any_rdma && !dev.rdma)) continue;
     bool listed = std::any_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
       return std::any_of(dev.names.begin(), dev.names.end(),
                          [&](const std::string& n) { return exact ? n == w : n.rfind(w, 0) == 0; });

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,7 @@ class Topology {
   TopologyDevice* nic_for(const RankIdentity& rank, const TopologyDevice* gpu);
 
   std::vector<TopologyDevice> devices_;
+  std::map<std::string, size_t, std::less<>> index_;  // BDF and kernel names -> devices_ slot
   std::vector<std::string> notes_;
 };
 
