@@ -85,15 +85,15 @@ Result<std::vector<Target>> resolve_targets(const FunclatArgs& args, SymbolCache
     t.spec.name = symbol;
     t.spec.kind = CallKind::function;
     if (library.find('/') != std::string::npos) {
-      t.spec.targets = {{std::filesystem::path(library).filename().string(), {symbol}}};
+      t.spec.targets = {{std::filesystem::path(library).filename().string(), {symbol}, ""}};
       t.where = resolve_in_file(t.spec, library, cache);
     } else if (args.pid) {
-      t.spec.targets = {{soname_stem(library), {symbol}}};
+      t.spec.targets = {{soname_stem(library), {symbol}, ""}};
       t.where = resolve_in_process(t.spec, args.proc_root, args.pid, maps, cache);
     } else {
       auto file = find_library_file(library);
       if (!file) return file.error();
-      t.spec.targets = {{std::filesystem::path(*file).filename().string(), {symbol}}};
+      t.spec.targets = {{std::filesystem::path(*file).filename().string(), {symbol}, ""}};
       t.where = resolve_in_file(t.spec, *file, cache);
     }
     t.where.spec = &t.spec;

@@ -52,7 +52,14 @@ TEST(Catalog, CudaProbesPreferTheRuntimeThenTheDriver) {
 TEST(SelectProbes, Patterns) {
   auto all = select_probes({});
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), probe_catalog().size());
+  size_t callpair = 0;
+  for (const ProbeSpec& spec : probe_catalog()) callpair += spec.program == ProbeProgram::callpair;
+  EXPECT_EQ(all->size(), callpair);  // the default set: what the call-pair program serves
+  for (const ProbeSpec* spec : *all) EXPECT_EQ(spec->program, ProbeProgram::callpair);
+  auto ib = select_probes({"nccl.ib.*"}, ProbeProgram::nccl_ib);
+  ASSERT_TRUE(ib.ok());
+  EXPECT_EQ(ib->size(), 4u);
+  EXPECT_FALSE(select_probes({"nccl.ib.test"}).ok());  // not a call-pair probe
 
   auto mpi = select_probes({"mpi.*"});
   ASSERT_TRUE(mpi.ok());

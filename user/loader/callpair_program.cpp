@@ -9,7 +9,6 @@
 
 #include "loader/bpf_maps.h"
 #include "loader/privileges.h"
-#include "loader/uprobe_multi.h"
 #include "slowburn/callpair.h"
 
 // After slowburn/callpair.h: the skeleton refers to its types.
@@ -35,19 +34,14 @@ uint64_t make_callpair_cookie(uint16_t probe_id, uint8_t size_arg, uint8_t aux_a
 }
 
 Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairConfig& config) {
-  AttachMode mode =
-      config.attach_mode.value_or(kernel_has_uprobe_multi() ? AttachMode::multi_link : AttachMode::perf_link);
-  if (mode == AttachMode::multi_link && !kernel_has_uprobe_multi())
-    return make_error("this kernel has no multi-uprobe links with PID filtering (Linux 6.10+)");
+  auto mode = choose_attach_mode(config.attach_mode);
+  if (!mode) return mode.error();
   callpair_bpf* skel = callpair_bpf::open();
   if (!skel)
     return make_sys_error(errno, "cannot open the call-pair BPF object (embedded in slowburn: a build problem)");
-  std::unique_ptr<CallpairProgram> program(new CallpairProgram(skel, mode));
-  if (mode == AttachMode::multi_link) {
-    // Fixed at load time: a program is either multi-uprobe or perf-event attached.
-    bpf_program__set_expected_attach_type(skel->progs.call_enter, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-    bpf_program__set_expected_attach_type(skel->progs.call_exit, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  }
+  std::unique_ptr<CallpairProgram> program(new CallpairProgram(skel, *mode));
+  prepare_program(skel->progs.call_enter, *mode);
+  prepare_program(skel->progs.call_exit, *mode);
 
   skel->rodata->targ_tgid = config.target_tgid;
   skel->rodata->targ_min_ns = config.min_duration_ns;
@@ -64,51 +58,13 @@ Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairCon
 }
 
 CallpairProgram::~CallpairProgram() {
-  for (int fd : multi_links_) close(fd);
-  for (bpf_link* link : perf_links_) bpf_link__destroy(link);
+  links_.reset();  // the links, then the programs they run
   callpair_bpf::destroy(skel_);
 }
 
 Result<void> CallpairProgram::attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites) {
-  if (sites.empty()) return {};
-  bpf_program* programs[] = {skel_->progs.call_enter, skel_->progs.call_exit};
-  std::string where = fmt::format("{}{}", path, pid > 0 ? fmt::format(" in pid {}", pid) : "");
-  if (mode_ == AttachMode::multi_link) {
-    std::vector<uint64_t> offsets, cookies;
-    for (const UprobeSite& site : sites) {
-      offsets.push_back(site.file_offset);
-      cookies.push_back(site.cookie);
-    }
-    int fds[2] = {-1, -1};
-    for (int i = 0; i < 2; ++i) {
-      auto fd = create_uprobe_multi_link(bpf_program__fd(programs[i]), path, offsets, cookies, pid, i == 1);
-      if (!fd) {
-        if (fds[0] >= 0) close(fds[0]);
-        return make_sys_error(fd.error().sys_errno,
-                              fmt::format("cannot attach {} uprobe(s) at {}", sites.size(), where));
-      }
-      fds[i] = *fd;
-    }
-    multi_links_.insert(multi_links_.end(), {fds[0], fds[1]});
-    return {};
-  }
-  std::vector<bpf_link*> made;
-  for (const UprobeSite& site : sites) {
-    for (int i = 0; i < 2; ++i) {
-      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = i == 1);
-      bpf_link* link =
-          bpf_program__attach_uprobe_opts(programs[i], pid > 0 ? pid : -1, path.c_str(), site.file_offset, &opts);
-      if (!link) {
-        int err = errno;
-        for (bpf_link* l : made) bpf_link__destroy(l);
-        return make_sys_error(
-            err, fmt::format("cannot attach {} at {}+0x{:x}", i ? "uretprobe" : "uprobe", where, site.file_offset));
-      }
-      made.push_back(link);
-    }
-  }
-  perf_links_.insert(perf_links_.end(), made.begin(), made.end());
-  return {};
+  if (auto ok = links_->attach(skel_->progs.call_enter, false, path, pid, sites); !ok) return ok;
+  return links_->attach(skel_->progs.call_exit, true, path, pid, sites);
 }
 
 int CallpairProgram::events_fd() const { return bpf_map__fd(skel_->maps.events); }

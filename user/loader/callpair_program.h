@@ -12,17 +12,13 @@
 
 #include "core/error.h"
 #include "events/call_event.h"
+#include "loader/uprobe_links.h"
 #include "stats/log2_hist.h"
 
 struct callpair_bpf;
 struct bpf_link;
 
 namespace slowburn {
-
-// How uprobes are attached: one multi-uprobe link per (file, process,
-// direction) where the kernel has them (fast to attach and detach), else one
-// perf-event link per uprobe (any kernel with bpf_cookie, 5.15+).
-enum class AttachMode { multi_link, perf_link };
 
 struct CallpairConfig {
   uint32_t target_tgid = 0;      // 0: every process an attachment allows
@@ -33,12 +29,6 @@ struct CallpairConfig {
   uint64_t wakeup_bytes = 256u << 10;     // pending bytes that wake the consumer before its poll timer
   uint32_t max_thread_states = 16384;     // (thread, probe) entry states, LRU
   std::optional<AttachMode> attach_mode;  // default: multi_link where the kernel has it
-};
-
-// One place to put a probe: an offset in a file and the cookie it fires with.
-struct UprobeSite {
-  uint64_t file_offset = 0;
-  uint64_t cookie = 0;
 };
 
 struct KernelHistogram {
@@ -76,18 +66,16 @@ class CallpairProgram {
   std::vector<KernelHistogram> take_histograms(const std::string& unit);
   std::vector<InFlightCall> in_flight() const;
   CallpairCounters counters() const;
-  size_t link_count() const { return perf_links_.size() + multi_links_.size(); }
-  AttachMode attach_mode() const { return mode_; }
+  size_t link_count() const { return links_->size(); }
+  AttachMode attach_mode() const { return links_->mode(); }
   uint32_t entry_program_id() const;
   uint32_t exit_program_id() const;
 
  private:
-  CallpairProgram(callpair_bpf* skel, AttachMode mode) : skel_(skel), mode_(mode) {}
+  CallpairProgram(callpair_bpf* skel, AttachMode mode) : skel_(skel), links_(std::make_unique<UprobeLinks>(mode)) {}
   std::vector<KernelHistogram> read_histograms(const std::string& unit, bool and_delete);
   callpair_bpf* skel_;
-  AttachMode mode_;
-  std::vector<bpf_link*> perf_links_;
-  std::vector<int> multi_links_;  // link fds
+  std::unique_ptr<UprobeLinks> links_;
 };
 
 }  // namespace slowburn

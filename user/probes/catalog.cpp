@@ -19,7 +19,7 @@ ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, 
   spec.kind = kind;
   // MPI_X is a weak alias of PMPI_X in OpenMPI (one address, attached once);
   // attaching at libmpi also catches calls routed through a PMPI tool layer.
-  spec.targets = {{"libmpi.so", {symbol, "P" + symbol}}};
+  spec.targets = {{"libmpi.so", {symbol, "P" + symbol}, ""}};
   spec.size_arg = size_arg;
   spec.size_unit = size_arg ? SizeUnit::elements : SizeUnit::none;
   return spec;
@@ -32,7 +32,7 @@ ProbeSpec nccl(uint16_t id, std::string name, std::string symbol, CallKind kind,
   spec.name = std::move(name);
   spec.description = std::move(description);
   spec.kind = kind;
-  spec.targets = {{"libnccl.so", {symbol, "p" + symbol}}};
+  spec.targets = {{"libnccl.so", {symbol, "p" + symbol}, ""}};
   spec.size_arg = size_arg;
   spec.aux_arg = datatype_arg;
   spec.size_unit = size_arg ? SizeUnit::nccl_elements : SizeUnit::none;
@@ -48,8 +48,46 @@ ProbeSpec cuda(uint16_t id, std::string name, std::vector<std::string> runtime_s
   spec.kind = CallKind::device_wait;
   // The runtime API when the process loaded libcudart; the driver API
   // otherwise (static cudart, as PyTorch links it, still calls libcuda).
-  spec.targets = {{"libcudart.so", std::move(runtime_symbols)}, {"libcuda.so", std::move(driver_symbols)}};
+  spec.targets = {{"libcudart.so", std::move(runtime_symbols), ""}, {"libcuda.so", std::move(driver_symbols), ""}};
   spec.aux_arg = 1;  // the stream / event handle
+  return spec;
+}
+
+// NCCL's IB transport (src/transport/net_ib.cc up to 2.28): C++ linkage,
+// hidden, in .symtab only. Signatures of 2.26-2.28 (2.26 added phandle).
+ProbeSpec nccl_ib(uint16_t id, std::string name, std::string symbol, std::string signature, std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = CallKind::request;
+  spec.program = ProbeProgram::nccl_ib;
+  spec.targets = {{"libnccl.so", {symbol}, std::move(signature)}};
+  return spec;
+}
+
+ProbeSpec verbs(uint16_t id, std::string name, std::string symbol, CallKind kind, ProbeProgram program,
+                uint8_t size_arg, std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = kind;
+  spec.program = program;
+  spec.targets = {{"libibverbs.so", {symbol}, ""}};
+  spec.size_arg = size_arg;
+  spec.size_unit = size_arg ? SizeUnit::bytes : SizeUnit::none;
+  return spec;
+}
+
+ProbeSpec provider(uint16_t id, std::string name, std::string symbol, std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = CallKind::function;
+  // Hidden in the provider library: only with its .symtab or debug info.
+  spec.targets = {{"libmlx5.so", {symbol}, ""}};
   return spec;
 }
 
@@ -83,6 +121,25 @@ std::vector<ProbeSpec> build_catalog() {
       cuda(40, "cuda.stream_sync", {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz"},
            {"cuStreamSynchronize", "cuStreamSynchronize_ptsz"}, "host waits for a CUDA stream"),
       cuda(41, "cuda.event_sync", {"cudaEventSynchronize"}, {"cuEventSynchronize"}, "host waits for a CUDA event"),
+      verbs(60, "verbs.reg_mr", "ibv_reg_mr", K::function, ProbeProgram::callpair, 3,
+            "ibv_reg_mr latency (length: bytes)"),
+      provider(61, "verbs.mlx5.post_send", "mlx5_post_send", "mlx5 provider: post send work requests"),
+      provider(62, "verbs.mlx5.poll_cq", "mlx5_poll_cq", "mlx5 provider: poll a completion queue"),
+      nccl_ib(80, "nccl.ib.isend", "ncclIbIsend", "ncclIbIsend(void*, void*, unsigned long, int, void*, void*, void**)",
+              "NCCL IB send request: posted, then completed by ncclIbTest"),
+      nccl_ib(81, "nccl.ib.irecv", "ncclIbIrecv",
+              "ncclIbIrecv(void*, int, void**, unsigned long*, int*, void**, void**, void**)",
+              "NCCL IB receive request"),
+      nccl_ib(82, "nccl.ib.iflush", "ncclIbIflush", "ncclIbIflush(void*, int, void**, int*, void**, void**)",
+              "NCCL IB flush (GPU Direct RDMA read back)"),
+      nccl_ib(83, "nccl.ib.test", "ncclIbTest", "ncclIbTest(void*, int*, int*)",
+              "NCCL IB completion poll: *done = 1 completes a request"),
+      verbs(90, "verbs.modify_qp", "ibv_modify_qp", K::control, ProbeProgram::verbs, 0,
+            "QP state transitions (to ERR or SQE: an event)"),
+      verbs(91, "verbs.create_qp", "ibv_create_qp", K::control, ProbeProgram::verbs, 0, "QP creation (inventory)"),
+      verbs(92, "verbs.destroy_qp", "ibv_destroy_qp", K::control, ProbeProgram::verbs, 0, "QP destruction (inventory)"),
+      verbs(93, "verbs.async_event", "ibv_get_async_event", K::control, ProbeProgram::verbs, 0,
+            "asynchronous events: QP_FATAL, PORT_ERR, DEVICE_FATAL ..."),
   };
 }
 
@@ -100,6 +157,10 @@ std::string_view call_kind_name(CallKind kind) {
       return "async-enqueue";
     case CallKind::device_wait:
       return "device-wait";
+    case CallKind::request:
+      return "request";
+    case CallKind::control:
+      return "control";
     case CallKind::function:
       return "function";
   }
@@ -123,22 +184,25 @@ const ProbeSpec* find_probe(uint16_t id) {
   return nullptr;
 }
 
-Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::string>& patterns) {
+Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::string>& patterns,
+                                                    ProbeProgram program) {
   std::vector<const ProbeSpec*> selected;
   if (patterns.empty()) {
-    for (const ProbeSpec& spec : probe_catalog()) selected.push_back(&spec);
+    for (const ProbeSpec& spec : probe_catalog())
+      if (spec.program == program) selected.push_back(&spec);
     return selected;
   }
   for (const std::string& pattern : patterns) {
     bool matched = false;
     for (const ProbeSpec& spec : probe_catalog()) {
-      if (fnmatch(pattern.c_str(), spec.name.c_str(), 0) != 0) continue;
+      if (spec.program != program || fnmatch(pattern.c_str(), spec.name.c_str(), 0) != 0) continue;
       matched = true;
       if (std::find(selected.begin(), selected.end(), &spec) == selected.end()) selected.push_back(&spec);
     }
     if (!matched) {
       std::vector<std::string> known;
-      for (const ProbeSpec& spec : probe_catalog()) known.push_back(spec.name);
+      for (const ProbeSpec& spec : probe_catalog())
+        if (spec.program == program) known.push_back(spec.name);
       return make_error("no probe matches '{}'; known probes: {} (see 'slowburn probes')", pattern, join(known));
     }
   }

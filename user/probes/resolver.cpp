@@ -13,17 +13,32 @@ namespace slowburn {
 
 namespace {
 
-// Looks every symbol of a target up in one file; aliases collapse to one site.
-std::vector<AttachSite> find_sites(const ElfSymbols& symbols, const ProbeTarget& target) {
+// Looks every symbol of a target up in one file; aliases collapse to one
+// site. With an expected signature, a symbol of the same name and another
+// signature is not a site: it goes to `unsupported`, demangled.
+std::vector<AttachSite> find_sites(const ElfSymbols& symbols, const ProbeTarget& target,
+                                   std::vector<std::string>* unsupported = nullptr) {
   std::vector<AttachSite> sites;
   std::set<uint64_t> seen;
   for (const std::string& name : target.symbols) {
     for (const ElfSymbol& symbol : symbols.lookup(name)) {
+      std::string demangled = symbol.demangled.empty() ? demangle(symbol.name) : symbol.demangled;
+      if (!target.signature.empty() && !same_signature(demangled, target.signature)) {
+        if (unsupported) unsupported->push_back(demangled);
+        continue;
+      }
       if (!seen.insert(symbol.address).second) continue;
-      sites.push_back({symbol.name, symbol.demangled, symbol.address, symbol.file_offset});
+      sites.push_back({symbol.name, demangled == symbol.name ? "" : demangled, symbol.address, symbol.file_offset});
     }
   }
   return sites;
+}
+
+std::string missing_reason(const std::string& file, const ProbeTarget& target,
+                           const std::vector<std::string>& unsupported) {
+  if (!unsupported.empty())
+    return fmt::format("unsupported: {} has {}; slowburn decodes {}", file, join(unsupported, ", "), target.signature);
+  return fmt::format("symbol missing: {} has none of {}", file, join(target.symbols));
 }
 
 std::vector<std::string> all_symbols(const ProbeSpec& spec) {
@@ -38,7 +53,9 @@ std::vector<std::string> all_symbols(const ProbeSpec& spec) {
 Result<std::shared_ptr<const ElfSymbols>> SymbolCache::get(const std::filesystem::path& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return make_sys_error(errno, "cannot stat " + path.string());
-  auto key = std::make_pair(st.st_dev, st.st_ino);
+  // The same file (device, inode) with the same contents (build id): a file
+  // replaced in place by an upgrade gets a new entry.
+  auto key = std::make_tuple(st.st_dev, st.st_ino, read_build_id(path));
   if (auto it = by_file_.find(key); it != by_file_.end()) return it->second;
   auto symbols = ElfSymbols::open(path);
   if (!symbols) return symbols.error();
@@ -103,9 +120,10 @@ ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem:
       notes.push_back(symbols.error().message);
       continue;
     }
-    auto sites = find_sites(**symbols, target);
+    std::vector<std::string> unsupported;
+    auto sites = find_sites(**symbols, target, &unsupported);
     if (sites.empty()) {
-      notes.push_back(fmt::format("symbol missing: {} has none of {}", mapping->path, join(target.symbols)));
+      notes.push_back(missing_reason(mapping->path, target, unsupported));
       continue;
     }
     result.resolved = true;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -40,7 +41,7 @@ class SymbolCache {
   size_t size() const { return by_file_.size(); }
 
  private:
-  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const ElfSymbols>> by_file_;
+  std::map<std::tuple<dev_t, ino_t, std::string>, std::shared_ptr<const ElfSymbols>> by_file_;
 };
 
 // In a library or executable file the user named (slowburn probes --lib,

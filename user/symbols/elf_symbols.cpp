@@ -2,14 +2,17 @@
 
 #include <cxxabi.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -18,31 +21,45 @@ namespace slowburn {
 struct ElfSymbols::Table {
   std::vector<ElfSymbol> functions;
   std::unordered_multimap<std::string_view, size_t> by_name;  // views into functions[i].name
+  std::string build_id;
+  std::optional<std::filesystem::path> debug_file;
 };
 
 namespace {
 
+constexpr uint16_t kVersymHidden = 0x8000;  // VERSYM_HIDDEN: name@VER, not the default name@@VER
+
 struct ElfHandle {
   int fd = -1;
   Elf* elf = nullptr;
+  ElfHandle() = default;
+  ElfHandle(const ElfHandle&) = delete;
+  ElfHandle& operator=(const ElfHandle&) = delete;
   ~ElfHandle() {
     if (elf) elf_end(elf);
     if (fd >= 0) close(fd);
   }
+  Result<void> open(const std::filesystem::path& path) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return make_sys_error(errno, "cannot open " + path.string());
+    elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    if (!elf || elf_kind(elf) != ELF_K_ELF)
+      return make_error("{} is not an ELF file: {}", path.string(), elf_errmsg(-1));
+    return {};
+  }
 };
 
-// Strips parameter list and whitespace differences: "f(int, char*)" and
-// "f(int,char*)" compare equal.
+bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Drops spaces except between two identifier characters ("unsigned long").
 std::string normalise_signature(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == ' ') {
-      // Keep a space only between two identifier characters ("unsigned long").
-      bool left = !out.empty() && (std::isalnum(static_cast<unsigned char>(out.back())) || out.back() == '_');
-      bool right = i + 1 < text.size() && (std::isalnum(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '_');
-      if (left && right) out += ' ';
+      if (!out.empty() && identifier_char(out.back()) && i + 1 < text.size() && identifier_char(text[i + 1]))
+        out += ' ';
       continue;
     }
     out += c;
@@ -55,10 +72,121 @@ std::string_view base_name(std::string_view demangled) {
   return paren == std::string_view::npos ? demangled : demangled.substr(0, paren);
 }
 
-// Collects STT_FUNC / STT_GNU_IFUNC definitions of one symbol table.
-void read_symbol_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, bool dynamic, std::vector<ElfSymbol>& out) {
+struct LoadSegment {
+  uint64_t vaddr, offset, filesz;
+};
+
+std::vector<LoadSegment> load_segments(Elf* elf) {
+  std::vector<LoadSegment> segments;
+  size_t count = 0;
+  if (elf_getphdrnum(elf, &count) != 0) return segments;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_LOAD)
+      segments.push_back({phdr.p_vaddr, phdr.p_offset, phdr.p_filesz});
+  }
+  return segments;
+}
+
+// File offset of an address, through the main file's PT_LOAD segments: the
+// same for symbols read from a separate debug file, whose sections are NOBITS.
+std::optional<uint64_t> file_offset_of(const std::vector<LoadSegment>& segments, uint64_t address) {
+  for (const LoadSegment& s : segments)
+    if (address >= s.vaddr && address < s.vaddr + s.filesz) return address - s.vaddr + s.offset;
+  return std::nullopt;
+}
+
+Elf_Scn* find_section(Elf* elf, Elf64_Word type, const char* name = nullptr) {
+  size_t shstrndx = 0;
+  elf_getshdrstrndx(elf, &shstrndx);
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != type) continue;
+    if (!name) return scn;
+    const char* section_name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (section_name && std::strcmp(section_name, name) == 0) return scn;
+  }
+  return nullptr;
+}
+
+std::string build_id_of(Elf* elf) {
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    size_t offset = 0, name_offset = 0, desc_offset = 0;
+    GElf_Nhdr note;
+    while ((offset = gelf_getnote(data, offset, &note, &name_offset, &desc_offset)) > 0) {
+      if (note.n_type != NT_GNU_BUILD_ID || note.n_namesz != 4 ||
+          std::memcmp(static_cast<char*>(data->d_buf) + name_offset, "GNU", 4) != 0)
+        continue;
+      std::string hex;
+      const auto* bytes = static_cast<const unsigned char*>(data->d_buf) + desc_offset;
+      for (size_t i = 0; i < note.n_descsz; ++i) hex += fmt::format("{:02x}", bytes[i]);
+      return hex;
+    }
+  }
+  return {};
+}
+
+// .gnu_debuglink: a file name, padding, then a CRC32 of the debug file.
+std::optional<std::pair<std::string, uint32_t>> debuglink_of(Elf* elf) {
+  Elf_Scn* scn = find_section(elf, SHT_PROGBITS, ".gnu_debuglink");
+  if (!scn) return std::nullopt;
   Elf_Data* data = elf_getdata(scn, nullptr);
-  if (!data || shdr.sh_entsize == 0) return;
+  if (!data || data->d_size < 8) return std::nullopt;
+  const char* text = static_cast<const char*>(data->d_buf);
+  size_t name_length = strnlen(text, data->d_size);
+  size_t crc_at = (name_length + 4) & ~size_t{3};
+  if (crc_at + 4 > data->d_size) return std::nullopt;
+  uint32_t crc = 0;
+  std::memcpy(&crc, text + crc_at, 4);
+  return std::make_pair(std::string(text, name_length), crc);
+}
+
+uint32_t file_crc32(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uLong crc = crc32(0, nullptr, 0);
+  std::vector<unsigned char> buffer(1 << 16);
+  ssize_t n;
+  while ((n = read(fd, buffer.data(), buffer.size())) > 0) crc = crc32(crc, buffer.data(), static_cast<uInt>(n));
+  close(fd);
+  return static_cast<uint32_t>(crc);
+}
+
+// Where gdb looks: /usr/lib/debug/.build-id/ab/cdef.debug, then the
+// debuglink name next to the file, in .debug/, and under the debug dirs.
+std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path& path, Elf* elf,
+                                                     const std::string& build_id, const DebugInfoSearch& search) {
+  std::error_code ec;
+  if (build_id.size() > 2) {
+    for (const auto& dir : search.debug_dirs) {
+      auto candidate = dir / ".build-id" / build_id.substr(0, 2) / (build_id.substr(2) + ".debug");
+      if (std::filesystem::exists(candidate, ec)) return candidate;
+    }
+  }
+  auto link = debuglink_of(elf);
+  if (!link) return std::nullopt;
+  std::filesystem::path dir = std::filesystem::weakly_canonical(path, ec).parent_path();
+  std::vector<std::filesystem::path> candidates = {dir / link->first, dir / ".debug" / link->first};
+  for (const auto& debug_dir : search.debug_dirs) candidates.push_back(debug_dir / dir.relative_path() / link->first);
+  for (const auto& candidate : candidates) {
+    if (candidate == path || !std::filesystem::exists(candidate, ec)) continue;
+    if (file_crc32(candidate) == link->second) return candidate;  // not a stale copy
+  }
+  return std::nullopt;
+}
+
+// Collects STT_FUNC / STT_GNU_IFUNC definitions of one symbol table.
+void read_symbol_table(Elf* elf, Elf_Scn* scn, bool dynamic, const std::vector<LoadSegment>& segments,
+                       Elf_Data* versym, std::vector<ElfSymbol>& out) {
+  GElf_Shdr shdr;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  if (!gelf_getshdr(scn, &shdr) || !data || shdr.sh_entsize == 0) return;
   size_t count = shdr.sh_size / shdr.sh_entsize;
   for (size_t i = 0; i < count; ++i) {
     GElf_Sym sym;
@@ -68,19 +196,19 @@ void read_symbol_table(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr, bool dynam
         sym.st_value == 0)
       continue;
     const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-    if (!name || !*name) continue;
-    // File offset = address - section address + section file offset.
-    Elf_Scn* home = elf_getscn(elf, sym.st_shndx);
-    GElf_Shdr home_shdr;
-    if (!home || !gelf_getshdr(home, &home_shdr) || home_shdr.sh_type == SHT_NOBITS) continue;
+    auto offset = file_offset_of(segments, sym.st_value);
+    if (!name || !*name || !offset) continue;
     ElfSymbol symbol;
     symbol.name = name;
     symbol.address = sym.st_value;
     symbol.size = sym.st_size;
-    symbol.file_offset = sym.st_value - home_shdr.sh_addr + home_shdr.sh_offset;
+    symbol.file_offset = *offset;
     symbol.dynamic = dynamic;
     int bind = GELF_ST_BIND(sym.st_info);
     symbol.global = bind == STB_GLOBAL || bind == STB_WEAK;
+    GElf_Versym version;
+    if (versym && gelf_getversym(versym, static_cast<int>(i), &version))
+      symbol.hidden_version = (version & kVersymHidden) != 0;
     out.push_back(std::move(symbol));
   }
 }
@@ -97,6 +225,15 @@ std::string demangle(const std::string& mangled) {
   return result;
 }
 
+bool same_signature(std::string_view a, std::string_view b) { return normalise_signature(a) == normalise_signature(b); }
+
+std::string read_build_id(const std::filesystem::path& path) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return {};
+  ElfHandle handle;
+  if (!handle.open(path)) return {};
+  return build_id_of(handle.elf);
+}
+
 ElfSymbols::ElfSymbols(std::filesystem::path path, std::unique_ptr<Table> table)
     : path_(std::move(path)), table_(std::move(table)) {}
 ElfSymbols::ElfSymbols(ElfSymbols&&) noexcept = default;
@@ -104,30 +241,38 @@ ElfSymbols& ElfSymbols::operator=(ElfSymbols&&) noexcept = default;
 ElfSymbols::~ElfSymbols() = default;
 
 size_t ElfSymbols::function_count() const { return table_->functions.size(); }
+const std::string& ElfSymbols::build_id() const { return table_->build_id; }
+const std::optional<std::filesystem::path>& ElfSymbols::debug_file() const { return table_->debug_file; }
 
-Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path) {
+Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const DebugInfoSearch& search) {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error("libelf initialisation failed: {}", elf_errmsg(-1));
-  ElfHandle handle;
-  handle.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (handle.fd < 0) return make_sys_error(errno, "cannot open " + path.string());
-  handle.elf = elf_begin(handle.fd, ELF_C_READ_MMAP, nullptr);
-  if (!handle.elf || elf_kind(handle.elf) != ELF_K_ELF)
-    return make_error("{} is not an ELF file: {}", path.string(), elf_errmsg(-1));
+  ElfHandle main;
+  if (auto ok = main.open(path); !ok) return ok.error();
 
   auto table = std::make_unique<Table>();
+  auto segments = load_segments(main.elf);
+  table->build_id = build_id_of(main.elf);
+  if (Elf_Scn* dynsym = find_section(main.elf, SHT_DYNSYM)) {
+    Elf_Scn* versym = find_section(main.elf, SHT_GNU_versym);
+    read_symbol_table(main.elf, dynsym, true, segments, versym ? elf_getdata(versym, nullptr) : nullptr,
+                      table->functions);
+  }
   std::vector<ElfSymbol> symtab;
-  Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(handle.elf, scn)) != nullptr) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr)) continue;
-    if (shdr.sh_type == SHT_DYNSYM)
-      read_symbol_table(handle.elf, scn, shdr, true, table->functions);
-    else if (shdr.sh_type == SHT_SYMTAB)
-      read_symbol_table(handle.elf, scn, shdr, false, symtab);
+  if (Elf_Scn* scn = find_section(main.elf, SHT_SYMTAB)) {
+    read_symbol_table(main.elf, scn, false, segments, nullptr, symtab);
+  } else if (auto debug = find_debug_file(path, main.elf, table->build_id, search)) {
+    // Stripped: the full symbol table lives in the separate debug file.
+    ElfHandle separate;
+    if (separate.open(*debug)) {
+      if (Elf_Scn* scn = find_section(separate.elf, SHT_SYMTAB)) {
+        read_symbol_table(separate.elf, scn, false, segments, nullptr, symtab);
+        table->debug_file = *debug;
+      }
+    }
   }
   // .symtab repeats the exported names: keep a .symtab entry only when its
-  // name is not already known from .dynsym.
-  // (Copies of the names: views into `functions` would dangle as it grows.)
+  // name is not already known from .dynsym. (Copies of the names: views into
+  // `functions` would dangle as it grows.)
   std::unordered_set<std::string> exported;
   for (const ElfSymbol& s : table->functions) exported.insert(s.name);
   for (ElfSymbol& s : symtab)
@@ -160,6 +305,10 @@ std::vector<ElfSymbol> ElfSymbols::lookup(std::string_view query) const {
       found.push_back(std::move(copy));
     }
   }
+  // ibv_modify_qp@IBVERBS_1.0 is a compat shim that calls ibv_modify_qp@@IBVERBS_1.1:
+  // probing both would count each call twice.
+  bool has_default = std::any_of(found.begin(), found.end(), [](const ElfSymbol& s) { return !s.hidden_version; });
+  if (has_default) std::erase_if(found, [](const ElfSymbol& s) { return s.hidden_version; });
   // Aliases (MPI_Allreduce / PMPI_Allreduce) share an address: attach once.
   std::sort(found.begin(), found.end(), [](const ElfSymbol& a, const ElfSymbol& b) {
     return std::tie(a.address, b.dynamic, b.global) < std::tie(b.address, a.dynamic, a.global);

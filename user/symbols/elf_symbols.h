@@ -1,12 +1,16 @@
-// Function symbols of an ELF file (.dynsym and .symtab), with the file offset
-// a uprobe needs. C++ names can be asked for mangled, as a demangled
-// signature ("ncclIbTest(void*, int*, int*)") or as a bare demangled name
-// ("ncclIbTest"); only names that contain the identifier are demangled.
+// Function symbols of an ELF file (.dynsym with symbol versions, .symtab,
+// and the .symtab of separate debug info found through the build id or
+// .gnu_debuglink), with the file offset a uprobe needs. C++ names can be
+// asked for mangled, as a demangled signature ("ncclIbTest(void*, int*,
+// int*)") or as a bare demangled name ("ncclIbTest"); only names that
+// contain the identifier are demangled. libelf reads the file through mmap:
+// the 218 MB libnccl.so.2 costs its symbol tables, not its size.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,29 +20,39 @@
 namespace slowburn {
 
 struct ElfSymbol {
-  std::string name;       // as stored (mangled for C++)
-  std::string demangled;  // filled by lookups that demangle; else empty
-  uint64_t address = 0;   // st_value
+  std::string name;          // as stored (mangled for C++)
+  std::string demangled;     // filled by lookups that demangle; else empty
+  uint64_t address = 0;      // st_value
   uint64_t size = 0;
   uint64_t file_offset = 0;  // where a uprobe attaches
   bool dynamic = false;      // from .dynsym (exported) rather than .symtab
   bool global = false;       // STB_GLOBAL or STB_WEAK
+  bool hidden_version = false;  // a non-default symbol version (name@VER, not name@@VER): a compat entry
+};
+
+// Where separate debug info is looked for.
+struct DebugInfoSearch {
+  std::vector<std::filesystem::path> debug_dirs = {"/usr/lib/debug"};
 };
 
 class ElfSymbols {
  public:
-  static Result<ElfSymbols> open(const std::filesystem::path& path);
+  static Result<ElfSymbols> open(const std::filesystem::path& path, const DebugInfoSearch& search = {});
 
   ElfSymbols(ElfSymbols&&) noexcept;
   ElfSymbols& operator=(ElfSymbols&&) noexcept;
   ~ElfSymbols();
 
   // Every defined function matching the query (see the header comment);
-  // symbols at the same address appear once, the exported name preferred.
+  // symbols at the same address appear once, the exported name preferred;
+  // a name that has a default version hides its compat versions.
   std::vector<ElfSymbol> lookup(std::string_view query) const;
 
   const std::filesystem::path& path() const { return path_; }
   size_t function_count() const;
+  const std::string& build_id() const;  // hex, empty when the file has none
+  // The separate debug file whose .symtab was read, if one was.
+  const std::optional<std::filesystem::path>& debug_file() const;
 
  private:
   struct Table;
@@ -50,5 +64,12 @@ class ElfSymbols {
 
 // abi::__cxa_demangle, or the input when it is not a mangled C++ name.
 std::string demangle(const std::string& mangled);
+
+// Whether two C++ signatures are the same up to spacing:
+// "f(int, char*)" == "f(int,char*)".
+bool same_signature(std::string_view a, std::string_view b);
+
+// Just the build id of a file (cheap: the notes only); empty when none.
+std::string read_build_id(const std::filesystem::path& path);
 
 }  // namespace slowburn
