@@ -36,6 +36,7 @@ endif
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/skel/%.skel.h,$(BPF_SRCS))
+.SECONDARY: $(BPF_OBJS) # keep the objects (bpftool prog load, llvm-objdump) next to their skeletons
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
               -Ivmlinux -Iinclude -Ibpf
 
@@ -118,7 +119,9 @@ $(SCEN_BIN): $(SCEN_OBJS) $(SUPPORT_OBJS) $(LIB)
 # Test targets: small programs the BPF tests attach to (tests/targets/README.md).
 TARGET_DIR := $(BUILD)/tests/targets
 TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_DIR)/gpu_lib_caller \
-           $(TARGET_DIR)/standin/libmpi.so.99 $(TARGET_DIR)/standin_rank
+           $(TARGET_DIR)/standin/libmpi.so.99 $(TARGET_DIR)/standin_rank \
+           $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
+           $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
 	@mkdir -p $(@D)
@@ -140,6 +143,34 @@ $(TARGET_DIR)/standin_rank: tests/targets/standin_rank.c $(TARGET_DIR)/standin/l
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/standin -l:libmpi.so.99 \
 		-Wl,-rpath,$(abspath $(TARGET_DIR)/standin)
+
+# NCCL IB stand-in: hidden C++ functions with NCCL 2.26-2.28's signatures.
+$(TARGET_DIR)/ncclib/libnccl.so.2: tests/targets/ncclib_standin.cpp
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -Wl,-soname,libnccl.so.2 -o $@ $<
+
+$(TARGET_DIR)/ncclib_driver: tests/targets/ncclib_driver.c $(TARGET_DIR)/ncclib/libnccl.so.2
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/ncclib -l:libnccl.so.2 \
+		-Wl,-rpath,$(abspath $(TARGET_DIR)/ncclib)
+
+$(TARGET_DIR)/ncclib-old/libnccl.so.2: tests/targets/ncclib_old_signature.cpp
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -Wall -Wextra -Werror -shared -fPIC -o $@ $<
+
+# The same library twice: with its symbol table, and stripped with the
+# symbols in a .gnu_debuglink'd debug file.
+$(TARGET_DIR)/debuglink/libsbdebug-full.so: tests/targets/debuglink_lib.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -shared -fPIC -o $@ $<
+
+$(TARGET_DIR)/debuglink/libsbdebug.so: $(TARGET_DIR)/debuglink/libsbdebug-full.so
+	$(call msg,STRIP,$@)
+	$(Q)objcopy --only-keep-debug $< $(@D)/libsbdebug.so.debug
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$(@D)/libsbdebug.so.debug $< $@
 
 $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 	@mkdir -p $(@D)

@@ -7,6 +7,7 @@
 #include "core/subprocess.h"
 #include "events/decoder.h"
 #include "loader/callpair_program.h"
+#include "loader/ncclib_program.h"
 #include "loader/ring_buffer.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
@@ -134,6 +135,20 @@ TEST(RealLibraries, NcclAndCudaProbesAttachAndCountRealCalls) {
   EXPECT_EQ(attach_all(**program, *probes, child->pid(), cache, &seen), probes->size());
   EXPECT_NE(seen["cuda.stream_sync"].library.find("libcudart.so.13"), std::string::npos);
 
+  // The IB transport probes attach to the hidden ncclIb* functions of the
+  // same real libnccl (this program makes no IB requests: none complete).
+  auto ib = NcclIbProgram::load();
+  ASSERT_TRUE(ib.ok()) << ib.error().message;
+  auto ib_probes = select_probes({"nccl.ib.*"}, ProbeProgram::nccl_ib);
+  ASSERT_TRUE(ib_probes.ok());
+  ASSERT_EQ(ib_probes->size(), 4u);
+  for (const ProbeSpec* spec : *ib_probes) {
+    ProbeResolution r = resolve_in_process(*spec, "/proc", child->pid(), maps, cache);
+    ASSERT_TRUE(r.resolved) << spec->name << ": " << r.reason;
+    auto attached = (*ib)->attach(r, child->pid());
+    EXPECT_TRUE(attached.ok()) << spec->name << ": " << attached.error().message;
+  }
+
   std::map<uint32_t, std::vector<CallEvent>> calls;
   EventDecoder decoder;
   auto reader = RingBufferReader::open((*program)->events_fd(), [&](std::span<const std::byte> record) {
@@ -154,6 +169,7 @@ TEST(RealLibraries, NcclAndCudaProbesAttachAndCountRealCalls) {
   EXPECT_EQ(allreduce[0].size_arg, 1024u);
   EXPECT_EQ(allreduce[0].aux_arg, 7u);
   EXPECT_EQ(allreduce[0].size_arg * nccl_datatype_bytes(allreduce[0].aux_arg), 4096u);
+  EXPECT_EQ((*ib)->counters().completions, 0u);
 }
 
 }  // namespace

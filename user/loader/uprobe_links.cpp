@@ -40,14 +40,17 @@ Result<void> UprobeLinks::attach(bpf_program* program, bool retprobe, const std:
       cookies.push_back(site.cookie);
     }
     auto fd = create_uprobe_multi_link(bpf_program__fd(program), path, offsets, cookies, pid, retprobe);
-    if (!fd) return make_sys_error(fd.error().sys_errno, fmt::format("cannot attach {} {}(s) at {}", sites.size(), kind, where));
+    if (!fd)
+      return make_sys_error(fd.error().sys_errno,
+                            fmt::format("cannot attach {} {}(s) at {}", sites.size(), kind, where));
     multi_links_.push_back(*fd);
     return {};
   }
   std::vector<bpf_link*> made;
   for (const UprobeSite& site : sites) {
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = retprobe);
-    bpf_link* link = bpf_program__attach_uprobe_opts(program, pid > 0 ? pid : -1, path.c_str(), site.file_offset, &opts);
+    bpf_link* link =
+        bpf_program__attach_uprobe_opts(program, pid > 0 ? pid : -1, path.c_str(), site.file_offset, &opts);
     if (!link) {
       int err = errno;
       for (bpf_link* l : made) bpf_link__destroy(l);

@@ -184,8 +184,7 @@ const ProbeSpec* find_probe(uint16_t id) {
   return nullptr;
 }
 
-Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::string>& patterns,
-                                                    ProbeProgram program) {
+Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::string>& patterns, ProbeProgram program) {
   std::vector<const ProbeSpec*> selected;
   if (patterns.empty()) {
     for (const ProbeSpec& spec : probe_catalog())

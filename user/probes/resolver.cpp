@@ -79,14 +79,22 @@ ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::pa
     if (library_name_matches(file.string(), t.library)) order.push_back(&t);
   if (order.empty())
     for (const ProbeTarget& t : spec.targets) order.push_back(&t);
+  std::vector<std::string> unsupported;
+  const ProbeTarget* unsupported_target = nullptr;
   for (const ProbeTarget* target : order) {
-    result.sites = find_sites(**symbols, *target);
+    size_t before = unsupported.size();
+    result.sites = find_sites(**symbols, *target, &unsupported);
     if (!result.sites.empty()) {
       result.resolved = true;
       return result;
     }
+    if (unsupported.size() > before && !unsupported_target) unsupported_target = target;
   }
-  result.reason = fmt::format("symbol missing: {} has none of {}", file.filename().string(), join(all_symbols(spec)));
+  // A function of the right name with another signature says more than
+  // "missing": this library is a version slowburn does not decode.
+  result.reason = unsupported_target ? missing_reason(file.filename().string(), *unsupported_target, unsupported)
+                                     : fmt::format("symbol missing: {} has none of {}", file.filename().string(),
+                                                   join(all_symbols(spec)));
   return result;
 }
 

@@ -182,8 +182,8 @@ std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path
 }
 
 // Collects STT_FUNC / STT_GNU_IFUNC definitions of one symbol table.
-void read_symbol_table(Elf* elf, Elf_Scn* scn, bool dynamic, const std::vector<LoadSegment>& segments,
-                       Elf_Data* versym, std::vector<ElfSymbol>& out) {
+void read_symbol_table(Elf* elf, Elf_Scn* scn, bool dynamic, const std::vector<LoadSegment>& segments, Elf_Data* versym,
+                       std::vector<ElfSymbol>& out) {
   GElf_Shdr shdr;
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!gelf_getshdr(scn, &shdr) || !data || shdr.sh_entsize == 0) return;

@@ -20,13 +20,13 @@
 namespace slowburn {
 
 struct ElfSymbol {
-  std::string name;          // as stored (mangled for C++)
-  std::string demangled;     // filled by lookups that demangle; else empty
-  uint64_t address = 0;      // st_value
+  std::string name;       // as stored (mangled for C++)
+  std::string demangled;  // filled by lookups that demangle; else empty
+  uint64_t address = 0;   // st_value
   uint64_t size = 0;
-  uint64_t file_offset = 0;  // where a uprobe attaches
-  bool dynamic = false;      // from .dynsym (exported) rather than .symtab
-  bool global = false;       // STB_GLOBAL or STB_WEAK
+  uint64_t file_offset = 0;     // where a uprobe attaches
+  bool dynamic = false;         // from .dynsym (exported) rather than .symtab
+  bool global = false;          // STB_GLOBAL or STB_WEAK
   bool hidden_version = false;  // a non-default symbol version (name@VER, not name@@VER): a compat entry
 };
 

@@ -1,0 +1,63 @@
+// The NCCL IB request program (bpf/ncclib.bpf.c): attached to the four
+// ncclIb* functions of a process's libnccl, read as per-connection
+// statistics.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "loader/uprobe_links.h"
+#include "probes/resolver.h"
+#include "stats/log2_hist.h"
+
+struct ncclib_bpf;
+
+namespace slowburn {
+
+enum class IbDirection { send = 0, recv = 1, flush = 2 };
+std::string_view ib_direction_name(IbDirection direction);
+
+struct IbConnectionStats {
+  uint32_t tgid = 0;
+  IbDirection direction = IbDirection::send;
+  uint64_t comm = 0;  // NCCL's sendComm / recvComm: one connection to one peer
+  Log2Histogram latency{"usecs", 32};
+  Log2Histogram size{"bytes", 40};
+  uint64_t requests = 0;
+  uint64_t bytes = 0;
+  uint64_t total_ns = 0;
+};
+
+struct IbCounters {
+  uint64_t posts = 0;
+  uint64_t posts_deferred = 0;
+  uint64_t completions = 0;
+  uint64_t unknown_done = 0;
+  uint64_t table_full = 0;
+  uint64_t polls = 0;  // ncclIbTest calls: the polling loop, counted in the kernel only
+};
+
+class NcclIbProgram {
+ public:
+  static Result<std::unique_ptr<NcclIbProgram>> load(std::optional<AttachMode> mode = std::nullopt);
+  ~NcclIbProgram();
+  NcclIbProgram(const NcclIbProgram&) = delete;
+  NcclIbProgram& operator=(const NcclIbProgram&) = delete;
+
+  // One resolved nccl.ib.* probe (isend, irecv, iflush or test) in a process.
+  Result<void> attach(const ProbeResolution& probe, int32_t pid);
+  std::vector<IbConnectionStats> stats() const;
+  IbCounters counters() const;
+  size_t link_count() const { return links_->size(); }
+
+ private:
+  NcclIbProgram(ncclib_bpf* skel, AttachMode mode);
+  ncclib_bpf* skel_;
+  std::unique_ptr<UprobeLinks> links_;
+};
+
+}  // namespace slowburn
