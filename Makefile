@@ -121,7 +121,8 @@ TARGET_DIR := $(BUILD)/tests/targets
 TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_DIR)/gpu_lib_caller \
            $(TARGET_DIR)/standin/libmpi.so.99 $(TARGET_DIR)/standin_rank \
            $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
-           $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so
+           $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
+           $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
 	@mkdir -p $(@D)
@@ -171,6 +172,21 @@ $(TARGET_DIR)/debuglink/libsbdebug.so: $(TARGET_DIR)/debuglink/libsbdebug-full.s
 	$(call msg,STRIP,$@)
 	$(Q)objcopy --only-keep-debug $< $(@D)/libsbdebug.so.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$(@D)/libsbdebug.so.debug $< $@
+
+# libibverbs stand-in (no RDMA device here): the real signatures and structs.
+$(TARGET_DIR)/verbs/libibverbs.so.1: tests/targets/verbs_standin.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libibverbs.so.1 -o $@ $<
+
+$(TARGET_DIR)/verbs_driver: tests/targets/verbs_driver.c $(TARGET_DIR)/verbs/libibverbs.so.1
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/verbs -l:libibverbs.so.1 \
+		-Wl,-rpath,$(abspath $(TARGET_DIR)/verbs)
+
+$(TARGET_DIR)/verbs_real_caller: tests/targets/verbs_real_caller.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -libverbs
 
 $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 	@mkdir -p $(@D)

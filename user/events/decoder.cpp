@@ -5,11 +5,13 @@
 
 #include "slowburn/callpair.h"
 #include "slowburn/hwevents.h"
+#include "slowburn/verbs.h"
 
 namespace slowburn {
 
 static_assert(sizeof(sb_event_header) == 24, "event header layout changed: bump versions");
 static_assert(sizeof(sb_call_event) == 72, "call event layout changed: bump SB_CALL_EVENT_VERSION");
+static_assert(sizeof(sb_verbs_event) == 168, "verbs event layout changed: bump SB_VERBS_EVENT_VERSION");
 
 bool EventDecoder::check(std::span<const std::byte> record, uint16_t type, uint16_t version, size_t size) {
   if (record.size() < sizeof(sb_event_header)) {
@@ -55,6 +57,38 @@ std::optional<TpRecord> EventDecoder::decode_tp_record(std::span<const std::byte
   size_t len = std::min<size_t>(raw->len, sizeof(raw->data));
   const auto* data = reinterpret_cast<const std::byte*>(raw->data);
   return TpRecord{raw->hdr.ts_ns, raw->source, std::vector<std::byte>(data, data + len)};
+}
+
+std::optional<VerbsCall> EventDecoder::decode_verbs(std::span<const std::byte> record) {
+  if (!check(record, SB_EVENT_VERBS, SB_VERBS_EVENT_VERSION, sizeof(sb_verbs_event))) return std::nullopt;
+  sb_verbs_event raw;
+  std::memcpy(&raw, record.data(), sizeof(raw));
+  if (raw.call < SB_VERBS_MODIFY_QP || raw.call > SB_VERBS_ASYNC_EVENT) {
+    // The header matched but the payload names no call we know: a producer bug, not data.
+    --stats_.decoded;
+    ++stats_.unknown_type;
+    return std::nullopt;
+  }
+  VerbsCall call;
+  call.kind = static_cast<VerbsCallKind>(raw.call);
+  call.pid = raw.hdr.pid;
+  call.tid = raw.hdr.tid;
+  call.ts_ns = raw.hdr.ts_ns;
+  call.duration_ns = raw.duration_ns;
+  call.result = raw.result;
+  call.object = raw.object;
+  call.qp_num = raw.qp_num;
+  call.new_state = raw.new_state;
+  call.old_state = raw.old_state;
+  call.qp_type = raw.qp_type;
+  call.attr_mask = raw.attr_mask;
+  call.event_type = raw.event_type;
+  call.port_num = raw.port_num;
+  call.dest_qp_num = raw.dest_qp_num;
+  std::memcpy(call.dest_gid.data(), raw.dest_gid, sizeof(raw.dest_gid));
+  call.dest_lid = raw.dest_lid;
+  call.device.assign(raw.device, strnlen(raw.device, sizeof(raw.device)));
+  return call;
 }
 
 }  // namespace slowburn

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "events/call_event.h"
+#include "events/verbs_call.h"
 
 namespace slowburn {
 
@@ -40,6 +41,7 @@ class EventDecoder {
   std::optional<CallEvent> decode_call(std::span<const std::byte> record);
   std::optional<KmsgLine> decode_kmsg(std::span<const std::byte> record);
   std::optional<TpRecord> decode_tp_record(std::span<const std::byte> record);
+  std::optional<VerbsCall> decode_verbs(std::span<const std::byte> record);
   const DecodeStats& stats() const { return stats_; }
 
  private:
