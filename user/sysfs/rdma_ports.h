@@ -1,0 +1,26 @@
+// RDMA NIC ports as sysfs shows them, under a root directory: the
+// counters/ and hw_counters/ files of every port of every device in
+// class/infiniband, the device's PCI address and its netdevs. A file that
+// cannot be read or parsed becomes a note on the port, never an error for
+// the tree.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "rdma/fabric_monitor.h"
+
+namespace slowburn {
+
+// Every port of every RDMA device (or of `only`, by device or netdev
+// name), sorted by device and port. counters/port_xmit_data and friends
+// keep their names; hw_counters/lifespan (a setting) is skipped.
+std::vector<NicSample> read_rdma_ports(const std::filesystem::path& sysfs_root,
+                                       const std::vector<std::string>& only = {});
+
+// A netdev without an RDMA device (its ethtool statistics alone): name, PCI
+// address when it has one.
+NicSample netdev_sample(const std::filesystem::path& sysfs_root, const std::string& netdev);
+
+}  // namespace slowburn
