@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -98,7 +100,8 @@ struct StandinRank {
 };
 
 TEST(Cli, HelpShowsExamplesForEverySubcommand) {
-  for (const char* sub : {"trace", "probes", "ranks", "funclat", "demo"}) {
+  for (const char* sub :
+       {"trace", "probes", "ranks", "funclat", "demo", "xid", "aer", "pcie", "gpuirq", "ib", "qp", "fabric"}) {
     Ran ran = run_slowburn({sub, "--help"});
     EXPECT_EQ(ran.status, 0) << sub;
     EXPECT_NE(ran.output.find("Examples:"), std::string::npos) << sub;
@@ -326,6 +329,135 @@ TEST(Cli, FunclatTakesDemangledCxxNames) {
   auto status = nlohmann::json::parse(ran.output.substr(0, ran.output.find('\n')));
   EXPECT_EQ(status["state"], "attached");
   EXPECT_EQ(status["sites"][0]["symbol"], "_Z10ncclIbTestPvPiS0_");  // hidden C++ symbol, from .symtab
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("kind", "") == kind) out.push_back(j);
+  }
+  return out;
+}
+
+TEST(Cli, FabricReplaysACapturedTreeWithScriptedCounters) {
+  std::string fixtures = std::string(SLOWBURN_SOURCE_DIR) + "/tests/fixtures";
+  TempDir copy;
+  std::filesystem::copy(fixtures + "/sys", copy / "sys",
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  std::filesystem::copy(fixtures + "/ethtool", copy / "ethtool", std::filesystem::copy_options::recursive);
+  // The NIC starts pausing its peer on priority 3 (half of every 200 ms) and
+  // sending CNPs, as a receiver that cannot keep up does.
+  std::atomic<bool> done{false};
+  std::thread nic([&] {
+    for (uint64_t step = 1; !done.load(); ++step) {
+      std::ofstream(copy / "ethtool/ib0") << "NIC statistics:\n     tx_prio3_pause: " << step * 100
+                                          << "\n     tx_prio3_pause_duration: " << step * 100'000 << "\n";
+      std::ofstream(copy / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent") << step * 2000 << "\n";
+      std::this_thread::sleep_for(200ms);
+    }
+  });
+  Ran ran = run_slowburn({"fabric", "--json", "-d", "2.2", "-i", "0.5", "--sysfs-root", (copy / "sys").string(),
+                          "--procfs-root", fixtures + "/proc-nvidia", "--ethtool-dir", (copy / "ethtool").string()});
+  done.store(true);
+  nic.join();
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  auto rates = json_lines(ran.output, "rates");
+  ASSERT_GE(rates.size(), 3u) << ran.output;
+  EXPECT_EQ(rates[0]["nic"], "mlx5_0");
+  EXPECT_EQ(rates[0]["device"], "0000:04:00.0");
+  EXPECT_GT(rates[1]["pause"]["3"]["tx_share"].get<double>(), 0.3);
+  EXPECT_GT(rates[1]["cnp_sent_per_s"].get<double>(), 1000);
+  std::set<std::string> types;
+  for (const auto& e : json_lines(ran.output, "event")) {
+    types.insert(e["type"].get<std::string>());
+    EXPECT_EQ(e["ranks"], nlohmann::json::array({0, 1})) << e.dump();
+  }
+  EXPECT_TRUE(types.count("pfc.pause_storm")) << ran.output;
+  EXPECT_TRUE(types.count("ecn.cnp_surge")) << ran.output;
+  EXPECT_FALSE(types.count("link.downtrained")) << "fabric watches the fabric only";
+}
+
+TEST(Cli, FabricWithoutRdmaDevicesSaysSo) {
+  Ran ran = run_slowburn({"fabric", "-d", "1", "--sysfs-root", "/nonexistent"});
+  EXPECT_NE(ran.status, 0);
+  EXPECT_NE(ran.output.find("slowburn: nothing to watch: no RDMA devices under /nonexistent/class/infiniband"),
+            std::string::npos)
+      << ran.output;
+}
+
+TEST(Cli, QpToolReportsTransitionsAndAsyncErrorsSystemWide) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  std::string lib = testing::target_path("verbs/libibverbs.so.1").string();
+  auto qp = Subprocess::spawn({testing::slowburn_binary().string(), "qp", "--json", "--lib", lib, "-d", "30"},
+                              {(dir / "out").string(), {}});
+  ASSERT_TRUE(qp.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  // Started after slowburn: a system-wide attachment sees it anyway.
+  auto driver = Subprocess::spawn({testing::target_path("verbs_driver").string(), (dir / "go").string()});
+  ASSERT_TRUE(driver.ok());
+  testing::touch(dir / "go");
+  ASSERT_EQ(driver->wait_for(10s), 0);
+  ASSERT_TRUE(wait_until([&] { return json_lines(read_text(dir / "out"), "event").size() >= 6; }, 10s))
+      << read_text(dir / "out");
+  qp->signal(SIGINT);
+  ASSERT_EQ(qp->wait_for(10s), 0);
+  std::string out = read_text(dir / "out");
+  auto events = json_lines(out, "event");
+  ASSERT_EQ(events.size(), 6u) << out;
+  EXPECT_EQ(events[1]["type"], "qp.error");
+  EXPECT_EQ(events[1]["from_state"], "RTS");
+  EXPECT_EQ(events[1]["to_state"], "ERR");
+  EXPECT_EQ(events[1]["qp_num"], 0x101);
+  EXPECT_EQ(events[1]["nic"], "mlx5_7");
+  EXPECT_EQ(events[1]["pid"], driver->pid());
+  EXPECT_EQ(events[3]["event"], "QP_FATAL");
+  EXPECT_EQ(events[4]["event"], "PORT_ERR");
+  EXPECT_EQ(events[4]["port"], 1);
+  auto totals = json_lines(out, "qp_totals");
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_EQ(totals[0]["created"], 2);
+  EXPECT_EQ(totals[0]["destroyed"], 2);
+  EXPECT_TRUE(testing::bpf_program_ids_named("modify_qp").empty()) << "probes left behind";
+}
+
+TEST(Cli, IbToolPerConnectionRequestsAndLatency) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  // 12 sends on two connections, 6 receives, 2 flushes; each completes
+  // after at least 1 ms.
+  auto driver = Subprocess::spawn({testing::target_path("ncclib_driver").string(), (dir / "go").string(), "12", "6",
+                                   "2", "3", "1000", "4096", "0"});
+  ASSERT_TRUE(driver.ok());
+  auto ib = Subprocess::spawn(
+      {testing::slowburn_binary().string(), "ib", "--json", "-p", std::to_string(driver->pid()), "-d", "30"},
+      {(dir / "out").string(), {}});
+  ASSERT_TRUE(ib.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s)) << read_text(dir / "out");
+  testing::touch(dir / "go");
+  ASSERT_EQ(driver->wait_for(20s), 0);
+  ASSERT_EQ(ib->wait_for(10s), 0) << "ib should stop once its only process exited";
+  std::string out = read_text(dir / "out");
+  auto rows = json_lines(out, "ib");
+  ASSERT_EQ(rows.size(), 4u) << out;
+  uint64_t requests = 0;
+  for (const auto& r : rows) {
+    requests += r["requests"].get<uint64_t>();
+    EXPECT_GE(r["latency_mean_us"].get<double>(), 1000.0) << r.dump();
+    EXPECT_EQ(r["pid"], driver->pid());
+  }
+  EXPECT_EQ(requests, 20u);
+  // isend i carries 4096 * (i + 1) bytes, even i on one connection, odd on the other.
+  std::set<uint64_t> send_bytes;
+  for (const auto& r : rows)
+    if (r["direction"] == "send") {
+      EXPECT_EQ(r["requests"], 6);
+      send_bytes.insert(r["bytes"].get<uint64_t>());
+    }
+  EXPECT_EQ(send_bytes, (std::set<uint64_t>{4096 * (1 + 3 + 5 + 7 + 9 + 11), 4096 * (2 + 4 + 6 + 8 + 10 + 12)}));
+  EXPECT_EQ(json_lines(out, "hist").size(), 4u);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 // within 10 s, and nobody in a healthy job.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/subprocess.h"
 #include "session/mpi_job.h"
@@ -93,6 +96,32 @@ TEST(CulpritWithADegradedLink, TheLinkIsNamedAsTheLikelyCause) {
   Outcome other = trace_demo_job(1, 8, sys);
   EXPECT_EQ(other.named, std::set<int>{1}) << other.summaries;
   EXPECT_TRUE(other.likely_causes.empty()) << other.likely_causes[0];
+}
+
+TEST(CulpritWithARetransmittingNic, TheRetransmissionsAreNamedAsTheLikelyCause) {
+  SKIP_UNLESS_ROOT();
+  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
+  // The fixture tree's mlx5_0 serves ranks 0 and 1 (GPU 1, rank 1's, is
+  // healthy); while the job runs its local ACK timeouts climb, as a NIC
+  // behind a bad cable's do.
+  TempDir copy;
+  std::filesystem::copy(std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys", copy / "sys",
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  auto counter = copy / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err";
+  std::atomic<bool> done{false};
+  std::thread nic([&] {
+    for (uint64_t value = 0; !done.load(); value += 5) {
+      std::ofstream(counter) << value << "\n";
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  Outcome outcome = trace_demo_job(1, 8, copy / "sys");
+  done.store(true);
+  nic.join();
+  EXPECT_EQ(outcome.named, std::set<int>{1}) << outcome.summaries;
+  ASSERT_FALSE(outcome.likely_causes.empty()) << outcome.summaries;
+  EXPECT_NE(outcome.likely_causes[0].find("rdma.retrans"), std::string::npos) << outcome.likely_causes[0];
+  EXPECT_NE(outcome.likely_causes[0].find("local_ack_timeout_err"), std::string::npos) << outcome.likely_causes[0];
 }
 
 TEST(HealthyJob, NamesNobody) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hw/device_events.h"
 #include "sinks/json_sink.h"
 
 namespace slowburn {
@@ -63,6 +64,78 @@ TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
   attach_likely_causes(f, {port, gpu});
   EXPECT_EQ(f.likely_causes,
             (std::vector<std::string>{"link.downtrained on 0000:03:00.0", "link.downtrained on 0000:02:00.0"}));
+}
+
+TEST(Causes, TheCulpritsNicRetransmittingOrPausedIsNamed) {
+  QpEvent info_event;
+  info_event.severity = "info";  // PORT_ACTIVE and the like explain nothing
+  QpEvent port_err;
+  port_err.severity = "error";
+  std::vector<DeviceEvent> events = {
+      event("ecn.cnp_surge", "0000:04:00.0", {1}, FabricEvent{}),
+      event("rdma.retrans", "0000:04:00.0", {1}, FabricEvent{}),
+      event("pfc.pause_storm", "0000:06:00.0", {0}, FabricEvent{}),  // another rank's NIC
+      event("rdma.async", "0000:04:00.0", {1}, info_event),
+      event("nic.back", "0000:04:00.0", {1}, FabricEvent{}),
+      event("counters.reset", "0000:04:00.0", {1}, FabricEvent{}),
+  };
+  Finding f = finding_for(1);
+  ASSERT_TRUE(attach_likely_causes(f, events));
+  EXPECT_EQ(f.likely_causes,
+            (std::vector<std::string>{"rdma.retrans on 0000:04:00.0", "ecn.cnp_surge on 0000:04:00.0"}));
+  events.push_back(event("rdma.async", "0000:04:00.0", {1}, port_err));
+  attach_likely_causes(f, events);
+  EXPECT_EQ(f.likely_causes.front(), "rdma.async on 0000:04:00.0");  // a port error outranks congestion
+}
+
+TEST(DeviceEventBuilder, FabricAndQpEventsJoinTheTopology) {
+  const std::filesystem::path fixtures = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures";
+  Topology topo = Topology::read(fixtures / "sys", fixtures / "proc-nvidia");
+  RankIdentity r0, r1;
+  r0.rank = 0, r0.local_rank = 0, r0.pid = 4001;
+  r1.rank = 1, r1.local_rank = 1, r1.pid = 4002;
+  topo.assign_ranks({r0, r1});
+  DeviceEventBuilder builder(&topo);
+
+  FabricEvent retrans;
+  retrans.type = "rdma.retrans";
+  retrans.nic = "mlx5_0";
+  retrans.device = "0000:04:00.0";
+  retrans.summary = "mlx5_0 port 1: 6.0 retransmissions/s";
+  DeviceEvent e = builder.fabric(retrans);
+  EXPECT_EQ(e.role, "nic");
+  EXPECT_EQ(e.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(e.summary, "rdma.retrans mlx5_0 port 1: 6.0 retransmissions/s [ranks 0,1]");
+  retrans.device.clear();  // found by its kernel name too
+  EXPECT_EQ(builder.fabric(retrans).device, "0000:04:00.0");
+
+  QpEvent qp;
+  qp.type = "qp.error";
+  qp.severity = "error";
+  qp.device = "mlx5_0";
+  qp.qp_num = 0x101;
+  qp.summary = "pid 4002 mlx5_0: QP 0x101 moved RTS -> ERR";
+  DeviceEvent q = builder.qp(qp, 1);
+  EXPECT_EQ(q.device, "0000:04:00.0");
+  EXPECT_EQ(q.ranks, (std::vector<int>{1}));  // the QP's process only
+  QpEvent port = qp;
+  port.type = "rdma.async";
+  port.qp_num = 0;
+  EXPECT_EQ(builder.qp(port, 1).ranks, (std::vector<int>{0, 1}));  // a port error: everyone on the NIC
+
+  std::ostringstream out;
+  JsonSink(out, "node-1", 0).device_event(e);
+  auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["type"], "rdma.retrans");
+  EXPECT_EQ(j["nic"], "mlx5_0");
+  EXPECT_TRUE(j["counters"].is_object());
+  std::ostringstream out2;
+  qp.from_state = 3, qp.to_state = 6;
+  JsonSink(out2, "node-1", 0).device_event(builder.qp(qp, 1));
+  auto k = nlohmann::json::parse(out2.str());
+  EXPECT_EQ(k["qp_num"], 0x101);
+  EXPECT_EQ(k["from_state"], "RTS");
+  EXPECT_EQ(k["to_state"], "ERR");
 }
 
 TEST(DeviceEventJson, XidHasTheDocumentedShape) {

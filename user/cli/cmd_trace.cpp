@@ -67,6 +67,8 @@ Command add_trace_command(CLI::App& app) {
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology and the link/AER pollers")
       ->capture_default_str();
   sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER and PCIe link events");
+  sub->add_flag("!--no-rdma", o.rdma,
+                "Leave out the RDMA path: NIC counters, QP errors (libibverbs), NCCL IB per-connection latency");
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

@@ -28,6 +28,9 @@ Command add_xid_command(CLI::App& app);      // tools/xid.cpp
 Command add_aer_command(CLI::App& app);      // tools/aer.cpp
 Command add_pcie_command(CLI::App& app);     // tools/pcie.cpp
 Command add_gpuirq_command(CLI::App& app);   // tools/gpuirq.cpp
+Command add_fabric_command(CLI::App& app);   // tools/fabric.cpp
+Command add_qp_command(CLI::App& app);       // tools/qp.cpp
+Command add_ib_command(CLI::App& app);       // tools/ib.cpp
 
 // Prints "slowburn: <message>" on stderr; returns the exit code for errors.
 int fail(const Error& error);

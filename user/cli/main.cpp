@@ -33,7 +33,10 @@ int main(int argc, char** argv) {
       "  slowburn xid                            # NVIDIA Xid errors as they happen (dmesg -w | grep Xid)\n"
       "  slowburn aer                            # PCIe AER errors, decoded\n"
       "  slowburn pcie                           # PCIe link table: current vs max vs expected, ranks behind\n"
-      "  slowburn gpuirq -d 10                   # GPU interrupt rate and handler latency",
+      "  slowburn gpuirq -d 10                   # GPU interrupt rate and handler latency\n"
+      "  slowburn ib -d 30                       # NCCL IB requests per rank and connection\n"
+      "  slowburn qp                             # RDMA QPs: states, peers, errors\n"
+      "  slowburn fabric                         # NIC counters: PFC pause, ECN/CNP, retransmissions",
       "slowburn"};
   app.require_subcommand(1);
   app.add_flag("-v,--verbose", g_verbose, "Show libbpf's debug output");
@@ -44,7 +47,8 @@ int main(int argc, char** argv) {
       slowburn::cli::add_ranks_command(app),  slowburn::cli::add_funclat_command(app),
       slowburn::cli::add_demo_command(app),   slowburn::cli::add_xid_command(app),
       slowburn::cli::add_aer_command(app),    slowburn::cli::add_pcie_command(app),
-      slowburn::cli::add_gpuirq_command(app),
+      slowburn::cli::add_gpuirq_command(app), slowburn::cli::add_ib_command(app),
+      slowburn::cli::add_qp_command(app),     slowburn::cli::add_fabric_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   libbpf_set_print(print_libbpf);

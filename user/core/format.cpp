@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
 
 namespace slowburn {
 
@@ -30,6 +31,30 @@ std::string format_rank_list(const std::vector<int>& ranks) {
   std::string out;
   for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
   return out;
+}
+
+std::string format_bytes_per_s(double bytes_per_s) {
+  static constexpr const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  size_t unit = 0;
+  while (bytes_per_s >= 1000 && unit + 1 < std::size(kUnits)) bytes_per_s /= 1000, ++unit;
+  return unit == 0 ? fmt::format("{:.0f} {}", bytes_per_s, kUnits[unit])
+                   : fmt::format("{:.{}f} {}", bytes_per_s,
+                                 bytes_per_s < 10    ? 2
+                                 : bytes_per_s < 100 ? 1
+                                                     : 0,
+                                 kUnits[unit]);
+}
+
+std::string format_bytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) bytes /= 1024, ++unit;
+  return unit == 0 ? fmt::format("{:.0f} {}", bytes, kUnits[unit])
+                   : fmt::format("{:.{}f} {}", bytes,
+                                 bytes < 10    ? 2
+                                 : bytes < 100 ? 1
+                                               : 0,
+                                 kUnits[unit]);
 }
 
 }  // namespace slowburn

@@ -21,6 +21,17 @@ int severity_rank(const DeviceEvent& e) {
     const auto* aer = std::get_if<AerEvent>(&e.payload);
     return aer && aer->severity == AerSeverity::correctable ? 4 : 3;
   }
+  // The RDMA path: a dead port or device, then a flapping link, then what
+  // slows traffic without stopping it.
+  if (e.type == "nic.gone") return 1;
+  if (e.type == "rdma.async") {
+    const auto* qp = std::get_if<QpEvent>(&e.payload);
+    return qp && qp->severity == "error" ? 1 : -1;
+  }
+  if (e.type == "link.flap") return 2;
+  if (e.type == "qp.error" || e.type == "rdma.retrans" || e.type == "pfc.pause_storm") return 3;
+  if (e.type == "ib.slow_connection") return 4;
+  if (e.type == "link.errors" || e.type == "ecn.cnp_surge") return 4;
   if (e.type == "pcie.link_event") return 5;
   if (e.type == "pci.hotplug") return 6;
   return -1;

@@ -1,5 +1,6 @@
-// Joins a finding to the hardware events that concern its culprit: an Xid
-// on its GPU, a downtrained link above its NIC. Pure.
+// Joins a finding to the hardware and fabric events that concern its
+// culprit: an Xid on its GPU, a downtrained link above its NIC, pause storms
+// or retransmissions on its NIC, its QPs moved to ERR. Pure.
 #pragma once
 
 #include <vector>

@@ -11,6 +11,9 @@
 #include "nvidia/xid_catalog.h"
 #include "pcie/aer.h"
 #include "pcie/link.h"
+#include "rdma/fabric_monitor.h"
+#include "rdma/ib_connections.h"
+#include "rdma/qp_inventory.h"
 
 namespace slowburn {
 
@@ -20,10 +23,15 @@ struct XidReport {
   std::string source;  // "kmsg" (printk:console) or "tracepoint" (nvidia:nvidia_dev_xid)
 };
 
-using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace>;
+using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace, FabricEvent, QpEvent,
+                                   IbSlowConnection>;
 
 struct DeviceEvent {
-  std::string type;        // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug
+  // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug;
+  // fabric: pfc.pause_storm, ecn.cnp_surge, rdma.retrans, link.flap, link.errors, nic.gone, nic.back,
+  // counters.reset; verbs: qp.error, qp.modify_failed, qp.create_failed, qp.destroy_failed, rdma.async;
+  // NCCL IB: ib.slow_connection
+  std::string type;
   uint64_t ts_ns = 0;      // CLOCK_MONOTONIC
   std::string device;      // BDF ("0000:3b:00.0"); empty when the source names none we know
   std::string role;        // gpu, nic, switch-port, root-port, ... ("" when not in the topology)

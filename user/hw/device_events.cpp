@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/format.h"
 #include "core/strings.h"
 #include "sysfs/pci_devices.h"
@@ -84,6 +86,54 @@ DeviceEvent DeviceEventBuilder::hotplug(const PciHotplugTrace& trace, uint64_t t
   std::string where = attach_device(event, trace.port);
   event.summary = fmt::format("PCI hotplug {} on slot {} below {}", pci_hp_event_name(trace.event), trace.slot, where);
   event.payload = trace;
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::fabric(const FabricEvent& fabric) const {
+  DeviceEvent event;
+  event.type = fabric.type;
+  event.ts_ns = fabric.ts_ns;
+  // By PCI address when sysfs gave one, else by the NIC's kernel name.
+  attach_device(event, fabric.device.empty() ? fabric.nic : fabric.device);
+  if (event.label.empty()) event.label = fabric.nic;
+  event.summary = fmt::format("{} {}{}", fabric.type, fabric.summary,
+                              event.ranks.empty() ? "" : fmt::format(" [{}]", ranks_text(event.ranks)));
+  event.payload = fabric;
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::qp(const QpEvent& qp, std::optional<int> rank) const {
+  DeviceEvent event;
+  event.type = qp.type;
+  event.ts_ns = qp.ts_ns;
+  attach_device(event, qp.device);
+  if (event.label.empty()) event.label = qp.device;
+  bool whole_nic = qp.type == "rdma.async" && qp.qp_num == 0 && qp.severity == "error";
+  if (!whole_nic) event.ranks.clear();  // a QP belongs to its process, not to every rank on the NIC
+  if (rank && std::find(event.ranks.begin(), event.ranks.end(), *rank) == event.ranks.end()) {
+    event.ranks.push_back(*rank);
+    std::sort(event.ranks.begin(), event.ranks.end());
+  }
+  event.summary = fmt::format("{} {}{}", qp.type, qp.summary,
+                              event.ranks.empty() ? "" : fmt::format(" [{}]", ranks_text(event.ranks)));
+  event.payload = qp;
+  return event;
+}
+
+DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::optional<int> rank,
+                                                uint64_t ts_ns) const {
+  DeviceEvent event;
+  event.type = "ib.slow_connection";
+  event.ts_ns = ts_ns;
+  if (rank) event.ranks = {*rank};
+  event.label = fmt::format("pid {} nccl.ib {} #{}", c.pid, ib_direction_name(c.direction), c.connection);
+  event.summary = fmt::format(
+      "ib.slow_connection {}{}: NCCL IB {} connection #{} averages {} per request over {} "
+      "requests, {:.1f}x the job's median {} (z {:.1f}): a slow path to that peer",
+      rank ? fmt::format("rank {} ", *rank) : "", fmt::format("pid {}", c.pid), ib_direction_name(c.direction),
+      c.connection, format_ns(c.mean_latency_ns), c.requests,
+      c.median_latency_ns > 0 ? c.mean_latency_ns / c.median_latency_ns : 0.0, format_ns(c.median_latency_ns), c.z);
+  event.payload = c;
   return event;
 }
 

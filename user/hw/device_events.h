@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "events/device_event.h"
@@ -20,6 +21,14 @@ class DeviceEventBuilder {
   DeviceEvent link(const LinkEvent& link, uint64_t ts_ns) const;
   DeviceEvent pcie_link_trace(const PcieLinkTrace& trace, uint64_t ts_ns) const;
   DeviceEvent hotplug(const PciHotplugTrace& trace, uint64_t ts_ns) const;
+  // A NIC port's counter event: the ranks behind the NIC.
+  DeviceEvent fabric(const FabricEvent& event) const;
+  // A verbs call event of the process that made it (`rank`, when the
+  // process is a known rank); a port or device error also concerns every
+  // rank behind the NIC.
+  DeviceEvent qp(const QpEvent& event, std::optional<int> rank) const;
+  // An NCCL IB connection of a rank much slower than the job's others.
+  DeviceEvent slow_connection(const IbSlowConnection& connection, std::optional<int> rank, uint64_t ts_ns) const;
 
  private:
   // Fills device, role, label and ranks; returns "label (BDF, ranks ...)".

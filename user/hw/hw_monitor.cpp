@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "core/strings.h"
 #include "events/decoder.h"
 #include "loader/kmsg_program.h"
 #include "loader/ring_buffer.h"
@@ -47,7 +48,8 @@ HwMonitor::HwMonitor(const HwMonitorOptions& options, std::shared_ptr<const Topo
       topology_(std::move(topology)),
       builder_(topology_.get()),
       decoder_(std::make_unique<EventDecoder>()),
-      links_(options.expectations) {}
+      links_(options.expectations),
+      fabric_(options.fabric_thresholds) {}
 
 HwMonitor::~HwMonitor() = default;
 
@@ -76,6 +78,7 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
     }
   }
   hw->start_sysfs_pollers();
+  if (options.fabric) hw->start_fabric_poller();
   return hw;
 }
 
@@ -188,6 +191,10 @@ void HwMonitor::start_sysfs_pollers() {
                                            [&](const TopologyDevice* p) { return polled.contains(p->pci.bdf); });
     if (port_above_its_link) silent_link_ends_.insert(bdf);
   }
+  // A source the caller turned off is not polled (its devices were still
+  // looked at: a port's silence depends on its partners).
+  if (!options_.link) link_devices_.clear();
+  if (!options_.aer) aer_devices_.clear();
   if (options_.link) {
     if (link_devices_.empty())
       status("pcie.link", ProbeState::unavailable,
@@ -261,8 +268,42 @@ void HwMonitor::on_tp_record(const TpRecord& record) {
   }
 }
 
+void HwMonitor::start_fabric_poller() {
+  FabricSamplerOptions sampler;
+  sampler.sysfs_root = options_.sysfs_root;
+  sampler.nics = options_.fabric_nics;
+  sampler.netdevs = options_.fabric_netdevs;
+  sampler.ethtool_dir = options_.ethtool_dir;
+  // The ioctl asks this host's interfaces: only when reading this host's sysfs.
+  sampler.ethtool = !options_.ethtool_dir.empty() || (options_.kernel_sources && options_.sysfs_root == "/sys");
+  FabricSnapshot first = sample_fabric(sampler, monotonic_now());
+  if (first.nics.empty()) {
+    status("rdma.fabric", ProbeState::unavailable,
+           options_.fabric_nics.empty() && options_.fabric_netdevs.empty()
+               ? "no RDMA devices under " + (options_.sysfs_root / "class/infiniband").string()
+               : "none of the NICs asked for exists (" +
+                     join(options_.fabric_nics.empty() ? options_.fabric_netdevs : options_.fabric_nics) + ")");
+    return;
+  }
+  std::set<std::string> nics;
+  bool netdevs = false;
+  for (const NicSample& s : first.nics) {
+    nics.insert(s.nic);
+    netdevs = netdevs || !s.netdev.empty();
+  }
+  status("rdma.fabric", ProbeState::attached,
+         fmt::format("counter poller, {} NIC port(s) on {} ({}), every {:g} s", first.nics.size(),
+                     join({nics.begin(), nics.end()}), sampler.ethtool && netdevs ? "sysfs + ethtool" : "sysfs",
+                     options_.poll_interval_s));
+  fabric_.update(first);  // the baseline
+  fabric_sampler_ = sampler;
+}
+
 void HwMonitor::poll_sysfs() {
   uint64_t now = monotonic_now();
+  if (fabric_sampler_)
+    for (const FabricEvent& e : fabric_.update(sample_fabric(*fabric_sampler_, now)))
+      pending_.push_back(builder_.fabric(e));
   for (const std::string& bdf : link_devices_) {
     const TopologyDevice* dev = topology_->find(bdf);
     LinkReading reading = read_link_reading(options_.sysfs_root, bdf);

@@ -19,6 +19,8 @@
 #include "events/device_event.h"
 #include "hw/device_events.h"
 #include "pcie/link.h"
+#include "rdma/fabric_monitor.h"
+#include "rdma/fabric_sampler.h"
 #include "sinks/sink.h"
 #include "sysfs/topology.h"
 #include "tracefs/format.h"
@@ -39,6 +41,14 @@ struct HwMonitorOptions {
   std::filesystem::path sysfs_root = "/sys";
   std::filesystem::path procfs_root = "/proc";
   bool kernel_sources = true;  // BPF programs; off when replaying a captured tree
+  // RDMA NIC counters (sysfs counters/hw_counters, ethtool statistics of
+  // their netdevs): off by default, the hardware tools watch their own
+  // signal; trace and `slowburn fabric` turn it on.
+  bool fabric = false;
+  FabricThresholds fabric_thresholds;
+  std::vector<std::string> fabric_nics;     // only these RDMA devices / netdevs (empty: all)
+  std::vector<std::string> fabric_netdevs;  // plain interfaces to watch too (ethtool only)
+  std::filesystem::path ethtool_dir;        // replay: `ethtool -S` captures by interface name
   double poll_interval_s = 1.0;
 };
 
@@ -71,6 +81,10 @@ class HwMonitor {
   Result<std::vector<DeviceEvent>> poll(int timeout_ms, uint64_t now_ns);
   HwCounters counters() const;
   std::vector<LinkRow> link_table() const;
+  // The latest interval of every NIC port (fabric source).
+  const std::vector<NicRates>& fabric_rates() const { return fabric_.rates(); }
+  // Per-device notes from the pollers (unreadable or malformed files), each once.
+  std::vector<std::string> take_notes() { return fabric_.take_new_notes(); }
   const Topology& topology() const { return *topology_; }
 
  private:
@@ -78,6 +92,7 @@ class HwMonitor {
   void status(const std::string& source, ProbeState state, const std::string& detail);
   Result<void> start_kernel_sources();
   void start_sysfs_pollers();
+  void start_fabric_poller();
   Result<void> add_reader(int fd, std::function<void(std::span<const std::byte>)> handler);
   void on_tp_record(const TpRecord& record);
   void poll_sysfs();
@@ -92,6 +107,8 @@ class HwMonitor {
   std::unique_ptr<RingBufferReader> reader_;
   std::map<uint32_t, TracepointFormat> formats_;  // by enum sb_tp_source
   LinkMonitor links_;
+  FabricMonitor fabric_;
+  std::optional<FabricSamplerOptions> fabric_sampler_;  // set when the fabric source runs
   AerCounterMonitor aer_counters_;
   std::vector<std::string> link_devices_, aer_devices_;
   std::map<std::string, LinkReading> last_readings_;

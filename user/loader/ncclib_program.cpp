@@ -13,18 +13,6 @@
 
 namespace slowburn {
 
-std::string_view ib_direction_name(IbDirection direction) {
-  switch (direction) {
-    case IbDirection::send:
-      return "send";
-    case IbDirection::recv:
-      return "recv";
-    case IbDirection::flush:
-      return "flush";
-  }
-  return "?";
-}
-
 NcclIbProgram::NcclIbProgram(ncclib_bpf* skel, AttachMode mode)
     : skel_(skel), links_(std::make_unique<UprobeLinks>(mode)) {}
 

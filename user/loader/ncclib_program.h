@@ -12,25 +12,11 @@
 #include "core/error.h"
 #include "loader/uprobe_links.h"
 #include "probes/resolver.h"
-#include "stats/log2_hist.h"
+#include "rdma/ib_connections.h"
 
 struct ncclib_bpf;
 
 namespace slowburn {
-
-enum class IbDirection { send = 0, recv = 1, flush = 2 };
-std::string_view ib_direction_name(IbDirection direction);
-
-struct IbConnectionStats {
-  uint32_t tgid = 0;
-  IbDirection direction = IbDirection::send;
-  uint64_t comm = 0;  // NCCL's sendComm / recvComm: one connection to one peer
-  Log2Histogram latency{"usecs", 32};
-  Log2Histogram size{"bytes", 40};
-  uint64_t requests = 0;
-  uint64_t bytes = 0;
-  uint64_t total_ns = 0;
-};
 
 struct IbCounters {
   uint64_t posts = 0;

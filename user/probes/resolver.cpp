@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -96,6 +97,28 @@ ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::pa
                                      : fmt::format("symbol missing: {} has none of {}", file.filename().string(),
                                                    join(all_symbols(spec)));
   return result;
+}
+
+std::string soname_stem(const std::string& name) {
+  std::string stem = name.rfind("lib", 0) == 0 ? name : "lib" + name;
+  if (stem.find(".so") == std::string::npos) stem += ".so";
+  return stem;
+}
+
+Result<std::string> find_library_file(const std::string& name) {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("LD_LIBRARY_PATH")) dirs = split(env, ':');
+  for (const char* dir :
+       {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+        "/lib64", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/lib"})
+    dirs.push_back(dir);
+  std::string stem = soname_stem(name);
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (library_name_matches(entry.path().string(), stem)) return entry.path().string();
+  }
+  return make_error("library '{}' not found in LD_LIBRARY_PATH or the usual library directories; give its path", name);
 }
 
 Result<std::vector<MapEntry>> read_process_maps(const std::filesystem::path& proc_root, int32_t pid) {

@@ -55,6 +55,14 @@ ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::pa
 ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem::path& proc_root, int32_t pid,
                                    const std::vector<MapEntry>& maps, SymbolCache& cache);
 
+// "mpi", "libmpi", "libmpi.so.40" -> the soname stem a mapping is matched by.
+std::string soname_stem(const std::string& name);
+
+// A library named without a path ("mpi", "libibverbs", "libnccl.so.2"):
+// the first file of that soname stem in LD_LIBRARY_PATH, then the
+// directories the dynamic loader and CUDA installs use.
+Result<std::string> find_library_file(const std::string& name);
+
 // Reads proc_root/PID/maps.
 Result<std::vector<MapEntry>> read_process_maps(const std::filesystem::path& proc_root, int32_t pid);
 

@@ -18,6 +18,7 @@
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
 #include "session/attach.h"
+#include "session/rdma_sources.h"
 
 namespace slowburn {
 
@@ -113,6 +114,7 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     auto topology = std::make_shared<Topology>(Topology::read(options.sysfs_root, options.proc_root));
     topology->assign_ranks(*ranks);
     HwMonitorOptions hw_options;
+    hw_options.fabric = options.rdma;
     hw_options.sysfs_root = options.sysfs_root;
     hw_options.procfs_root = options.proc_root;
     auto started = HwMonitor::start(hw_options, std::move(topology));
@@ -143,9 +145,15 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
       sink.probe_status(statuses[i]);
     }
   }
+  std::unique_ptr<RdmaSources> rdma;
+  if (options.rdma) {
+    auto started = RdmaSources::start(*ranks, options.proc_root, symbols, hw ? &hw->topology() : nullptr, sink);
+    if (!started) return started.error();
+    rdma = std::move(*started);
+  }
   if (hw)
     for (const ProbeStatus& status : hw->statuses()) sink.probe_status(status);
-  sink.probes_done(result.attached, ranks->size());
+  sink.probes_done(result.attached + (rdma ? rdma->attached() : 0), ranks->size());
   if (result.attached == 0)
     return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
                       ranks->size());
@@ -157,6 +165,8 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     if (StragglerDetector* detector = detectors.for_pid(call->pid)) detector->ingest(*call);
   });
   if (!reader) return reader.error();
+  if (rdma)
+    if (auto added = rdma->add_to(**reader); !added) return added.error();
 
   const uint64_t start_ns = monotonic_ns();
   const uint64_t end_ns = options.duration_s > 0 ? start_ns + static_cast<uint64_t>(options.duration_s * 1e9) : 0;
@@ -177,10 +187,16 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     }
   };
   auto poll_hardware = [&](uint64_t now) -> Result<void> {
-    if (!hw) return {};
-    auto events = hw->poll(0, now);
-    if (!events) return events.error();
-    for (DeviceEvent& e : *events) {
+    std::vector<DeviceEvent> events;
+    if (hw) {
+      auto polled = hw->poll(0, now);
+      if (!polled) return polled.error();
+      events = std::move(*polled);
+      for (const std::string& note : hw->take_notes()) sink.note(note);
+    }
+    if (rdma)
+      for (DeviceEvent& e : rdma->poll(now)) events.push_back(std::move(e));
+    for (DeviceEvent& e : events) {
       sink.device_event(e);
       result.device_events.push_back(std::move(e));
     }
@@ -227,6 +243,11 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
   // Records already in the ring buffer still count.
   if (auto drained = reader->get()->drain(); !drained) sink.note(drained.error().message);
   uint64_t now = monotonic_ns();
+  if (rdma)  // the per-connection view as it ended, for the findings below
+    for (DeviceEvent& e : rdma->poll(now, true)) {
+      sink.device_event(e);
+      result.device_events.push_back(std::move(e));
+    }
   detectors.each([&](StragglerDetector& d) { emit(d.finish(now), now); });
   sink.tick(now);
 
@@ -250,6 +271,11 @@ Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std
     report.hist = std::move(h.hist);
     report.total_ns = h.total_ns;
     sink.histogram(report);
+  }
+
+  if (rdma) {
+    for (const HistogramReport& h : rdma->ib_histograms()) sink.histogram(h);
+    if (uint64_t lost = rdma->lost()) sink.note(fmt::format("{} libibverbs call record(s) lost or undecodable", lost));
   }
 
   CallpairCounters kernel = (*program)->counters();

@@ -31,6 +31,10 @@ struct TraceOptions {
   // offered as the likely cause of a finding on them.
   bool hardware_events = true;
   std::filesystem::path sysfs_root = "/sys";
+  // The RDMA path: NIC counters (pause storms, CNPs, retransmissions, link
+  // flaps), QP errors from libibverbs and NCCL IB per-connection latency in
+  // the ranks that load those libraries.
+  bool rdma = true;
 };
 
 struct TraceResult {

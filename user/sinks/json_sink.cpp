@@ -3,6 +3,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "rdma/verbs_names.h"
+
 namespace slowburn {
 
 using nlohmann::json;
@@ -115,6 +117,40 @@ json payload_json(const PcieLinkTrace& t) {
 
 json payload_json(const PciHotplugTrace& h) {
   return {{"port", h.port}, {"slot", h.slot}, {"event", pci_hp_event_name(h.event)}};
+}
+
+json payload_json(const FabricEvent& f) {
+  json j{{"severity", f.severity}, {"nic", f.nic},
+         {"port", f.port},         {"netdev", f.netdev.empty() ? json(nullptr) : json(f.netdev)},
+         {"value", f.value},       {"threshold", f.threshold},
+         {"counters", f.deltas}};
+  if (!f.priority.empty()) j["priority"] = f.priority;
+  if (!f.direction.empty()) j["direction"] = f.direction;
+  return j;
+}
+
+json payload_json(const IbSlowConnection& c) {
+  return {{"pid", c.pid},
+          {"direction", ib_direction_name(c.direction)},
+          {"connection", c.connection},
+          {"comm", fmt::format("{:#x}", c.comm)},
+          {"requests", c.requests},
+          {"latency_mean_us", c.mean_latency_ns / 1e3},
+          {"job_median_latency_us", c.median_latency_ns / 1e3},
+          {"z", c.z}};
+}
+
+json payload_json(const QpEvent& q) {
+  json j{{"severity", q.severity},
+         {"pid", q.pid},
+         {"nic", q.device.empty() ? json(nullptr) : json(q.device)},
+         {"qp_num", q.qp_num ? json(q.qp_num) : json(nullptr)},
+         {"result", q.result}};
+  if (q.from_state >= 0) j["from_state"] = qp_state_name(q.from_state);
+  if (q.to_state >= 0) j["to_state"] = qp_state_name(q.to_state);
+  if (q.type == "rdma.async") j["event"] = async_event_info(q.event_type).name;
+  if (q.port_num) j["port"] = q.port_num;
+  return j;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "stats/log2_hist.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace slowburn {
 
@@ -30,5 +32,18 @@ uint64_t Log2Histogram::count() const {
 uint64_t Log2Histogram::slot_low(size_t slot) { return slot == 0 ? 0 : (uint64_t{1} << slot); }
 
 uint64_t Log2Histogram::slot_high(size_t slot) { return (uint64_t{1} << (slot + 1)) - 1; }
+
+std::optional<uint64_t> Log2Histogram::quantile_bound(double q) const {
+  uint64_t total = count();
+  if (total == 0) return std::nullopt;
+  // Nearest rank: the ceil(q * total)-th value, at least the first.
+  uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(total))));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    seen += slots_[i];
+    if (seen >= rank) return slot_high(i);
+  }
+  return slot_high(slots_.size() - 1);
+}
 
 }  // namespace slowburn

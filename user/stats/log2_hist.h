@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ class Log2Histogram {
   void merge(const Log2Histogram& other);
 
   uint64_t count() const;
+  // The upper bound of the slot holding the q-quantile (q in [0,1]): "p99 <=
+  // this"; nullopt when empty.
+  std::optional<uint64_t> quantile_bound(double q) const;
   const std::vector<uint64_t>& slots() const { return slots_; }
   const std::string& unit() const { return unit_; }
   // Inclusive value range of a slot, as libbpf-tools prints it.

@@ -1,0 +1,151 @@
+// slowburn ib: NCCL's IB transport per rank and per connection (one peer
+// each): requests, bytes, latency from post to completion and the
+// bandwidth a request achieved, aggregated in the kernel (the polling loop
+// never wakes user space), with the connections far slower than the
+// job's others flagged.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/command.h"
+#include "core/format.h"
+#include "loader/ncclib_program.h"
+#include "loader/privileges.h"
+#include "procfs/ranks.h"
+#include "rdma/ib_connections.h"
+#include "session/trace_session.h"
+#include "tools/rdma_tool.h"
+
+namespace slowburn::cli {
+
+namespace {
+
+std::string connection_label(const IbConnectionView& v) {
+  return fmt::format("{} #{}", ib_direction_name(v.stats->direction), v.index);
+}
+
+void print_connections(const std::vector<IbConnectionView>& views, bool json, double elapsed_s) {
+  if (json) {
+    for (const IbConnectionView& v : views) {
+      const IbConnectionStats& s = *v.stats;
+      auto bound = [](std::optional<uint64_t> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
+      std::cout << nlohmann::json{{"kind", "ib"},
+                                  {"pid", s.tgid},
+                                  {"rank", v.rank ? nlohmann::json(*v.rank) : nlohmann::json(nullptr)},
+                                  {"direction", ib_direction_name(s.direction)},
+                                  {"connection", v.index},
+                                  {"comm", fmt::format("{:#x}", s.comm)},
+                                  {"requests", s.requests},
+                                  {"bytes", s.bytes},
+                                  {"bytes_per_s", elapsed_s > 0 ? static_cast<double>(s.bytes) / elapsed_s : 0.0},
+                                  {"in_flight_bytes_per_s", v.in_flight_bytes_per_s},
+                                  {"latency_mean_us", v.mean_latency_ns / 1e3},
+                                  {"latency_p50_us_max", bound(s.latency.quantile_bound(0.5))},
+                                  {"latency_p99_us_max", bound(s.latency.quantile_bound(0.99))},
+                                  {"z", v.z ? nlohmann::json(*v.z) : nlohmann::json(nullptr)},
+                                  {"slow", v.slow}}
+                       .dump()
+                << '\n';
+    }
+    std::cout.flush();
+    return;
+  }
+  std::cout << fmt::format("{:>5} {:>8} {:<9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>11}\n", "RANK", "PID", "CONN",
+                           "REQUESTS", "BYTES", "RATE", "MEAN LAT", "P50<=", "P99<=", "IN-FLIGHT");
+  for (const IbConnectionView& v : views) {
+    const IbConnectionStats& s = *v.stats;
+    auto us = [](std::optional<uint64_t> b) { return b ? fmt::format("{} us", *b) : std::string("-"); };
+    std::cout << fmt::format(
+        "{:>5} {:>8} {:<9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>11}{}\n", v.rank ? std::to_string(*v.rank) : "-",
+        s.tgid, connection_label(v), s.requests, format_bytes(static_cast<double>(s.bytes)),
+        elapsed_s > 0 ? format_bytes_per_s(static_cast<double>(s.bytes) / elapsed_s) : "-",
+        format_ns(v.mean_latency_ns), us(s.latency.quantile_bound(0.5)), us(s.latency.quantile_bound(0.99)),
+        format_bytes_per_s(v.in_flight_bytes_per_s), v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+Command add_ib_command(CLI::App& app) {
+  auto args = std::make_shared<RdmaToolArgs>();
+  auto no_hist = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand(
+      "ib",
+      "NCCL's IB transport (ncclIbIsend / ncclIbIrecv / ncclIbIflush completed by ncclIbTest) per rank and per "
+      "connection: requests, bytes, latency from post to completion (log2 histograms), the bandwidth a request "
+      "achieved while in flight; a connection much slower than the job's others of its direction is flagged "
+      "(a slow path to that peer). Counted in the kernel: NCCL's polling loop never wakes slowburn. Needs NCCL "
+      "2.26-2.28's signatures; another version is reported unsupported.\n\n"
+      "Examples:\n  slowburn ib -d 30\n  slowburn ib -p 4242 -i 5\n"
+      "  slowburn ib --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
+  add_rdma_options(sub, *args, true);
+  sub->add_flag("--no-hist", *no_hist, "Leave out the latency histograms");
+  return {sub, [args, no_hist] {
+            if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
+            auto program = NcclIbProgram::load();
+            if (!program) return fail(program.error());
+            auto probes = select_probes({"nccl.ib.*"}, ProbeProgram::nccl_ib);
+            if (!probes) return fail(probes.error());
+            auto sink = make_stdout_sink(args->json);
+            auto targets = attach_rdma_probes(
+                *args, *probes, "", [&](const ProbeResolution& r, int32_t pid) { return (*program)->attach(r, pid); },
+                *sink);
+            if (!targets) return fail(targets.error());
+            if (targets->attached == 0) return fail(make_error("no NCCL IB probe could be attached (see above)"));
+            sink->probes_done(targets->attached, targets->pids.size());
+
+            const auto& stop = install_stop_handlers();
+            uint64_t start = monotonic_ns();
+            uint64_t end = args->duration_s > 0 ? start + static_cast<uint64_t>(args->duration_s * 1e9) : 0;
+            uint64_t next = args->interval_s > 0 ? start + static_cast<uint64_t>(args->interval_s * 1e9) : 0;
+            auto rank_of = [&](uint32_t pid) { return rank_for(*targets, pid); };
+            for (;;) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(100));
+              uint64_t now = monotonic_ns();
+              if (stop.load() || (end && now >= end)) break;
+              if (!targets->pids.empty() && std::none_of(targets->pids.begin(), targets->pids.end(), [&](int32_t pid) {
+                    return process_alive(args->proc_root, pid);
+                  })) {
+                sink->note("every traced process has exited");
+                break;
+              }
+              if (next && now >= next) {
+                auto stats = (*program)->stats();
+                print_connections(analyze_ib_connections(stats, rank_of), args->json,
+                                  static_cast<double>(now - start) / 1e9);
+                next += static_cast<uint64_t>(args->interval_s * 1e9);
+              }
+            }
+            double elapsed_s = static_cast<double>(monotonic_ns() - start) / 1e9;
+            auto stats = (*program)->stats();
+            auto views = analyze_ib_connections(stats, rank_of);
+            if (views.empty())
+              sink->note("no NCCL IB request completed while tracing (the job idle, or using another transport)");
+            else
+              print_connections(views, args->json, elapsed_s);
+            if (!*no_hist)
+              for (const IbConnectionView& v : views) {
+                HistogramReport h;
+                if (auto it = targets->rank_of.find(static_cast<int32_t>(v.stats->tgid)); it != targets->rank_of.end())
+                  h.rank = it->second;
+                h.pid = static_cast<int32_t>(v.stats->tgid);
+                h.probe = fmt::format("nccl.ib {}", connection_label(v));
+                h.hist = v.stats->latency;
+                h.total_ns = v.stats->total_ns;
+                sink->histogram(h);
+              }
+            IbCounters c = (*program)->counters();
+            sink->note(
+                fmt::format("{} requests posted, {} completed, {} posts deferred (peer not ready), {} "
+                            "ncclIbTest polls counted in the kernel; {} completions of requests posted before "
+                            "tracing, {} requests untracked (table full)",
+                            c.posts, c.completions, c.posts_deferred, c.polls, c.unknown_done, c.table_full));
+            return 0;
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,148 @@
+// slowburn qp: RDMA queue pairs of the traced processes from libibverbs'
+// control path: creation, every state transition (with the peer's QPN and
+// GID once connected), destruction, and asynchronous events. A QP moved to
+// ERR or SQE, a failed transition and a QP_FATAL / PORT_ERR / DEVICE_FATAL
+// are events naming the process, its rank and its NIC.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "events/decoder.h"
+#include "hw/device_events.h"
+#include "loader/privileges.h"
+#include "loader/ring_buffer.h"
+#include "loader/verbs_program.h"
+#include "procfs/ranks.h"
+#include "rdma/qp_inventory.h"
+#include "rdma/verbs_names.h"
+#include "session/trace_session.h"
+#include "sysfs/topology.h"
+#include "tools/rdma_tool.h"
+
+namespace slowburn::cli {
+
+namespace {
+
+void print_inventory(const QpInventory& inventory, const RdmaTargets& targets, bool json) {
+  auto rank_text = [&](uint32_t pid) {
+    auto rank = rank_for(targets, pid);
+    return rank ? std::to_string(*rank) : std::string("-");
+  };
+  if (json) {
+    for (const QpInfo& q : inventory.qps()) {
+      auto rank = rank_for(targets, q.pid);
+      std::cout << nlohmann::json{{"kind", "qp"},
+                                  {"pid", q.pid},
+                                  {"rank", rank ? nlohmann::json(*rank) : nlohmann::json(nullptr)},
+                                  {"nic", q.device},
+                                  {"qp_num", q.qp_num},
+                                  {"type", q.type_known ? qp_type_name(q.qp_type) : ""},
+                                  {"state", qp_state_name(q.state)},
+                                  {"transitions", q.transitions},
+                                  {"failed_modifies", q.failed_modifies},
+                                  {"dest_qp_num",
+                                   q.dest_qp_num ? nlohmann::json(q.dest_qp_num) : nlohmann::json(nullptr)},
+                                  {"dest_gid", gid_is_zero(q.dest_gid) ? nlohmann::json(nullptr)
+                                                                       : nlohmann::json(format_gid(q.dest_gid))},
+                                  {"dest_lid", q.dest_lid},
+                                  {"created_before_tracing", q.created_ns == 0}}
+                       .dump()
+                << '\n';
+    }
+    for (const auto& [pid, t] : inventory.totals())
+      std::cout << nlohmann::json{{"kind", "qp_totals"},
+                                  {"pid", pid},
+                                  {"created", t.created},
+                                  {"destroyed", t.destroyed},
+                                  {"error_transitions", t.error_transitions},
+                                  {"failed_calls", t.failed_calls},
+                                  {"async_errors", t.async_errors}}
+                       .dump()
+                << '\n';
+    return;
+  }
+  auto qps = inventory.qps();
+  std::cout << fmt::format("\n{} live QP(s)\n", qps.size());
+  if (!qps.empty())
+    std::cout << fmt::format("{:>8} {:>5} {:<8} {:>8} {:<5} {:<6} {:>5} {:>9} {}\n", "PID", "RANK", "NIC", "QPN",
+                             "TYPE", "STATE", "MOVES", "PEER QPN", "PEER GID / LID");
+  for (const QpInfo& q : qps)
+    std::cout << fmt::format("{:>8} {:>5} {:<8} {:>#8x} {:<5} {:<6} {:>5} {:>9} {}\n", q.pid, rank_text(q.pid),
+                             q.device.empty() ? "-" : q.device, q.qp_num, q.type_known ? qp_type_name(q.qp_type) : "?",
+                             qp_state_name(q.state), q.transitions,
+                             q.dest_qp_num ? fmt::format("{:#x}", q.dest_qp_num) : "-",
+                             !gid_is_zero(q.dest_gid) ? format_gid(q.dest_gid)
+                             : q.dest_lid             ? fmt::format("lid {}", q.dest_lid)
+                                                      : "-");
+  if (!inventory.totals().empty())
+    std::cout << fmt::format("\n{:>8} {:>5} {:>8} {:>10} {:>11} {:>7} {:>12}\n", "PID", "RANK", "CREATED", "DESTROYED",
+                             "ERR/SQE", "FAILED", "ASYNC ERRS");
+  for (const auto& [pid, t] : inventory.totals())
+    std::cout << fmt::format("{:>8} {:>5} {:>8} {:>10} {:>11} {:>7} {:>12}\n", pid, rank_text(pid), t.created,
+                             t.destroyed, t.error_transitions, t.failed_calls, t.async_errors);
+}
+
+}  // namespace
+
+Command add_qp_command(CLI::App& app) {
+  auto args = std::make_shared<RdmaToolArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "qp",
+      "RDMA queue pairs from libibverbs' control path (ibv_create_qp, ibv_modify_qp, ibv_destroy_qp, "
+      "ibv_get_async_event): every QP with its NIC, state and peer, and as events: a QP moved to ERR or SQE, a "
+      "transition that failed, QP_FATAL / PORT_ERR / DEVICE_FATAL. By default system-wide in this host's "
+      "libibverbs.so.1 (processes started later included); a container's job maps its own copy: use -p.\n\n"
+      "Examples:\n  slowburn qp\n  slowburn qp -p 4242 -d 60 --json\n"
+      "  slowburn qp --lib /opt/conda/lib/libibverbs.so.1");
+  add_rdma_options(sub, *args, false);
+  return {sub, [args] {
+            if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
+            auto program = VerbsProgram::load();
+            if (!program) return fail(program.error());
+            auto probes = select_probes({"verbs.*"}, ProbeProgram::verbs);
+            if (!probes) return fail(probes.error());
+            auto sink = make_stdout_sink(args->json);
+            auto targets = attach_rdma_probes(
+                *args, *probes, "libibverbs.so.1",
+                [&](const ProbeResolution& r, int32_t pid) { return (*program)->attach(r, pid); }, *sink);
+            if (!targets) return fail(targets.error());
+            if (targets->attached == 0) return fail(make_error("no verbs probe could be attached (see above)"));
+            sink->probes_done(targets->attached, targets->pids.size());
+
+            auto topology = std::make_shared<Topology>(Topology::read(args->sysfs_root, args->proc_root));
+            topology->assign_ranks(targets->ranks);
+            DeviceEventBuilder builder(topology.get());
+            QpInventory inventory;
+            EventDecoder decoder;
+            auto reader = RingBufferReader::open((*program)->events_fd(), [&](std::span<const std::byte> record) {
+              auto call = decoder.decode_verbs(record);
+              if (!call) return;
+              for (const QpEvent& e : inventory.apply(*call))
+                sink->device_event(builder.qp(e, rank_for(*targets, e.pid)));
+            });
+            if (!reader) return fail(reader.error());
+            const auto& stop = install_stop_handlers();
+            uint64_t end = args->duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(args->duration_s * 1e9) : 0;
+            for (;;) {
+              if (auto polled = (*reader)->poll(100); !polled) return fail(polled.error());
+              if (stop.load() || (end && monotonic_ns() >= end)) break;
+              if (!targets->pids.empty() && std::none_of(targets->pids.begin(), targets->pids.end(), [&](int32_t pid) {
+                    return process_alive(args->proc_root, pid);
+                  })) {
+                sink->note("every traced process has exited");
+                break;
+              }
+            }
+            (void)(*reader)->drain();
+            print_inventory(inventory, *targets, args->json);
+            VerbsCounters c = (*program)->counters();
+            sink->note(fmt::format("{} verbs calls traced; {} lost (ring buffer full), {} undecodable", c.records,
+                                   c.ringbuf_drops + c.state_failures, decoder.stats().rejected()));
+            return 0;
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,83 @@
+#include "tools/rdma_tool.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "procfs/ranks.h"
+
+namespace slowburn::cli {
+
+void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval) {
+  sub->add_flag("--json", args.json, "JSON lines");
+  sub->add_option("-d,--duration", args.duration_s, "Seconds to trace (default: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  if (interval)
+    sub->add_option("-i,--interval", args.interval_s, "Print the table every this many seconds (default: at the end)")
+        ->check(CLI::NonNegativeNumber);
+  sub->add_option("-p,--pid", args.pids, "Trace this process (repeatable)")->check(CLI::PositiveNumber);
+  sub->add_option("--lib", args.lib, "Attach system-wide in this library file (every process that maps it)");
+  sub->add_option("--procfs-root", args.proc_root, "procfs to find rank processes in")->capture_default_str();
+  sub->add_option("--sysfs-root", args.sysfs_root, "sysfs to join NICs to PCI devices")->capture_default_str();
+}
+
+Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vector<const ProbeSpec*>& probes,
+                                       const std::string& default_lib, const AttachFn& attach, Sink& sink) {
+  RdmaTargets targets;
+  targets.ranks = discover_ranks(args.proc_root, getpid());
+  for (const RankIdentity& r : targets.ranks) targets.rank_of[r.pid] = r;
+  SymbolCache cache;
+  auto report = [&](const ProbeResolution& r, int32_t pid) {
+    ProbeStatus status;
+    status.probe = r.spec->name;
+    status.pid = pid > 0 ? pid : 0;
+    if (auto it = targets.rank_of.find(pid); it != targets.rank_of.end()) status.rank = it->second;
+    status.library = r.library;
+    status.sites = r.sites;
+    if (!r.resolved) {
+      status.state = ProbeState::unavailable;
+      status.detail = r.reason;
+    } else if (auto ok = attach(r, pid); !ok) {
+      status.state = ProbeState::failed;
+      status.detail = ok.error().message;
+    } else {
+      status.state = ProbeState::attached;
+      ++targets.attached;
+    }
+    sink.probe_status(status);
+  };
+
+  std::string lib = args.lib;
+  if (lib.empty() && args.pids.empty() && !default_lib.empty()) {
+    auto found = find_library_file(default_lib);
+    if (!found) return found.error();
+    lib = *found;
+  }
+  if (!lib.empty()) {
+    if (access(lib.c_str(), R_OK) != 0) return make_sys_error(errno, "cannot read " + lib);
+    for (const ProbeSpec* spec : probes) report(resolve_in_file(*spec, lib, cache), -1);
+    return targets;
+  }
+  std::vector<int32_t> pids = args.pids;
+  if (pids.empty())
+    for (const RankIdentity& r : targets.ranks) pids.push_back(r.pid);
+  if (pids.empty())
+    return make_error(
+        "no rank processes found on this node (no OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID or "
+        "RANK in any environment); give -p PID or --lib PATH");
+  for (int32_t pid : pids) {
+    auto maps = read_process_maps(args.proc_root, pid);
+    if (!maps) return make_error("process {}: {} (has it exited?)", pid, maps.error().message);
+    targets.pids.push_back(pid);
+    for (const ProbeSpec* spec : probes) report(resolve_in_process(*spec, args.proc_root, pid, *maps, cache), pid);
+  }
+  return targets;
+}
+
+std::optional<int> rank_for(const RdmaTargets& targets, uint32_t pid) {
+  auto it = targets.rank_of.find(static_cast<int32_t>(pid));
+  if (it == targets.rank_of.end()) return std::nullopt;
+  return it->second.rank;
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,153 @@
+#include "session/rdma_sources.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "loader/ncclib_program.h"
+#include "loader/ring_buffer.h"
+#include "loader/verbs_program.h"
+#include "procfs/maps.h"
+#include "rdma/ib_connections.h"
+
+namespace slowburn {
+
+namespace {
+
+// The resolutions of `probes` in each rank that maps `library`; empty when none does.
+std::map<int32_t, std::vector<ProbeResolution>> resolve_in_ranks(const std::vector<RankIdentity>& ranks,
+                                                                 const std::vector<const ProbeSpec*>& probes,
+                                                                 const char* library,
+                                                                 const std::filesystem::path& proc_root,
+                                                                 SymbolCache& symbols) {
+  std::map<int32_t, std::vector<ProbeResolution>> out;
+  for (const RankIdentity& rank : ranks) {
+    auto maps = read_process_maps(proc_root, rank.pid);
+    if (!maps || !find_library(*maps, library)) continue;
+    for (const ProbeSpec* spec : probes)
+      out[rank.pid].push_back(resolve_in_process(*spec, proc_root, rank.pid, *maps, symbols));
+  }
+  return out;
+}
+
+}  // namespace
+
+RdmaSources::RdmaSources(const std::vector<RankIdentity>& ranks, const Topology* topology) : builder_(topology) {
+  for (const RankIdentity& r : ranks) by_pid_[r.pid] = r;
+}
+
+RdmaSources::~RdmaSources() = default;
+
+std::optional<int> RdmaSources::rank_of(uint32_t pid) const {
+  auto it = by_pid_.find(static_cast<int32_t>(pid));
+  return it == by_pid_.end() ? std::nullopt : std::optional<int>(it->second.rank);
+}
+
+Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankIdentity>& ranks,
+                                                        const std::filesystem::path& proc_root, SymbolCache& symbols,
+                                                        const Topology* topology, Sink& sink) {
+  std::unique_ptr<RdmaSources> sources(new RdmaSources(ranks, topology));
+  struct Side {
+    const char* patterns;
+    ProbeProgram program;
+    const char* library;
+  };
+  for (const Side& side : {Side{"verbs.*", ProbeProgram::verbs, "libibverbs.so"},
+                           Side{"nccl.ib.*", ProbeProgram::nccl_ib, "libnccl.so"}}) {
+    auto probes = select_probes({side.patterns}, side.program);
+    if (!probes) return probes.error();
+    auto by_rank = resolve_in_ranks(ranks, *probes, side.library, proc_root, symbols);
+    if (by_rank.empty()) {
+      ProbeStatus status;
+      status.probe = side.patterns;
+      status.state = ProbeState::unavailable;
+      status.detail = fmt::format("no traced rank has {} loaded", side.library);
+      sink.probe_status(status);
+      continue;
+    }
+    // Load the program only now: a job without RDMA costs nothing.
+    std::function<Result<void>(const ProbeResolution&, int32_t)> attach;
+    if (side.program == ProbeProgram::verbs) {
+      auto program = VerbsProgram::load();
+      if (!program) return program.error();
+      sources->verbs_ = std::move(*program);
+      attach = [&](const ProbeResolution& r, int32_t pid) { return sources->verbs_->attach(r, pid); };
+    } else {
+      auto program = NcclIbProgram::load();
+      if (!program) return program.error();
+      sources->ib_ = std::move(*program);
+      attach = [&](const ProbeResolution& r, int32_t pid) { return sources->ib_->attach(r, pid); };
+    }
+    for (const auto& [pid, resolutions] : by_rank) {
+      for (const ProbeResolution& r : resolutions) {
+        ProbeStatus status;
+        status.probe = r.spec->name;
+        status.pid = pid;
+        status.rank = sources->by_pid_.at(pid);
+        status.library = r.library;
+        status.sites = r.sites;
+        if (!r.resolved) {
+          status.state = ProbeState::unavailable;
+          status.detail = r.reason;
+        } else if (auto ok = attach(r, pid); !ok) {
+          status.state = ProbeState::failed;
+          status.detail = ok.error().message;
+        } else {
+          status.state = ProbeState::attached;
+          ++sources->attached_;
+        }
+        sink.probe_status(status);
+      }
+    }
+  }
+  return sources;
+}
+
+Result<void> RdmaSources::add_to(RingBufferReader& reader) {
+  if (!verbs_) return {};
+  return reader.add(verbs_->events_fd(), [this](std::span<const std::byte> record) {
+    auto call = decoder_.decode_verbs(record);
+    if (!call) return;
+    for (const QpEvent& e : inventory_.apply(*call)) pending_.push_back(builder_.qp(e, rank_of(e.pid)));
+  });
+}
+
+std::vector<DeviceEvent> RdmaSources::poll(uint64_t now_ns, bool final) {
+  if (ib_ && (final || now_ns >= next_ib_check_ns_)) {
+    next_ib_check_ns_ = now_ns + 1'000'000'000;
+    auto stats = ib_->stats();
+    for (const IbConnectionView& v : analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); })) {
+      if (!v.slow ||
+          !reported_slow_.insert({v.stats->tgid, static_cast<int>(v.stats->direction), v.stats->comm}).second)
+        continue;
+      IbSlowConnection c{v.stats->tgid,     v.stats->direction,  v.index,        v.stats->comm, v.stats->requests,
+                         v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
+      pending_.push_back(builder_.slow_connection(c, v.rank, now_ns));
+    }
+  }
+  return std::exchange(pending_, {});
+}
+
+std::vector<HistogramReport> RdmaSources::ib_histograms() const {
+  std::vector<HistogramReport> out;
+  if (!ib_) return out;
+  auto stats = ib_->stats();
+  for (const IbConnectionView& v : analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); })) {
+    HistogramReport h;
+    if (auto it = by_pid_.find(static_cast<int32_t>(v.stats->tgid)); it != by_pid_.end()) h.rank = it->second;
+    h.pid = static_cast<int32_t>(v.stats->tgid);
+    h.probe = fmt::format("nccl.ib {} #{}", ib_direction_name(v.stats->direction), v.index);
+    h.hist = v.stats->latency;
+    h.total_ns = v.stats->total_ns;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+uint64_t RdmaSources::lost() const {
+  if (!verbs_) return 0;
+  VerbsCounters c = verbs_->counters();
+  return c.ringbuf_drops + c.state_failures + decoder_.stats().rejected();
+}
+
+}  // namespace slowburn

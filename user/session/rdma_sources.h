@@ -1,0 +1,66 @@
+// The RDMA side of a trace session, in every rank process that loaded the
+// libraries: libibverbs' control path (QPs moved to ERR, async errors) and
+// NCCL's IB transport (per-connection request latency, and which
+// connection is far slower than the job's others). Both become
+// DeviceEvents joined to the ranks, so a finding can name them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rank_identity.h"
+#include "events/decoder.h"
+#include "hw/device_events.h"
+#include "probes/resolver.h"
+#include "rdma/qp_inventory.h"
+#include "sinks/sink.h"
+
+namespace slowburn {
+
+class VerbsProgram;
+class NcclIbProgram;
+class RingBufferReader;
+
+class RdmaSources {
+ public:
+  // Loads the programs only when some rank maps the library; reports the
+  // probes' states to the sink (one line when no rank maps the library).
+  static Result<std::unique_ptr<RdmaSources>> start(const std::vector<RankIdentity>& ranks,
+                                                    const std::filesystem::path& proc_root, SymbolCache& symbols,
+                                                    const Topology* topology, Sink& sink);
+  ~RdmaSources();
+
+  // Adds the verbs ring buffer to the session's reader.
+  Result<void> add_to(RingBufferReader& reader);
+  // Events since the last call: QP events as they were read, slow NCCL IB
+  // connections as they become slow (checked once a second, each
+  // connection reported once).
+  // `final`: check the connections now whatever the period.
+  std::vector<DeviceEvent> poll(uint64_t now_ns, bool final = false);
+  // The NCCL IB latency histograms per rank and connection, for the end of the session.
+  std::vector<HistogramReport> ib_histograms() const;
+  size_t attached() const { return attached_; }
+  uint64_t lost() const;  // verbs records lost or undecodable
+
+ private:
+  RdmaSources(const std::vector<RankIdentity>& ranks, const Topology* topology);
+  std::optional<int> rank_of(uint32_t pid) const;
+
+  std::map<int32_t, RankIdentity> by_pid_;
+  DeviceEventBuilder builder_;
+  std::unique_ptr<VerbsProgram> verbs_;
+  std::unique_ptr<NcclIbProgram> ib_;
+  EventDecoder decoder_;
+  QpInventory inventory_;
+  std::vector<DeviceEvent> pending_;
+  std::set<std::tuple<uint32_t, int, uint64_t>> reported_slow_;  // (pid, direction, comm)
+  size_t attached_ = 0;
+  uint64_t next_ib_check_ns_ = 0;
+};
+
+}  // namespace slowburn
