@@ -210,6 +210,8 @@ BENCH_DECODE := $(BUILD)/bench/decode_bench
 BENCH_COST   := $(BUILD)/bench/probe_cost
 BENCH_TARGET := $(BUILD)/bench/call_loop
 BENCH_KMSG   := $(BUILD)/bench/kmsg_cost
+BENCH_IB     := $(BUILD)/bench/ib_cost
+BENCH_IBLOOP := $(BUILD)/bench/ib_poll_loop
 
 $(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
@@ -230,6 +232,16 @@ $(BENCH_KMSG): $(BUILD)/obj/bench/kmsg_cost.o $(LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_IB): $(BUILD)/obj/bench/ib_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_IBLOOP): bench/ib_poll_loop.cpp
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 $(BENCH_TARGET): bench/call_loop.c
 	@mkdir -p $(@D)
@@ -265,7 +277,7 @@ demo:
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG)
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP)
 	$(Q)bench/run.sh $(BUILD)
 
 # Runs the Xid parser fuzzer for FUZZ_SECONDS on a copy of the seed corpus.

@@ -56,7 +56,26 @@ fi
 	echo
 	"$build/bench/kmsg_cost" 7 20000
 	echo
-	echo "### 5. Peak RSS of \`slowburn trace\` over a ${rss_seconds} s session"
+	echo "### 5. Per-hit cost of the nccl.ib.test probe (NCCL's polling loop)"
+	echo
+	echo "\`$build/bench/ib_cost poll $build/bench/ib_poll_loop $rounds $calls\`: a loop polls a hidden"
+	echo "\`ncclIbTest(void*, int*, int*)\` that answers not-done; the probe pair the catalog attaches"
+	echo "against an empty uprobe pair on the same function (perf links both), alternating, $rounds rounds:"
+	echo
+	"$build/bench/ib_cost" poll "$build/bench/ib_poll_loop" "$rounds" "$calls"
+	echo
+	echo "### 6. Symbol resolution in libnccl.so.2"
+	echo
+	nccl=${NCCL:-/usr/local/cuda/lib64/libnccl.so.2}
+	if [ -r "$nccl" ]; then
+		echo "\`$build/bench/ib_cost symbols $nccl 7\`:"
+		echo
+		"$build/bench/ib_cost" symbols "$nccl" 7
+	else
+		echo "($nccl absent: skipped)"
+	fi
+	echo
+	echo "### 7. Peak RSS of \`slowburn trace\` over a ${rss_seconds} s session"
 	echo
 	echo "The demo workload under mpirun (4 ranks, rank 2 slowed), traced by"
 	echo "\`$build/slowburn trace --probe 'mpi.*' -d $rss_seconds\`; VmHWM read from /proc every second:"

@@ -1,0 +1,153 @@
+// Two costs of the NCCL IB side, each measured within one run:
+//
+//   ib_cost poll IB_POLL_LOOP ROUNDS CALLS
+//     per-hit cost of the nccl.ib.test probe pair (NCCL's polling loop, the
+//     not-done path) against an empty uprobe pair on the same function,
+//     configurations alternating;
+//   ib_cost symbols LIBNCCL ROUNDS
+//     resolving the four nccl.ib.* and the public nccl.* probes in
+//     libnccl.so.2: parsing the ELF (file in the page cache, then right after
+//     dropping the page cache) and through a warm SymbolCache.
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/subprocess.h"
+#include "empty_pair.skel.h"
+#include "loader/ncclib_program.h"
+#include "probes/catalog.h"
+#include "probes/resolver.h"
+
+using namespace slowburn;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double run_loop(const std::string& binary, long calls) {
+  std::string out = "/tmp/slowburn-bench-ibloop.out";
+  auto child = Subprocess::spawn({binary, std::to_string(calls)}, {out, {}});
+  if (!child || !child->wait_for(600s)) return -1;
+  double ns = -1;
+  std::sscanf(read_text(out).c_str(), "ns_per_call %lf", &ns);
+  return ns;
+}
+
+struct EmptyPair {
+  empty_pair_bpf* skel = nullptr;
+  std::vector<bpf_link*> links;
+  ~EmptyPair() {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    empty_pair_bpf::destroy(skel);
+  }
+};
+
+int poll_cost(const std::string& binary, int rounds, long calls) {
+  SymbolCache cache;
+  ProbeResolution test = resolve_in_file(*find_probe("nccl.ib.test"), binary, cache);
+  if (!test.resolved) {
+    std::fprintf(stderr, "nccl.ib.test does not resolve in %s: %s\n", binary.c_str(), test.reason.c_str());
+    return 1;
+  }
+  uint64_t offset = test.sites[0].file_offset;
+  std::vector<std::string> names = {"no probe", "empty uprobe pair", "nccl.ib.test probe pair"};
+  std::map<std::string, std::vector<double>> samples;
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t k = 0; k < names.size(); ++k) {
+      const std::string& name = names[(k + static_cast<size_t>(round)) % names.size()];
+      std::shared_ptr<void> attached;
+      if (name == "empty uprobe pair") {
+        auto e = std::make_shared<EmptyPair>();
+        e->skel = empty_pair_bpf::open_and_load();
+        for (int ret = 0; e->skel && ret < 2; ++ret) {
+          LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret == 1);
+          bpf_link* link = bpf_program__attach_uprobe_opts(ret ? e->skel->progs.empty_exit : e->skel->progs.empty_enter,
+                                                           -1, binary.c_str(), offset, &opts);
+          if (link) e->links.push_back(link);
+        }
+        if (e->links.size() != 2) return std::fprintf(stderr, "empty pair did not attach\n"), 1;
+        attached = e;
+      } else if (name == "nccl.ib.test probe pair") {
+        // Perf links, as the empty pair: the same attachment, only the programs differ.
+        auto program = NcclIbProgram::load(AttachMode::perf_link);
+        if (!program) return std::fprintf(stderr, "%s\n", program.error().message.c_str()), 1;
+        if (auto ok = (*program)->attach(test, -1); !ok)
+          return std::fprintf(stderr, "%s\n", ok.error().message.c_str()), 1;
+        attached = std::shared_ptr<NcclIbProgram>(std::move(*program));
+      }
+      samples[name].push_back(run_loop(binary, calls));
+    }
+  }
+  double none = median(samples["no probe"]);
+  double empty = median(samples["empty uprobe pair"]) - none;
+  std::printf("| configuration | ns per call (median of %d) | added by the probe, ns | vs empty pair |\n", rounds);
+  std::printf("|---|---|---|---|\n");
+  for (const std::string& name : names) {
+    double m = median(samples[name]);
+    std::printf("| %s | %.0f | %.0f | %s |\n", name.c_str(), m, m - none,
+                name == "no probe" ? "-" : fmt::format("{:.2f}x", (m - none) / empty).c_str());
+  }
+  return 0;
+}
+
+int symbol_cost(const std::string& library, int rounds) {
+  auto probes = select_probes({"nccl.*"}, ProbeProgram::nccl_ib);
+  auto public_api = select_probes({"nccl.*"});
+  if (!probes || !public_api) return 1;
+  std::vector<const ProbeSpec*> all = *probes;
+  all.insert(all.end(), public_api->begin(), public_api->end());
+  auto resolve_all = [&](SymbolCache& cache) {
+    auto start = std::chrono::steady_clock::now();
+    for (const ProbeSpec* spec : all)
+      if (!resolve_in_file(*spec, library, cache).resolved) std::fprintf(stderr, "%s unresolved\n", spec->name.c_str());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  bool can_drop = std::ofstream("/proc/sys/vm/drop_caches").good();
+  std::vector<double> parsed, dropped, cached;
+  SymbolCache warm;
+  resolve_all(warm);
+  for (int i = 0; i < rounds; ++i) {
+    SymbolCache fresh;
+    parsed.push_back(resolve_all(fresh));
+    cached.push_back(resolve_all(warm));
+    if (can_drop) {
+      std::ofstream("/proc/sys/vm/drop_caches") << "1\n";
+      SymbolCache cold;
+      dropped.push_back(resolve_all(cold));
+    }
+  }
+  std::printf("%zu probes (nccl.ib.* and the public nccl.* API) resolved in %s, median of %d:\n\n", all.size(),
+              library.c_str(), rounds);
+  std::printf("| symbol tables | ms |\n|---|---|\n");
+  if (can_drop) std::printf("| parsed, page cache dropped first | %.2f |\n", median(dropped));
+  std::printf("| parsed, file in the page cache | %.2f |\n", median(parsed));
+  std::printf("| cached (SymbolCache: stat + build id, lookups) | %.3f |\n", median(cached));
+  std::printf("\nparsed / cached: %.0fx\n", median(parsed) / median(cached));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  libbpf_set_print(nullptr);
+  if (argc == 5 && std::string(argv[1]) == "poll") return poll_cost(argv[2], std::atoi(argv[3]), std::atol(argv[4]));
+  if (argc == 4 && std::string(argv[1]) == "symbols") return symbol_cost(argv[2], std::atoi(argv[3]));
+  std::fprintf(stderr, "usage: %s poll IB_POLL_LOOP ROUNDS CALLS | symbols LIBNCCL ROUNDS\n", argv[0]);
+  return 2;
+}
