@@ -17,46 +17,17 @@
 #include <map>
 #include <sstream>
 
+#include "bench/bench_util.h"
 #include "core/subprocess.h"
-#include "empty_pair.skel.h"
 #include "loader/ncclib_program.h"
 #include "probes/catalog.h"
 #include "probes/resolver.h"
 
 using namespace slowburn;
+using namespace slowburn::bench;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double run_loop(const std::string& binary, long calls) {
-  std::string out = "/tmp/slowburn-bench-ibloop.out";
-  auto child = Subprocess::spawn({binary, std::to_string(calls)}, {out, {}});
-  if (!child || !child->wait_for(600s)) return -1;
-  double ns = -1;
-  std::sscanf(read_text(out).c_str(), "ns_per_call %lf", &ns);
-  return ns;
-}
-
-struct EmptyPair {
-  empty_pair_bpf* skel = nullptr;
-  std::vector<bpf_link*> links;
-  ~EmptyPair() {
-    for (bpf_link* l : links) bpf_link__destroy(l);
-    empty_pair_bpf::destroy(skel);
-  }
-};
 
 int poll_cost(const std::string& binary, int rounds, long calls) {
   SymbolCache cache;
@@ -73,16 +44,8 @@ int poll_cost(const std::string& binary, int rounds, long calls) {
       const std::string& name = names[(k + static_cast<size_t>(round)) % names.size()];
       std::shared_ptr<void> attached;
       if (name == "empty uprobe pair") {
-        auto e = std::make_shared<EmptyPair>();
-        e->skel = empty_pair_bpf::open_and_load();
-        for (int ret = 0; e->skel && ret < 2; ++ret) {
-          LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret == 1);
-          bpf_link* link = bpf_program__attach_uprobe_opts(ret ? e->skel->progs.empty_exit : e->skel->progs.empty_enter,
-                                                           -1, binary.c_str(), offset, &opts);
-          if (link) e->links.push_back(link);
-        }
-        if (e->links.size() != 2) return std::fprintf(stderr, "empty pair did not attach\n"), 1;
-        attached = e;
+        attached = attach_empty(binary, offset);
+        if (!attached) return std::fprintf(stderr, "empty pair did not attach\n"), 1;
       } else if (name == "nccl.ib.test probe pair") {
         // Perf links, as the empty pair: the same attachment, only the programs differ.
         auto program = NcclIbProgram::load(AttachMode::perf_link);

@@ -15,58 +15,20 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/bench_util.h"
 #include "core/subprocess.h"
-#include "empty_pair.skel.h"
 #include "loader/callpair_program.h"
 #include "loader/ring_buffer.h"
 #include "symbols/elf_symbols.h"
 
 using namespace slowburn;
+using namespace slowburn::bench;
 using namespace std::chrono_literals;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-double run_loop(const std::string& binary, long calls) {
-  std::string out = "/tmp/slowburn-bench-loop.out";
-  auto child = Subprocess::spawn({binary, std::to_string(calls)}, {out, {}});
-  if (!child || !child->wait_for(600s)) return -1;
-  double ns = -1;
-  std::sscanf(read_text(out).c_str(), "ns_per_call %lf", &ns);
-  return ns;
-}
-
 // Something attached while it lives.
 using Setup = std::function<std::shared_ptr<void>()>;
-
-struct EmptyPair {
-  empty_pair_bpf* skel = nullptr;
-  std::vector<bpf_link*> links;
-  ~EmptyPair() {
-    for (bpf_link* l : links) bpf_link__destroy(l);
-    empty_pair_bpf::destroy(skel);
-  }
-};
-
-std::shared_ptr<void> attach_empty(const std::string& binary, uint64_t offset) {
-  auto e = std::make_shared<EmptyPair>();
-  e->skel = empty_pair_bpf::open_and_load();
-  if (!e->skel) return nullptr;
-  for (int ret = 0; ret < 2; ++ret) {
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret == 1);
-    bpf_link* link = bpf_program__attach_uprobe_opts(ret ? e->skel->progs.empty_exit : e->skel->progs.empty_enter, -1,
-                                                     binary.c_str(), offset, &opts);
-    if (!link) return nullptr;
-    e->links.push_back(link);
-  }
-  return e;
-}
 
 struct Callpair {
   std::unique_ptr<CallpairProgram> program;
@@ -129,11 +91,6 @@ std::shared_ptr<void> attach_bpftrace(const std::string& binary) {
   }
   std::this_thread::sleep_for(1s);  // "Attaching" is printed before the attach completes
   return b;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace

@@ -23,10 +23,6 @@ namespace slowburn::cli {
 
 namespace {
 
-std::string connection_label(const IbConnectionView& v) {
-  return fmt::format("{} #{}", ib_direction_name(v.stats->direction), v.index);
-}
-
 void print_connections(const std::vector<IbConnectionView>& views, bool json, double elapsed_s) {
   if (json) {
     for (const IbConnectionView& v : views) {
@@ -60,7 +56,7 @@ void print_connections(const std::vector<IbConnectionView>& views, bool json, do
     auto us = [](std::optional<uint64_t> b) { return b ? fmt::format("{} us", *b) : std::string("-"); };
     std::cout << fmt::format(
         "{:>5} {:>8} {:<9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>11}{}\n", v.rank ? std::to_string(*v.rank) : "-",
-        s.tgid, connection_label(v), s.requests, format_bytes(static_cast<double>(s.bytes)),
+        s.tgid, ib_connection_label(v), s.requests, format_bytes(static_cast<double>(s.bytes)),
         elapsed_s > 0 ? format_bytes_per_s(static_cast<double>(s.bytes) / elapsed_s) : "-",
         format_ns(v.mean_latency_ns), us(s.latency.quantile_bound(0.5)), us(s.latency.quantile_bound(0.99)),
         format_bytes_per_s(v.in_flight_bytes_per_s), v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
@@ -133,7 +129,7 @@ Command add_ib_command(CLI::App& app) {
                 if (auto it = targets->rank_of.find(static_cast<int32_t>(v.stats->tgid)); it != targets->rank_of.end())
                   h.rank = it->second;
                 h.pid = static_cast<int32_t>(v.stats->tgid);
-                h.probe = fmt::format("nccl.ib {}", connection_label(v));
+                h.probe = fmt::format("nccl.ib {}", ib_connection_label(v));
                 h.hist = v.stats->latency;
                 h.total_ns = v.stats->total_ns;
                 sink->histogram(h);

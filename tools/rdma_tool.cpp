@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "procfs/ranks.h"
+#include "session/attach.h"
 
 namespace slowburn::cli {
 
@@ -28,22 +29,10 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
   for (const RankIdentity& r : targets.ranks) targets.rank_of[r.pid] = r;
   SymbolCache cache;
   auto report = [&](const ProbeResolution& r, int32_t pid) {
-    ProbeStatus status;
-    status.probe = r.spec->name;
-    status.pid = pid > 0 ? pid : 0;
-    if (auto it = targets.rank_of.find(pid); it != targets.rank_of.end()) status.rank = it->second;
-    status.library = r.library;
-    status.sites = r.sites;
-    if (!r.resolved) {
-      status.state = ProbeState::unavailable;
-      status.detail = r.reason;
-    } else if (auto ok = attach(r, pid); !ok) {
-      status.state = ProbeState::failed;
-      status.detail = ok.error().message;
-    } else {
-      status.state = ProbeState::attached;
-      ++targets.attached;
-    }
+    std::optional<RankIdentity> rank;
+    if (auto it = targets.rank_of.find(pid); it != targets.rank_of.end()) rank = it->second;
+    ProbeStatus status = attach_with_status(r, pid, rank, attach);
+    targets.attached += status.state == ProbeState::attached;
     sink.probe_status(status);
   };
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <iterator>
+#include <initializer_list>
 
 namespace slowburn {
 
@@ -33,28 +33,22 @@ std::string format_rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-std::string format_bytes_per_s(double bytes_per_s) {
-  static constexpr const char* kUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
-  size_t unit = 0;
-  while (bytes_per_s >= 1000 && unit + 1 < std::size(kUnits)) bytes_per_s /= 1000, ++unit;
-  return unit == 0 ? fmt::format("{:.0f} {}", bytes_per_s, kUnits[unit])
-                   : fmt::format("{:.{}f} {}", bytes_per_s,
-                                 bytes_per_s < 10    ? 2
-                                 : bytes_per_s < 100 ? 1
-                                                     : 0,
-                                 kUnits[unit]);
+namespace {
+
+// value in the largest unit it reaches (step `base`), 3 significant digits.
+std::string scaled(double value, double base, std::initializer_list<const char*> units) {
+  auto unit = units.begin();
+  while (value >= base && unit + 1 != units.end()) value /= base, ++unit;
+  int decimals = unit == units.begin() ? 0 : value < 10 ? 2 : value < 100 ? 1 : 0;
+  return fmt::format("{:.{}f} {}", value, decimals, *unit);
 }
 
-std::string format_bytes(double bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) bytes /= 1024, ++unit;
-  return unit == 0 ? fmt::format("{:.0f} {}", bytes, kUnits[unit])
-                   : fmt::format("{:.{}f} {}", bytes,
-                                 bytes < 10    ? 2
-                                 : bytes < 100 ? 1
-                                               : 0,
-                                 kUnits[unit]);
+}  // namespace
+
+std::string format_bytes_per_s(double bytes_per_s) {
+  return scaled(bytes_per_s, 1000, {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"});
 }
+
+std::string format_bytes(double bytes) { return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"}); }
 
 }  // namespace slowburn

@@ -20,6 +20,10 @@ std::string_view ib_direction_name(IbDirection direction) {
   return "?";
 }
 
+std::string ib_connection_label(const IbConnectionView& view) {
+  return std::string(ib_direction_name(view.stats->direction)) + " #" + std::to_string(view.index);
+}
+
 std::vector<IbConnectionView> analyze_ib_connections(const std::vector<IbConnectionStats>& stats,
                                                      const std::function<std::optional<int>(uint32_t)>& rank_of,
                                                      const IbSlowness& slowness) {

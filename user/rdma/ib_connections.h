@@ -45,6 +45,9 @@ struct IbSlowness {
   uint64_t min_requests = 8;  // fewer requests say nothing
 };
 
+// "send #0": the direction and the connection's number in its process.
+std::string ib_connection_label(const IbConnectionView& view);
+
 // A connection found slow: the evidence a finding names as its likely cause.
 struct IbSlowConnection {
   uint32_t pid = 0;

@@ -44,4 +44,18 @@ std::vector<ProbeStatus> attach_probes(CallpairProgram& program, int32_t pid, co
   return statuses;
 }
 
+ProbeStatus attach_with_status(const ProbeResolution& r, int32_t pid, const std::optional<RankIdentity>& rank,
+                               const std::function<Result<void>(const ProbeResolution&, int32_t)>& attach) {
+  ProbeStatus status{r.spec->name, rank, pid > 0 ? pid : 0, ProbeState::unavailable, r.library, r.sites, r.reason};
+  if (!r.resolved) return status;
+  if (auto ok = attach(r, pid); !ok) {
+    status.state = ProbeState::failed;
+    status.detail = ok.error().message;
+  } else {
+    status.state = ProbeState::attached;
+    status.detail.clear();
+  }
+  return status;
+}
+
 }  // namespace slowburn

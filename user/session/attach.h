@@ -1,6 +1,7 @@
 // Attaching resolved probes to one process, with a state for each probe.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -18,5 +19,11 @@ namespace slowburn {
 // resolved: its reason) or failed (the kernel's error).
 std::vector<ProbeStatus> attach_probes(CallpairProgram& program, int32_t pid, const std::optional<RankIdentity>& rank,
                                        const std::vector<ProbeResolution>& resolutions);
+
+// One resolved probe of a program with its own attach (the RDMA programs):
+// unavailable with the resolution's reason, failed with attach's error, or
+// attached.
+ProbeStatus attach_with_status(const ProbeResolution& resolution, int32_t pid, const std::optional<RankIdentity>& rank,
+                               const std::function<Result<void>(const ProbeResolution&, int32_t)>& attach);
 
 }  // namespace slowburn

@@ -9,6 +9,7 @@
 #include "loader/verbs_program.h"
 #include "procfs/maps.h"
 #include "rdma/ib_connections.h"
+#include "session/attach.h"
 
 namespace slowburn {
 
@@ -80,22 +81,8 @@ Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankId
     }
     for (const auto& [pid, resolutions] : by_rank) {
       for (const ProbeResolution& r : resolutions) {
-        ProbeStatus status;
-        status.probe = r.spec->name;
-        status.pid = pid;
-        status.rank = sources->by_pid_.at(pid);
-        status.library = r.library;
-        status.sites = r.sites;
-        if (!r.resolved) {
-          status.state = ProbeState::unavailable;
-          status.detail = r.reason;
-        } else if (auto ok = attach(r, pid); !ok) {
-          status.state = ProbeState::failed;
-          status.detail = ok.error().message;
-        } else {
-          status.state = ProbeState::attached;
-          ++sources->attached_;
-        }
+        ProbeStatus status = attach_with_status(r, pid, sources->by_pid_.at(pid), attach);
+        sources->attached_ += status.state == ProbeState::attached;
         sink.probe_status(status);
       }
     }
@@ -136,7 +123,7 @@ std::vector<HistogramReport> RdmaSources::ib_histograms() const {
     HistogramReport h;
     if (auto it = by_pid_.find(static_cast<int32_t>(v.stats->tgid)); it != by_pid_.end()) h.rank = it->second;
     h.pid = static_cast<int32_t>(v.stats->tgid);
-    h.probe = fmt::format("nccl.ib {} #{}", ib_direction_name(v.stats->direction), v.index);
+    h.probe = "nccl.ib " + ib_connection_label(v);
     h.hist = v.stats->latency;
     h.total_ns = v.stats->total_ns;
     out.push_back(std::move(h));
