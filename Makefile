@@ -36,7 +36,7 @@ endif
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/skel/%.skel.h,$(BPF_SRCS))
-.SECONDARY: $(BPF_OBJS) # keep the objects (bpftool prog load, llvm-objdump) next to their skeletons
+.SECONDARY: $(BPF_OBJS) $(SKELS) # generated, never intermediate: deleting them would rebuild every object next time
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
               -Ivmlinux -Iinclude -Ibpf
 
