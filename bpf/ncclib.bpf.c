@@ -9,9 +9,11 @@
  *
  * (NCCL 2.26-2.28; user space checks the demangled signatures before it
  * attaches.) A post is remembered by its request pointer; the ncclIbTest
- * return that finds *done == 1 completes it. ncclIbTest runs in NCCL's
- * polling loop, so its probe does the least: an array slot per thread at
- * entry, one user read and a per-CPU counter at return while not done.
+ * return that finds *done == 1 completes it, and for a receive reads the
+ * sizes that arrived (irecv's sizes are the buffers' capacities). ncclIbTest
+ * runs in NCCL's polling loop, so its probe does the least: an array slot per
+ * thread at entry, one user read and a per-CPU counter at return while not
+ * done.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,10 +31,13 @@ struct post_call {
 	__u64 request_pp; /* void** request: where the callee writes the request */
 	__u32 direction;
 	__u32 tag;
+	__u32 n; /* receives: buffers in the request */
+	__u32 _pad;
 };
 
+/* LRU: a thread that died inside a post leaves nothing behind for good. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32); /* tid */
 	__type(value, struct post_call);
@@ -50,24 +55,29 @@ struct request_info {
 	__u64 bytes;
 	__u32 direction;
 	__u32 tag;
+	__u32 n;
+	__u32 _pad;
 };
 
+/* LRU: requests of a process that exited or aborted are never completed;
+ * the oldest go first (a completion of one is then counted unknown_done). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct request_key);
 	__type(value, struct request_info);
 } requests SEC(".maps");
 
 /* ncclIbTest's arguments from entry to return: a slot per thread, by tid,
- * no hashing on the hot path. Two threads sharing a slot inside the call
- * at once are told apart by the tid stored in it. */
-#define TEST_SLOTS 4096
+ * no hashing on the hot path. Two threads whose tids share a slot, inside
+ * the call at once, are told apart by the tid stored in it and counted. */
+#define TEST_SLOTS 16384
 struct test_call {
 	__u64 request;
 	__u64 done_ptr;
+	__u64 sizes_ptr;
 	__u32 tid;
-	__u32 _pad;
+	__u32 busy;
 };
 
 struct {
@@ -135,6 +145,7 @@ int BPF_KPROBE(ib_irecv)
 		.comm = PT_REGS_PARM1(ctx),
 		.request_pp = stack_arg(ctx, 8),
 		.direction = SB_IB_RECV,
+		.n = n > 0 && n <= SB_IB_MAX_RECVS ? n : SB_IB_MAX_RECVS,
 	};
 
 	for (int i = 0; i < SB_IB_MAX_RECVS; i++) {
@@ -188,8 +199,11 @@ int BPF_KRETPROBE(ib_post_return, int result)
 		return 0;
 	}
 	if (!key.request) {
-		/* The peer is not ready: NCCL calls again later. */
-		__sync_fetch_and_add(&ib_counters.posts_deferred, 1);
+		/* isend/irecv: the peer is not ready, NCCL calls again later. A
+		 * flush with nothing to do (GPU Direct flush off) leaves NULL too:
+		 * not a deferral. */
+		if (post->direction != SB_IB_FLUSH)
+			__sync_fetch_and_add(&ib_counters.posts_deferred, 1);
 		bpf_map_delete_elem(&posts, &tid);
 		return 0;
 	}
@@ -198,6 +212,8 @@ int BPF_KRETPROBE(ib_post_return, int result)
 	info.bytes = post->bytes;
 	info.direction = post->direction;
 	info.tag = post->tag;
+	info.n = post->n;
+	info._pad = 0;
 	bpf_map_delete_elem(&posts, &tid);
 	if (bpf_map_update_elem(&requests, &key, &info, BPF_ANY))
 		__sync_fetch_and_add(&ib_counters.table_full, 1);
@@ -207,7 +223,7 @@ int BPF_KRETPROBE(ib_post_return, int result)
 }
 
 SEC("uprobe")
-int BPF_KPROBE(ib_test, void *request, int *done)
+int BPF_KPROBE(ib_test, void *request, int *done, int *sizes)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 slot = tid % TEST_SLOTS;
@@ -215,9 +231,13 @@ int BPF_KPROBE(ib_test, void *request, int *done)
 
 	if (!call)
 		return 0;
+	if (call->busy && call->tid != tid)
+		__sync_fetch_and_add(&ib_counters.slot_clashes, 1);
 	call->request = (__u64)request;
 	call->done_ptr = (__u64)done;
+	call->sizes_ptr = (__u64)sizes;
 	call->tid = tid;
+	call->busy = 1;
 	return 0;
 }
 
@@ -231,11 +251,17 @@ int BPF_KRETPROBE(ib_test_return)
 	struct request_info *info;
 	struct sb_ib_stats *stats;
 	struct sb_ib_key stats_key;
-	__u64 *poll_count, latency_ns;
+	__u64 *poll_count, latency_ns, bytes;
 	int done = 0;
 
-	if (!call || call->tid != tid)
+	if (!call)
 		return 0;
+	if (call->tid != tid) {
+		/* Another thread took the slot while this one was inside. */
+		__sync_fetch_and_add(&ib_counters.slot_clashes, 1);
+		return 0;
+	}
+	call->busy = 0;
 	poll_count = bpf_map_lookup_elem(&polls, &zero);
 	if (poll_count)
 		__sync_fetch_and_add(poll_count, 1); /* preemptible: another thread may share this CPU's copy */
@@ -249,6 +275,21 @@ int BPF_KRETPROBE(ib_test_return)
 		return 0;
 	}
 	latency_ns = bpf_ktime_get_ns() - info->post_ns;
+	bytes = info->bytes;
+	if (info->direction == SB_IB_RECV && call->sizes_ptr) {
+		/* What arrived: ncclIbTest writes the received size of each buffer. */
+		__u64 received = 0;
+
+		for (int i = 0; i < SB_IB_MAX_RECVS; i++) {
+			int size = 0;
+
+			if (i >= info->n)
+				break;
+			bpf_probe_read_user(&size, sizeof(size), (void *)(call->sizes_ptr + 4 * i));
+			received += size > 0 ? size : 0;
+		}
+		bytes = received;
+	}
 	stats_key.tgid = key.tgid;
 	stats_key.direction = info->direction;
 	stats_key.comm = info->comm;
@@ -256,10 +297,12 @@ int BPF_KRETPROBE(ib_test_return)
 	if (stats) {
 		/* Per-CPU, but uprobe programs are preemptible: atomic adds. */
 		__sync_fetch_and_add(&stats->lat_slots[log2_slot(latency_ns / 1000, SB_IB_LAT_SLOTS)], 1);
-		__sync_fetch_and_add(&stats->size_slots[log2_slot(info->bytes, SB_IB_SIZE_SLOTS)], 1);
+		__sync_fetch_and_add(&stats->size_slots[log2_slot(bytes, SB_IB_SIZE_SLOTS)], 1);
 		__sync_fetch_and_add(&stats->requests, 1);
-		__sync_fetch_and_add(&stats->bytes, info->bytes);
+		__sync_fetch_and_add(&stats->bytes, bytes);
 		__sync_fetch_and_add(&stats->total_ns, latency_ns);
+	} else {
+		__sync_fetch_and_add(&ib_counters.stats_full, 1);
 	}
 	__sync_fetch_and_add(&ib_counters.completions, 1);
 	bpf_map_delete_elem(&requests, &key);

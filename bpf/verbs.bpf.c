@@ -140,7 +140,13 @@ int BPF_KPROBE(modify_qp, void *qp, void *attr, int attr_mask)
 	if (attr_mask & SB_IBV_QP_DEST_QPN)
 		event->dest_qp_num = read_u32(a, SB_IBV_ATTR_DEST_QPN_OFFSET);
 	if (attr_mask & SB_IBV_QP_AV) {
-		bpf_probe_read_user(event->dest_gid, sizeof(event->dest_gid), (void *)(a + SB_IBV_ATTR_AH_DGID_OFFSET));
+		__u8 is_global = 0;
+
+		/* The GRH is only meaningful with is_global (RoCE always, IB across subnets). */
+		bpf_probe_read_user(&is_global, sizeof(is_global), (void *)(a + SB_IBV_ATTR_AH_IS_GLOBAL_OFFSET));
+		if (is_global)
+			bpf_probe_read_user(event->dest_gid, sizeof(event->dest_gid),
+					    (void *)(a + SB_IBV_ATTR_AH_DGID_OFFSET));
 		bpf_probe_read_user(&event->dest_lid, sizeof(event->dest_lid), (void *)(a + SB_IBV_ATTR_AH_DLID_OFFSET));
 	}
 	return 0;

@@ -123,6 +123,7 @@ Command add_fabric_command(CLI::App& app) {
             options.fabric_netdevs = args->netdevs;
             options.ethtool_dir = args->ethtool_dir;
             // No BPF here: sysfs and the ethtool ioctl need no special privilege.
+            options.kernel_sources = false;
             auto monitor = start_monitor(args->hw, options, read_topology(args->hw));
             if (!monitor) return fail(monitor.error());
             auto sink = make_stdout_sink(args->hw.json);

@@ -16,6 +16,7 @@
 #include "loader/privileges.h"
 #include "procfs/ranks.h"
 #include "rdma/ib_connections.h"
+#include "session/rdma_sources.h"
 #include "session/trace_session.h"
 #include "tools/rdma_tool.h"
 
@@ -124,22 +125,15 @@ Command add_ib_command(CLI::App& app) {
             else
               print_connections(views, args->json, elapsed_s);
             if (!*no_hist)
-              for (const IbConnectionView& v : views) {
-                HistogramReport h;
-                if (auto it = targets->rank_of.find(static_cast<int32_t>(v.stats->tgid)); it != targets->rank_of.end())
-                  h.rank = it->second;
-                h.pid = static_cast<int32_t>(v.stats->tgid);
-                h.probe = fmt::format("nccl.ib {}", ib_connection_label(v));
-                h.hist = v.stats->latency;
-                h.total_ns = v.stats->total_ns;
-                sink->histogram(h);
-              }
+              for (const HistogramReport& h : ib_histograms(views, targets->rank_of)) sink->histogram(h);
             IbCounters c = (*program)->counters();
             sink->note(
                 fmt::format("{} requests posted, {} completed, {} posts deferred (peer not ready), {} "
                             "ncclIbTest polls counted in the kernel; {} completions of requests posted before "
-                            "tracing, {} requests untracked (table full)",
-                            c.posts, c.completions, c.posts_deferred, c.polls, c.unknown_done, c.table_full));
+                            "tracing (or evicted), {} requests untracked (table full), {} completions without a "
+                            "statistics slot, {} polls lost to threads sharing a slot",
+                            c.posts, c.completions, c.posts_deferred, c.polls, c.unknown_done, c.table_full,
+                            c.stats_full, c.slot_clashes));
             return 0;
           }};
 }

@@ -137,6 +137,10 @@ Command add_qp_command(CLI::App& app) {
               }
             }
             (void)(*reader)->drain();
+            size_t gone = 0;
+            for (const auto& [pid, totals] : inventory.totals())
+              if (!process_alive(args->proc_root, static_cast<int32_t>(pid))) gone += inventory.forget_process(pid);
+            if (gone) sink->note(fmt::format("{} QP(s) of processes that exited without destroying them", gone));
             print_inventory(inventory, *targets, args->json);
             VerbsCounters c = (*program)->counters();
             sink->note(fmt::format("{} verbs calls traced; {} lost (ring buffer full), {} undecodable", c.records,

@@ -13,14 +13,6 @@
 #include <linux/types.h>
 #endif
 
-/* The attachment cookie: which function. */
-enum sb_ib_function {
-	SB_IB_FN_ISEND = 1,
-	SB_IB_FN_IRECV = 2,
-	SB_IB_FN_IFLUSH = 3,
-	SB_IB_FN_TEST = 4,
-};
-
 enum sb_ib_direction {
 	SB_IB_SEND = 0,
 	SB_IB_RECV = 1,
@@ -47,10 +39,12 @@ struct sb_ib_stats {
 
 struct sb_ib_counters {
 	__u64 posts;           /* requests posted */
-	__u64 posts_deferred;  /* success with *request == NULL: receiver not ready, retried later */
+	__u64 posts_deferred;  /* isend/irecv success with *request == NULL: peer not ready, retried later */
 	__u64 completions;     /* requests seen completed */
-	__u64 unknown_done;    /* *done = 1 for a request whose post was not seen (attached mid-flight) */
+	__u64 unknown_done;    /* *done = 1 for a request whose post was not seen (attached mid-flight, or evicted) */
 	__u64 table_full;      /* a posted request could not be tracked */
+	__u64 stats_full;      /* a completion whose (process, connection, direction) had no statistics slot */
+	__u64 slot_clashes;    /* two threads in ncclIbTest at once on one per-thread slot: a poll not seen */
 };
 
 #endif /* SLOWBURN_NCCLIB_H */

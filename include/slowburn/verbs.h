@@ -23,6 +23,7 @@
 #define SB_IBV_ATTR_DEST_QPN_OFFSET 28  /* struct ibv_qp_attr.dest_qp_num */
 #define SB_IBV_ATTR_AH_DLID_OFFSET 80   /* struct ibv_qp_attr.ah_attr.dlid */
 #define SB_IBV_ATTR_AH_DGID_OFFSET 56   /* struct ibv_qp_attr.ah_attr.grh.dgid */
+#define SB_IBV_ATTR_AH_IS_GLOBAL_OFFSET 85 /* struct ibv_qp_attr.ah_attr.is_global: the GRH (and GID) is valid */
 #define SB_IBV_ASYNC_EVENT_TYPE_OFFSET 8 /* struct ibv_async_event.event_type */
 #define SB_IBV_QP_CONTEXT_OFFSET 0      /* struct ibv_qp.context */
 #define SB_IBV_CONTEXT_DEVICE_OFFSET 0  /* struct ibv_context.device */
@@ -34,7 +35,7 @@
 #define SB_IBV_QP_AV (1u << 7)
 #define SB_IBV_QP_DEST_QPN (1u << 20)
 
-/* Which call: the attachment's bpf_cookie. */
+/* Which call (each has its own program). */
 enum sb_verbs_call {
 	SB_VERBS_MODIFY_QP = 1,
 	SB_VERBS_CREATE_QP = 2,
@@ -58,7 +59,7 @@ struct sb_verbs_event {
 	__u32 event_type;           /* async: enum ibv_event_type */
 	__u32 port_num;             /* async port events */
 	__u32 dest_qp_num;          /* modify_qp with IBV_QP_DEST_QPN */
-	__u8 dest_gid[16];          /* modify_qp with IBV_QP_AV: the peer's GID */
+	__u8 dest_gid[16];          /* modify_qp with IBV_QP_AV and a global route: the peer's GID; else zero */
 	__u16 dest_lid;             /* modify_qp with IBV_QP_AV */
 	__u16 _pad16;
 	__u32 _pad32;

@@ -100,6 +100,8 @@ TEST_P(VerbsModes, QpLifecycleTransitionsAndAsyncEvents) {
   EXPECT_EQ(calls[6].old_state, IBV_QPS_RTS);
   EXPECT_EQ(calls[8].new_state, IBV_QPS_RTS);
   EXPECT_EQ(calls[8].result, EINVAL);
+  EXPECT_EQ(calls[8].dest_lid, 9);
+  EXPECT_TRUE(gid_is_zero(calls[8].dest_gid)) << "a GRH without is_global read as a GID";
 
   EXPECT_EQ(calls[9].event_type, static_cast<uint32_t>(IBV_EVENT_QP_FATAL));
   EXPECT_EQ(calls[9].qp_num, 0x101u);
@@ -121,7 +123,7 @@ TEST_P(VerbsModes, QpLifecycleTransitionsAndAsyncEvents) {
       events,
       (std::vector<std::string>{
           "qp.create_failed pid " + pid + ": ibv_create_qp returned NULL",
-          "qp.error pid " + pid + " mlx5_7: QP 0x101 moved RTS -> ERR",
+          "qp.error pid " + pid + " mlx5_7: QP 0x101 moved RTS -> ERR (requested by the process)",
           "qp.modify_failed pid " + pid + " mlx5_7: QP 0x102 INIT -> RTS failed (error 22)",
           "rdma.async pid " + pid + " mlx5_7: QP_FATAL on QP 0x101: " + async_event_info(IBV_EVENT_QP_FATAL).meaning,
           "rdma.async pid " + pid + " mlx5_7: PORT_ERR on port 1: " + async_event_info(IBV_EVENT_PORT_ERR).meaning,

@@ -17,6 +17,8 @@ namespace {
 struct Request {
   long ready_at_ns;
   int polls_left;
+  int n = 0;             // receives: buffers
+  int received[8] = {};  // what "arrives" in each: half of what was posted
 };
 
 long now_ns() {
@@ -30,7 +32,7 @@ int g_polls = 0;
 int g_deferred_every = 0;  // every Nth isend first finds the peer not ready
 long g_isend_calls = 0;
 
-void* new_request() { return new Request{now_ns() + g_delay_ns, g_polls}; }
+Request* new_request() { return new Request{now_ns() + g_delay_ns, g_polls}; }
 
 }  // namespace
 
@@ -47,7 +49,10 @@ HIDDEN ncclResult_t ncclIbIsend(void* sendComm, void* data, size_t size, int tag
 HIDDEN ncclResult_t ncclIbIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
                                 void** phandles, void** request) {
   asm volatile("" ::"r"(recvComm), "r"(n), "r"(data), "r"(sizes), "r"(tags), "r"(mhandles), "r"(phandles) : "memory");
-  *request = new_request();
+  Request* r = new_request();
+  r->n = n < 8 ? n : 8;
+  for (int i = 0; i < r->n; ++i) r->received[i] = static_cast<int>(sizes[i] / 2);
+  *request = r;
   return 0;
 }
 
@@ -65,7 +70,9 @@ HIDDEN ncclResult_t ncclIbTest(void* request, int* done, int* sizes) {
     return 0;
   }
   *done = 1;
-  if (sizes) *sizes = 0;
+  // As NCCL: a receive reports the size that arrived in each buffer.
+  if (sizes)
+    for (int i = 0; i < r->n; ++i) sizes[i] = r->received[i];
   delete r;
   return 0;
 }
@@ -73,17 +80,18 @@ HIDDEN ncclResult_t ncclIbTest(void* request, int* done, int* sizes) {
 namespace {
 void poll_until_done(void* request) {
   int done = 0;
+  int sizes[8] = {};
   while (!done) {
-    ncclIbTest(request, &done, nullptr);
+    ncclIbTest(request, &done, sizes);
     if (!done) usleep(50);
   }
 }
 }  // namespace
 
 // Posts `sends` isends alternating between two connections (sizes
-// base*(i+1)), `recvs` irecvs of two buffers (base and 2*base), `flushes`
-// iflushes of 4 bytes; each completes after at least `delay_us` and
-// `polls` not-done polls.
+// base*(i+1)), `recvs` irecvs of two buffers (base and 2*base) into which
+// half of that arrives, `flushes` iflushes of 4 bytes; each completes after
+// at least `delay_us` and `polls` not-done polls.
 extern "C" __attribute__((visibility("default"))) int sb_run_ib_requests(int sends, int recvs, int flushes, int polls,
                                                                          long delay_us, size_t base,
                                                                          int deferred_every) {

@@ -3,7 +3,7 @@
  * lifecycle once GO_FILE exists, on a device named "mlx5_7":
  *
  *   QP A (RC): RESET -> INIT -> RTR (peer QPN 0x2222, GID fe80::7, LID 7) -> RTS -> ERR
- *   QP B (UD): RESET -> INIT, then INIT -> RTS, which fails with EINVAL
+ *   QP B (UD): RESET -> INIT, then INIT -> RTS (LID 9, no global route), which fails with EINVAL
  *   a RAW_PACKET QP, which the device refuses (create returns NULL)
  *   async events: QP_FATAL on A, PORT_ERR on port 1, DEVICE_FATAL; one
  *   more call finds none pending (-1)
@@ -74,7 +74,15 @@ int main(int argc, char **argv)
 		return 1;
 	if (to_state(a, IBV_QPS_RTS) || to_state(a, IBV_QPS_ERR))
 		return 1;
-	if (to_state(b, IBV_QPS_INIT) || to_state(b, IBV_QPS_RTS) == 0)
+	if (to_state(b, IBV_QPS_INIT))
+		return 1;
+	/* A LID-only path: the GRH holds leftovers that must not be read as a GID. */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS; /* INIT -> RTS skips RTR: refused */
+	attr.ah_attr.dlid = 9;
+	attr.ah_attr.is_global = 0;
+	memset(attr.ah_attr.grh.dgid.raw, 0xab, sizeof(attr.ah_attr.grh.dgid.raw));
+	if (ibv_modify_qp(b, &attr, IBV_QP_STATE | IBV_QP_AV) == 0)
 		return 1;
 
 	sb_queue_async_event(IBV_EVENT_QP_FATAL, a, 0);

@@ -108,6 +108,10 @@ TEST(DeviceEventBuilder, FabricAndQpEventsJoinTheTopology) {
   EXPECT_EQ(e.summary, "rdma.retrans mlx5_0 port 1: 6.0 retransmissions/s [ranks 0,1]");
   retrans.device.clear();  // found by its kernel name too
   EXPECT_EQ(builder.fabric(retrans).device, "0000:04:00.0");
+  retrans.nic = "mlx5_9";  // not in the topology: no address made up from its name
+  DeviceEvent unknown = builder.fabric(retrans);
+  EXPECT_EQ(unknown.device, "");
+  EXPECT_EQ(unknown.label, "mlx5_9");
 
   QpEvent qp;
   qp.type = "qp.error";

@@ -68,6 +68,7 @@ TEST(SymbolResolution, SymbolsOnlyInADebuglinkFile) {
   ASSERT_TRUE(stripped.ok()) << stripped.error().message;
   ASSERT_TRUE(full.ok()) << full.error().message;
   ASSERT_TRUE(stripped->debug_file().has_value());
+  EXPECT_FALSE(stripped->stripped());  // its symbol table came from the debug file
   EXPECT_EQ(stripped->debug_file()->filename(), "libsbdebug.so.debug");
   auto via_debug = stripped->lookup("sb_internal_helper");  // static: not in .dynsym
   auto direct = full->lookup("sb_internal_helper");
@@ -86,8 +87,27 @@ TEST(SymbolResolution, ADebugFileWithTheWrongCrcIsIgnored) {
   auto symbols = ElfSymbols::open(dir / "libsbdebug.so", DebugInfoSearch{{dir / "none"}});
   ASSERT_TRUE(symbols.ok()) << symbols.error().message;
   EXPECT_FALSE(symbols->debug_file().has_value());
+  EXPECT_TRUE(symbols->stripped());
   EXPECT_TRUE(symbols->lookup("sb_internal_helper").empty());  // not taken from a mismatched file
   EXPECT_EQ(symbols->lookup("sb_exported_entry").size(), 1u);  // .dynsym still works
+}
+
+TEST(SymbolResolution, AProviderFunctionInAStrippedLibrarySaysHowToGetIt) {
+  const char* mlx5 = "/usr/lib/x86_64-linux-gnu/libmlx5.so.1";
+  if (!std::filesystem::exists(mlx5)) GTEST_SKIP() << mlx5 << " absent (apt-get install ibverbs-providers)";
+  SymbolCache cache;
+  auto symbols = cache.get(mlx5);
+  ASSERT_TRUE(symbols.ok());
+  if (!(*symbols)->stripped()) GTEST_SKIP() << mlx5 << " has debug symbols here: the probe may resolve";
+  ProbeResolution r = resolve_in_file(probe("verbs.mlx5.post_send"), mlx5, cache);
+  EXPECT_FALSE(r.resolved);
+  std::string id = (*symbols)->build_id();
+  EXPECT_NE(r.reason.find("the file is stripped"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug"),
+            std::string::npos)
+      << r.reason;
+  // Not said of a library that is not the probe's own.
+  EXPECT_EQ(resolve_in_file(probe("mpi.allreduce"), mlx5, cache).reason.find("stripped"), std::string::npos);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ static_assert(offsetof(ibv_qp_attr, dest_qp_num) == SB_IBV_ATTR_DEST_QPN_OFFSET)
 static_assert(offsetof(ibv_qp_attr, ah_attr) + offsetof(ibv_ah_attr, dlid) == SB_IBV_ATTR_AH_DLID_OFFSET);
 static_assert(offsetof(ibv_qp_attr, ah_attr) + offsetof(ibv_ah_attr, grh) + offsetof(ibv_global_route, dgid) ==
               SB_IBV_ATTR_AH_DGID_OFFSET);
+static_assert(offsetof(ibv_qp_attr, ah_attr) + offsetof(ibv_ah_attr, is_global) == SB_IBV_ATTR_AH_IS_GLOBAL_OFFSET);
 static_assert(offsetof(ibv_async_event, event_type) == SB_IBV_ASYNC_EVENT_TYPE_OFFSET);
 static_assert(offsetof(ibv_context, device) == SB_IBV_CONTEXT_DEVICE_OFFSET);
 static_assert(offsetof(ibv_device, name) == SB_IBV_DEVICE_NAME_OFFSET);
@@ -151,10 +152,10 @@ TEST(QpInventory, LifecycleErrorsAndFailures) {
   auto to_err = inventory.apply(transition(0x1000, 0x101, IBV_QPS_RTS, IBV_QPS_ERR));
   ASSERT_EQ(to_err.size(), 1u);
   EXPECT_EQ(to_err[0].type, "qp.error");
-  EXPECT_EQ(to_err[0].severity, "error");
+  EXPECT_EQ(to_err[0].severity, "warning");  // requested: a flush before destroy looks the same
   EXPECT_EQ(to_err[0].from_state, IBV_QPS_RTS);
   EXPECT_EQ(to_err[0].to_state, IBV_QPS_ERR);
-  EXPECT_EQ(to_err[0].summary, "pid 7 mlx5_1: QP 0x101 moved RTS -> ERR");
+  EXPECT_EQ(to_err[0].summary, "pid 7 mlx5_1: QP 0x101 moved RTS -> ERR (requested by the process)");
 
   // Attribute-only modify (no state in the mask): no transition.
   EXPECT_TRUE(inventory.apply(transition(0x1000, 0x101, IBV_QPS_ERR, -1)).empty());
@@ -220,6 +221,10 @@ TEST(QpInventory, AsyncEventsAndFailedCreates) {
   EXPECT_EQ(refused[0].type, "qp.create_failed");
   EXPECT_EQ(inventory.totals().at(7).async_errors, 2u);
   EXPECT_EQ(inventory.totals().at(7).error_transitions, 1u);
+
+  inventory.apply(make(VerbsCallKind::create_qp, 0x2000, 0x102));
+  EXPECT_EQ(inventory.forget_process(7), 2u);  // the process exited with its QPs
+  EXPECT_TRUE(inventory.qps().empty());
 }
 
 }  // namespace

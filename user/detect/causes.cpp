@@ -29,7 +29,9 @@ int severity_rank(const DeviceEvent& e) {
     return qp && qp->severity == "error" ? 1 : -1;
   }
   if (e.type == "link.flap") return 2;
-  if (e.type == "qp.error" || e.type == "rdma.retrans" || e.type == "pfc.pause_storm") return 3;
+  // (qp.error, a move to ERR the process asked for, is not one: a flush
+  // before destroying a QP looks the same; the provider's async errors are.)
+  if (e.type == "rdma.retrans" || e.type == "pfc.pause_storm") return 3;
   if (e.type == "ib.slow_connection") return 4;
   if (e.type == "link.errors" || e.type == "ecn.cnp_surge") return 4;
   if (e.type == "pcie.link_event") return 5;

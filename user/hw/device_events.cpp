@@ -18,7 +18,8 @@ std::string ranks_text(const std::vector<int>& ranks) {
 }  // namespace
 
 std::string DeviceEventBuilder::attach_device(DeviceEvent& event, const std::string& address) const {
-  event.device = address.empty() ? std::string() : normalize_bdf(address);
+  // A PCI address in any spelling; a kernel name ("mlx5_0") is not one.
+  event.device = address.find(':') == std::string::npos ? std::string() : normalize_bdf(address);
   const TopologyDevice* dev = topology_ && !address.empty() ? topology_->find(address) : nullptr;
   if (!dev) return event.device.empty() ? "unknown device" : event.device;
   event.device = dev->pci.bdf;
@@ -127,12 +128,16 @@ DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::
   event.ts_ns = ts_ns;
   if (rank) event.ranks = {*rank};
   event.label = fmt::format("pid {} nccl.ib {} #{}", c.pid, ib_direction_name(c.direction), c.connection);
+  // A receive waits for its sender too: slow means a slow path from that
+  // peer, or a peer that sends late.
+  bool recv = c.direction == IbDirection::recv;
   event.summary = fmt::format(
-      "ib.slow_connection {}{}: NCCL IB {} connection #{} averages {} per request over {} "
-      "requests, {:.1f}x the job's median {} (z {:.1f}): a slow path to that peer",
-      rank ? fmt::format("rank {} ", *rank) : "", fmt::format("pid {}", c.pid), ib_direction_name(c.direction),
-      c.connection, format_ns(c.mean_latency_ns), c.requests,
-      c.median_latency_ns > 0 ? c.mean_latency_ns / c.median_latency_ns : 0.0, format_ns(c.median_latency_ns), c.z);
+      "ib.slow_connection {}pid {}: NCCL IB {} connection #{} averages {} per request over {} "
+      "requests, {:.1f}x the job's median {} (z {:.1f}): {}",
+      rank ? fmt::format("rank {} ", *rank) : "", c.pid, ib_direction_name(c.direction), c.connection,
+      format_ns(c.mean_latency_ns), c.requests, c.median_latency_ns > 0 ? c.mean_latency_ns / c.median_latency_ns : 0.0,
+      format_ns(c.median_latency_ns), c.z,
+      recv ? "a slow path from that peer, or a peer that sends late" : "a slow path to that peer");
   event.payload = c;
   return event;
 }

@@ -274,8 +274,9 @@ void HwMonitor::start_fabric_poller() {
   sampler.nics = options_.fabric_nics;
   sampler.netdevs = options_.fabric_netdevs;
   sampler.ethtool_dir = options_.ethtool_dir;
-  // The ioctl asks this host's interfaces: only when reading this host's sysfs.
-  sampler.ethtool = !options_.ethtool_dir.empty() || (options_.kernel_sources && options_.sysfs_root == "/sys");
+  // The ioctl asks this host's interfaces: only when reading this host's
+  // sysfs (a replayed tree comes with captures, or without ethtool).
+  sampler.ethtool = !options_.ethtool_dir.empty() || options_.sysfs_root == "/sys";
   FabricSnapshot first = sample_fabric(sampler, monotonic_now());
   if (first.nics.empty()) {
     status("rdma.fabric", ProbeState::unavailable,

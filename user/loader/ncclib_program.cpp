@@ -79,10 +79,15 @@ std::vector<IbConnectionStats> NcclIbProgram::stats() const {
 
 IbCounters NcclIbProgram::counters() const {
   const auto& c = skel_->bss->ib_counters;
-  IbCounters out{
-      __atomic_load_n(&c.posts, __ATOMIC_RELAXED),       __atomic_load_n(&c.posts_deferred, __ATOMIC_RELAXED),
-      __atomic_load_n(&c.completions, __ATOMIC_RELAXED), __atomic_load_n(&c.unknown_done, __ATOMIC_RELAXED),
-      __atomic_load_n(&c.table_full, __ATOMIC_RELAXED),  0};
+  auto load = [](const __u64& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+  IbCounters out;
+  out.posts = load(c.posts);
+  out.posts_deferred = load(c.posts_deferred);
+  out.completions = load(c.completions);
+  out.unknown_done = load(c.unknown_done);
+  out.table_full = load(c.table_full);
+  out.stats_full = load(c.stats_full);
+  out.slot_clashes = load(c.slot_clashes);
   int cpus = libbpf_num_possible_cpus();
   std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus > 0 ? cpus : 1));
   uint32_t zero = 0;

@@ -24,7 +24,9 @@ struct IbCounters {
   uint64_t completions = 0;
   uint64_t unknown_done = 0;
   uint64_t table_full = 0;
-  uint64_t polls = 0;  // ncclIbTest calls: the polling loop, counted in the kernel only
+  uint64_t stats_full = 0;    // completions without a statistics slot (more than 4096 connections)
+  uint64_t slot_clashes = 0;  // polls lost to two threads sharing a per-thread slot
+  uint64_t polls = 0;         // ncclIbTest calls: the polling loop, counted in the kernel only
 };
 
 class NcclIbProgram {

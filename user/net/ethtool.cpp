@@ -78,21 +78,28 @@ Result<EthtoolStats> read_ethtool_stats(const std::string& ifname) {
   if (count == 0) return EthtoolStats{};
   if (count > 1u << 16) return make_error("{}: the driver claims {} statistics; refusing", ifname, count);
 
+  // The kernel writes as many entries as the driver has *now*, whatever
+  // len/n_stats say: the set can grow between these calls (mlx5 after
+  // `ethtool -L` adds queues). Room for twice as many, and a check after.
+  const uint32_t capacity = count * 2 + 64;
   ethtool_gstrings* strings = nullptr;
-  auto strings_buffer = header_buffer(size_t{count} * ETH_GSTRING_LEN, &strings);
+  auto strings_buffer = header_buffer(size_t{capacity} * ETH_GSTRING_LEN, &strings);
   strings->cmd = ETHTOOL_GSTRINGS;
   strings->string_set = ETH_SS_STATS;
   strings->len = count;
   if (int err = ethtool_ioctl(sock.fd(), ifname, strings); err) return ioctl_error(err, ifname, "statistic names");
 
   ethtool_stats* stats = nullptr;
-  auto stats_buffer = header_buffer(size_t{count} * sizeof(uint64_t), &stats);
+  auto stats_buffer = header_buffer(size_t{capacity} * sizeof(uint64_t), &stats);
   stats->cmd = ETHTOOL_GSTATS;
   stats->n_stats = count;
   if (int err = ethtool_ioctl(sock.fd(), ifname, stats); err) return ioctl_error(err, ifname, "statistics");
 
+  if (strings->len > capacity || stats->n_stats > capacity)
+    return make_error("{}: the driver's statistics grew from {} to {} while being read; try again", ifname, count,
+                      std::max(strings->len, stats->n_stats));
   // The set can change between the calls (a queue added): use what both agree on.
-  uint32_t n = std::min({count, strings->len, stats->n_stats});
+  uint32_t n = std::min(strings->len, stats->n_stats);
   EthtoolStats out;
   out.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {

@@ -42,6 +42,17 @@ std::string missing_reason(const std::string& file, const ProbeTarget& target,
   return fmt::format("symbol missing: {} has none of {}", file, join(target.symbols));
 }
 
+// A hidden function cannot be found in a stripped file: say how to get it.
+std::string stripped_hint(const ElfSymbols& symbols) {
+  if (!symbols.stripped()) return "";
+  const std::string& id = symbols.build_id();
+  return id.size() > 2 ? fmt::format(
+                             " (the file is stripped: only exported functions are visible; install its debug "
+                             "symbols, /usr/lib/debug/.build-id/{}/{}.debug)",
+                             id.substr(0, 2), id.substr(2))
+                       : " (the file is stripped and has no build id: only exported functions are visible)";
+}
+
 std::vector<std::string> all_symbols(const ProbeSpec& spec) {
   std::vector<std::string> names;
   for (const ProbeTarget& target : spec.targets)
@@ -78,6 +89,9 @@ ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::pa
   std::vector<const ProbeTarget*> order;
   for (const ProbeTarget& t : spec.targets)
     if (library_name_matches(file.string(), t.library)) order.push_back(&t);
+  // Only for a file that is the probe's own library is a stripped symbol
+  // table the reason worth telling.
+  bool own_library = !order.empty();
   if (order.empty())
     for (const ProbeTarget& t : spec.targets) order.push_back(&t);
   std::vector<std::string> unsupported;
@@ -93,9 +107,10 @@ ProbeResolution resolve_in_file(const ProbeSpec& spec, const std::filesystem::pa
   }
   // A function of the right name with another signature says more than
   // "missing": this library is a version slowburn does not decode.
-  result.reason = unsupported_target ? missing_reason(file.filename().string(), *unsupported_target, unsupported)
-                                     : fmt::format("symbol missing: {} has none of {}", file.filename().string(),
-                                                   join(all_symbols(spec)));
+  result.reason = unsupported_target
+                      ? missing_reason(file.filename().string(), *unsupported_target, unsupported)
+                      : fmt::format("symbol missing: {} has none of {}{}", file.filename().string(),
+                                    join(all_symbols(spec)), own_library ? stripped_hint(**symbols) : "");
   return result;
 }
 
@@ -154,7 +169,8 @@ ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem:
     std::vector<std::string> unsupported;
     auto sites = find_sites(**symbols, target, &unsupported);
     if (sites.empty()) {
-      notes.push_back(missing_reason(mapping->path, target, unsupported));
+      notes.push_back(missing_reason(mapping->path, target, unsupported) +
+                      (unsupported.empty() ? stripped_hint(**symbols) : ""));
       continue;
     }
     result.resolved = true;

@@ -15,9 +15,16 @@ namespace {
 
 constexpr std::array<const char*, 4> kRetransCounters = {"out_of_sequence", "packet_seq_err", "local_ack_timeout_err",
                                                          "roce_adp_retrans"};
-constexpr std::array<const char*, 5> kLinkErrorCounters = {"symbol_error", "port_rcv_errors", "link_error_recovery",
-                                                           "local_link_integrity_errors", "rx_pcs_symbol_err_phy"};
-constexpr std::array<const char*, 2> kLinkDownCounters = {"link_downed", "link_down_events_phy"};
+// Two sources can count one thing: the IB port counter (sysfs) and the PHY
+// counter (ethtool) of the same port. Within each pair the larger delta is
+// taken, not the sum.
+constexpr std::array<std::pair<const char*, const char*>, 4> kLinkErrorCounters = {{
+    {"symbol_error", "rx_pcs_symbol_err_phy"},
+    {"port_rcv_errors", nullptr},
+    {"link_error_recovery", nullptr},
+    {"local_link_integrity_errors", nullptr},
+}};
+constexpr std::pair<const char*, const char*> kLinkDownCounters = {"link_downed", "link_down_events_phy"};
 
 std::string port_label(const NicSample& s) {
   std::string label = fmt::format("{} port {}", s.nic, s.port);
@@ -92,6 +99,14 @@ std::vector<FabricEvent> FabricMonitor::compare(const PortState& before, const N
       if (!has(frames) && !has(duration)) continue;
       PauseRates& pr = rates.pause[prio];
       double share = static_cast<double>(delta(duration)) / (interval_s * 1e6);  // microseconds
+      if (share > 1.05) {
+        // Paused longer than the interval lasted: a reset read as a 32-bit
+        // wrap (counter_delta cannot tell them apart near 2^31). Not a storm.
+        std::string note = fmt::format("{}: {} moved by {} us in {:.1f} s: a counter reset, ignored", port_label(now),
+                                       duration, delta(duration), interval_s);
+        if (notes_seen_.insert(note).second) new_notes_.push_back(note);
+        share = 0;
+      }
       bool rx = std::string_view(dir) == "rx";
       (rx ? pr.rx_share : pr.tx_share) = share;
       (rx ? pr.rx_frames_per_s : pr.tx_frames_per_s) = per_s(static_cast<double>(delta(frames)));
@@ -160,7 +175,10 @@ std::vector<FabricEvent> FabricMonitor::compare(const PortState& before, const N
   }
 
   // Link flaps and physical errors.
-  for (const char* c : kLinkDownCounters) rates.link_downs += delta(c);
+  auto either = [&](const std::pair<const char*, const char*>& pair) {
+    return std::max(delta(pair.first), pair.second ? delta(pair.second) : uint64_t{0});
+  };
+  rates.link_downs = either(kLinkDownCounters);
   if (rates.link_downs > 0) {
     FabricEvent& e = event("link.flap", "error");
     e.value = static_cast<double>(rates.link_downs);
@@ -168,7 +186,7 @@ std::vector<FabricEvent> FabricMonitor::compare(const PortState& before, const N
     e.summary = fmt::format("{}: link went down {} time(s) in the last {:.1f} s", port_label(now), rates.link_downs,
                             interval_s);
   }
-  for (const char* c : kLinkErrorCounters) rates.link_errors += delta(c);
+  for (const auto& pair : kLinkErrorCounters) rates.link_errors += either(pair);
   if (rates.link_errors > 0 && rates.link_errors >= thresholds_.link_errors) {
     FabricEvent& e = event("link.errors", "warning");
     e.value = static_cast<double>(rates.link_errors);

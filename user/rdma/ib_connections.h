@@ -31,7 +31,9 @@ struct IbConnectionStats {
 struct IbConnectionView {
   const IbConnectionStats* stats = nullptr;
   std::optional<int> rank;
-  int index = 0;  // the connection's number within its process and direction, by first appearance order of comm
+  // The connection's number within its process and direction, in comm
+  // pointer order: stable while no connection is added below it.
+  int index = 0;
   double mean_latency_ns = 0;
   double in_flight_bytes_per_s = 0;  // bytes / time requests were in flight: what one request achieved
   std::optional<double> z;           // robust z of the mean latency among the job's connections of this direction

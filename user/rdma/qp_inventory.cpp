@@ -86,9 +86,12 @@ std::vector<QpEvent> QpInventory::apply(const VerbsCall& call) {
       ++qp.transitions;
       if (is_error_state(call.new_state)) {
         ++totals.error_transitions;
-        QpEvent& e = event("qp.error", "error",
-                           fmt::format("{}: {} moved {} -> {}", where(call), qp_label(call.qp_num), qp_state_name(from),
-                                       qp_state_name(call.new_state)));
+        // Requested by the process: an error it saw (a bad completion), or a
+        // flush before destroying the QP (UCX does that). A warning, not a
+        // failure: the provider's async events are the QP failures.
+        QpEvent& e = event("qp.error", "warning",
+                           fmt::format("{}: {} moved {} -> {} (requested by the process)", where(call),
+                                       qp_label(call.qp_num), qp_state_name(from), qp_state_name(call.new_state)));
         e.from_state = from;
         e.to_state = call.new_state;
       }
@@ -132,6 +135,10 @@ std::vector<QpEvent> QpInventory::apply(const VerbsCall& call) {
     }
   }
   return events;
+}
+
+size_t QpInventory::forget_process(uint32_t pid) {
+  return std::erase_if(qps_, [pid](const auto& entry) { return entry.first.first == pid; });
 }
 
 std::vector<QpInfo> QpInventory::qps() const {

@@ -33,7 +33,9 @@ struct QpInfo {
 };
 
 struct QpEvent {
-  std::string type;      // qp.error, qp.modify_failed, qp.create_failed, qp.destroy_failed, rdma.async
+  // qp.error (moved to ERR or SQE on request), qp.modify_failed,
+  // qp.create_failed, qp.destroy_failed, rdma.async
+  std::string type;
   std::string severity;  // error, warning, info
   uint64_t ts_ns = 0;
   uint32_t pid = 0;
@@ -60,7 +62,9 @@ class QpInventory {
   // Updates the inventory; returns the events the call raised (often none).
   std::vector<QpEvent> apply(const VerbsCall& call);
 
-  std::vector<QpInfo> qps() const;                                        // live QPs, by pid then QP number
+  std::vector<QpInfo> qps() const;  // live QPs, by pid then QP number
+  // A process that exited: its QPs went with it. Returns how many.
+  size_t forget_process(uint32_t pid);
   const std::map<uint32_t, QpTotals>& totals() const { return totals_; }  // by pid
 
  private:

@@ -67,17 +67,33 @@ Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankId
       continue;
     }
     // Load the program only now: a job without RDMA costs nothing.
+    // A program that does not load costs this source, not the trace.
     std::function<Result<void>(const ProbeResolution&, int32_t)> attach;
+    Error load_error;
     if (side.program == ProbeProgram::verbs) {
       auto program = VerbsProgram::load();
-      if (!program) return program.error();
-      sources->verbs_ = std::move(*program);
-      attach = [&](const ProbeResolution& r, int32_t pid) { return sources->verbs_->attach(r, pid); };
+      if (program) {
+        sources->verbs_ = std::move(*program);
+        attach = [&](const ProbeResolution& r, int32_t pid) { return sources->verbs_->attach(r, pid); };
+      } else {
+        load_error = program.error();
+      }
     } else {
       auto program = NcclIbProgram::load();
-      if (!program) return program.error();
-      sources->ib_ = std::move(*program);
-      attach = [&](const ProbeResolution& r, int32_t pid) { return sources->ib_->attach(r, pid); };
+      if (program) {
+        sources->ib_ = std::move(*program);
+        attach = [&](const ProbeResolution& r, int32_t pid) { return sources->ib_->attach(r, pid); };
+      } else {
+        load_error = program.error();
+      }
+    }
+    if (!attach) {
+      ProbeStatus status;
+      status.probe = side.patterns;
+      status.state = ProbeState::failed;
+      status.detail = load_error.message;
+      sink.probe_status(status);
+      continue;
     }
     for (const auto& [pid, resolutions] : by_rank) {
       for (const ProbeResolution& r : resolutions) {
@@ -115,13 +131,12 @@ std::vector<DeviceEvent> RdmaSources::poll(uint64_t now_ns, bool final) {
   return std::exchange(pending_, {});
 }
 
-std::vector<HistogramReport> RdmaSources::ib_histograms() const {
+std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& views,
+                                           const std::map<int32_t, RankIdentity>& ranks) {
   std::vector<HistogramReport> out;
-  if (!ib_) return out;
-  auto stats = ib_->stats();
-  for (const IbConnectionView& v : analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); })) {
+  for (const IbConnectionView& v : views) {
     HistogramReport h;
-    if (auto it = by_pid_.find(static_cast<int32_t>(v.stats->tgid)); it != by_pid_.end()) h.rank = it->second;
+    if (auto it = ranks.find(static_cast<int32_t>(v.stats->tgid)); it != ranks.end()) h.rank = it->second;
     h.pid = static_cast<int32_t>(v.stats->tgid);
     h.probe = "nccl.ib " + ib_connection_label(v);
     h.hist = v.stats->latency;
@@ -129,6 +144,12 @@ std::vector<HistogramReport> RdmaSources::ib_histograms() const {
     out.push_back(std::move(h));
   }
   return out;
+}
+
+std::vector<HistogramReport> RdmaSources::ib_histograms() const {
+  if (!ib_) return {};
+  auto stats = ib_->stats();
+  return slowburn::ib_histograms(analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); }), by_pid_);
 }
 
 uint64_t RdmaSources::lost() const {

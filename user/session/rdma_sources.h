@@ -17,6 +17,7 @@
 #include "events/decoder.h"
 #include "hw/device_events.h"
 #include "probes/resolver.h"
+#include "rdma/ib_connections.h"
 #include "rdma/qp_inventory.h"
 #include "sinks/sink.h"
 
@@ -25,6 +26,11 @@ namespace slowburn {
 class VerbsProgram;
 class NcclIbProgram;
 class RingBufferReader;
+
+// Latency histograms of NCCL IB connections, one per connection, labelled
+// "nccl.ib send #0", with the rank of each process that is one.
+std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& views,
+                                           const std::map<int32_t, RankIdentity>& ranks);
 
 class RdmaSources {
  public:

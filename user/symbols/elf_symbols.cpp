@@ -23,6 +23,7 @@ struct ElfSymbols::Table {
   std::unordered_multimap<std::string_view, size_t> by_name;  // views into functions[i].name
   std::string build_id;
   std::optional<std::filesystem::path> debug_file;
+  bool has_symtab = false;  // its own .symtab, or one from a debug file
 };
 
 namespace {
@@ -243,6 +244,7 @@ ElfSymbols::~ElfSymbols() = default;
 size_t ElfSymbols::function_count() const { return table_->functions.size(); }
 const std::string& ElfSymbols::build_id() const { return table_->build_id; }
 const std::optional<std::filesystem::path>& ElfSymbols::debug_file() const { return table_->debug_file; }
+bool ElfSymbols::stripped() const { return !table_->has_symtab; }
 
 Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const DebugInfoSearch& search) {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error("libelf initialisation failed: {}", elf_errmsg(-1));
@@ -260,6 +262,7 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const Deb
   std::vector<ElfSymbol> symtab;
   if (Elf_Scn* scn = find_section(main.elf, SHT_SYMTAB)) {
     read_symbol_table(main.elf, scn, false, segments, nullptr, symtab);
+    table->has_symtab = true;
   } else if (auto debug = find_debug_file(path, main.elf, table->build_id, search)) {
     // Stripped: the full symbol table lives in the separate debug file.
     ElfHandle separate;
@@ -267,6 +270,7 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const Deb
       if (Elf_Scn* scn = find_section(separate.elf, SHT_SYMTAB)) {
         read_symbol_table(separate.elf, scn, false, segments, nullptr, symtab);
         table->debug_file = *debug;
+        table->has_symtab = true;
       }
     }
   }

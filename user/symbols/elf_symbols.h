@@ -53,6 +53,8 @@ class ElfSymbols {
   const std::string& build_id() const;  // hex, empty when the file has none
   // The separate debug file whose .symtab was read, if one was.
   const std::optional<std::filesystem::path>& debug_file() const;
+  // No .symtab of its own and no debug file found: only exported names are known.
+  bool stripped() const;
 
  private:
   struct Table;
