@@ -52,7 +52,11 @@ $(BUILD)/skel/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(BUILD)/skel
 # ---------------------------------------------------------------- C++
 CXXFLAGS ?= -O2 -g
 SB_CXXFLAGS := -std=c++20 -Wall -Wextra -Werror -Iinclude -Iuser -I. -I$(BUILD)/skel -MMD -MP
-LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread
+# cpp-httplib (the metrics endpoint): its flags come from pkg-config, read
+# after `make deps` because every build runs in a make started after it.
+HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null)
+HTTPLIB_LIBS   := $(shell pkg-config --libs cpp-httplib 2>/dev/null || echo -lcpp-httplib)
+LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread $(HTTPLIB_LIBS)
 
 LIB_SRCS  := $(shell find user -name '*.cpp' ! -path 'user/cli/*' ! -path 'user/demo/*' | sort)
 TOOL_SRCS := $(sort $(wildcard tools/*.cpp))
@@ -68,6 +72,8 @@ $(BUILD)/obj/%.o: %.cpp | $(SKELS)
 	@mkdir -p $(@D)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $(SB_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/user/service/metrics_endpoint.o: SB_CXXFLAGS += $(HTTPLIB_CFLAGS)
 
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)

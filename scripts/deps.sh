@@ -14,6 +14,8 @@ packages=(
 	bpftrace                                  # bench baseline (the one-liner we replace)
 	clang-format                              # make format
 	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
+	libcpp-httplib-dev                        # slowburn probe: the metrics endpoint
+	prometheus                                # tests: promtool and a real server scraping slowburn probe
 )
 
 missing=()

@@ -1,6 +1,4 @@
 // slowburn trace: an ad-hoc session on every rank of the node.
-#include <charconv>
-
 #include "cli/command.h"
 #include "session/trace_session.h"
 
@@ -17,22 +15,8 @@ struct TraceArgs {
   bool json = false;
 };
 
-Result<int> parse_count(const std::string& text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return make_error("'{}' is not a number", text);
-  return value;
-}
-
 Result<void> apply(TraceArgs& args) {
-  size_t slash = args.persistence.find('/');
-  auto m = parse_count(args.persistence.substr(0, slash));
-  auto n =
-      slash == std::string::npos ? Result<int>(make_error("no N")) : parse_count(args.persistence.substr(slash + 1));
-  if (!m || !n || *m < 1 || *m > *n || *n > 100)
-    return make_error("--persistence '{}' is not M/N with 1 <= M <= N <= 100 (e.g. 3/5)", args.persistence);
-  args.options.detector.persistence_m = *m;
-  args.options.detector.persistence_n = *n;
+  if (auto ok = parse_persistence(args.persistence, args.options.detector); !ok) return ok;
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
   if (!args.library.empty()) args.options.library = args.library;
   args.options.proc_root = args.proc_root;

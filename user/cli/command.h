@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "detect/straggler.h"
 #include "sinks/sink.h"
 
 namespace slowburn::cli {
@@ -31,6 +32,11 @@ Command add_gpuirq_command(CLI::App& app);   // tools/gpuirq.cpp
 Command add_fabric_command(CLI::App& app);   // tools/fabric.cpp
 Command add_qp_command(CLI::App& app);       // tools/qp.cpp
 Command add_ib_command(CLI::App& app);       // tools/ib.cpp
+
+Command add_probe_command(CLI::App& app);  // the continuous service
+
+// "M/N" (flagged in M of the last N windows) into the detector's settings.
+Result<void> parse_persistence(const std::string& text, DetectorConfig& config);
 
 // Prints "slowburn: <message>" on stderr; returns the exit code for errors.
 int fail(const Error& error);

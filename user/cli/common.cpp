@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <iostream>
 
@@ -23,6 +24,26 @@ std::string hostname() {
   return name;
 }
 }  // namespace
+
+namespace {
+Result<int> parse_count(const std::string& text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return make_error("'{}' is not a number", text);
+  return value;
+}
+}  // namespace
+
+Result<void> parse_persistence(const std::string& text, DetectorConfig& config) {
+  size_t slash = text.find('/');
+  auto m = parse_count(text.substr(0, slash));
+  auto n = slash == std::string::npos ? Result<int>(make_error("no N")) : parse_count(text.substr(slash + 1));
+  if (!m || !n || *m < 1 || *m > *n || *n > 100)
+    return make_error("--persistence '{}' is not M/N with 1 <= M <= N <= 100 (e.g. 3/5)", text);
+  config.persistence_m = *m;
+  config.persistence_n = *n;
+  return {};
+}
 
 int fail(const Error& error) {
   std::cerr << "slowburn: " << error.message << '\n';

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       slowburn::cli::add_demo_command(app),   slowburn::cli::add_xid_command(app),
       slowburn::cli::add_aer_command(app),    slowburn::cli::add_pcie_command(app),
       slowburn::cli::add_gpuirq_command(app), slowburn::cli::add_ib_command(app),
-      slowburn::cli::add_qp_command(app),     slowburn::cli::add_fabric_command(app),
+      slowburn::cli::add_qp_command(app),     slowburn::cli::add_probe_command(app),
+      slowburn::cli::add_fabric_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   libbpf_set_print(print_libbpf);

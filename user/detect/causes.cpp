@@ -41,6 +41,12 @@ int severity_rank(const DeviceEvent& e) {
 
 }  // namespace
 
+std::string_view event_severity(const DeviceEvent& event) {
+  int rank = severity_rank(event);
+  if (rank < 0 || rank > 4) return "info";
+  return rank <= 1 ? "error" : "warning";
+}
+
 bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events) {
   std::vector<const DeviceEvent*> causes;
   for (const DeviceEvent& e : events) {
@@ -62,8 +68,10 @@ bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& even
   });
   std::set<std::pair<std::string, std::string>> seen;
   finding.likely_causes.clear();
+  finding.likely_cause_type.clear();
   for (const DeviceEvent* e : causes) {
     if (!seen.insert({e->type, e->device}).second) continue;
+    if (finding.likely_causes.empty()) finding.likely_cause_type = e->type;
     finding.likely_causes.push_back(e->summary);
     if (finding.likely_causes.size() == 3) break;
   }

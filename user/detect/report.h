@@ -17,6 +17,7 @@ struct RankWindowStats {
   uint64_t calls = 0;  // completed calls in the window
   std::optional<double> wait_p50_ns;
   std::optional<double> wait_p99_ns;
+  std::optional<double> wait_mean_ns;  // probe mode: the kernel keeps sums, not calls
   // Synchronizing collectives only (aligned across ranks):
   uint64_t instances = 0;                    // aligned instances this rank took part in
   std::optional<double> lateness_median_ns;  // entry - median entry over ranks
@@ -64,6 +65,7 @@ struct Finding {
   // Link-degradation events on the culprit's devices (its GPU, its NIC, a
   // switch or root port above them), most severe first: the likely cause.
   std::vector<std::string> likely_causes;
+  std::string likely_cause_type;  // the first cause's event type ("link.downtrained"), "" when none
 };
 
 }  // namespace slowburn

@@ -7,6 +7,7 @@
 
 #include "core/format.h"
 #include "core/strings.h"
+#include "detect/verdict.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -233,24 +234,8 @@ WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id
     }
   }
 
-  // The candidate: most blame; the runner-up bounds how unique it is.
-  RankWindowStats* worst = nullptr;
-  double runner_up_blame = 0;
-  for (RankWindowStats& stats : report.ranks) {
-    if (!worst || stats.blame_ns > worst->blame_ns) {
-      if (worst) runner_up_blame = std::max(runner_up_blame, worst->blame_ns);
-      worst = &stats;
-    } else {
-      runner_up_blame = std::max(runner_up_blame, stats.blame_ns);
-    }
-  }
   bool enough = accum.instances >= config_.min_instances && aligned_count >= 2;
-  bool unique = worst && worst->blame_ns > 0 && worst->blame_ns >= config_.uniqueness_ratio * runner_up_blame;
-  bool last_often = worst && worst->last_fraction >= config_.min_last_fraction;
-  // Lateness and compute gap are two views of arriving last; on a loaded
-  // node the previous release skews lateness, the gap is immune to that.
-  bool z_ok = worst && (aligned_count < 3 || (worst->z_lateness && *worst->z_lateness >= config_.z_threshold) ||
-                        (worst->z_gap && *worst->z_gap >= config_.z_threshold));
+  if (enough) flag_straggler(report, config_, aligned_count);
 
   // CUSUM input: how much longer this rank computes than its peers, as a
   // share of the step period, in units of cusum_unit_share. Normalising by
@@ -267,7 +252,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id
     cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
     stats.cusum_gap = cusum.statistic();
   }
-  if (enough && unique && last_often && z_ok && worst->blame_share >= config_.min_blame_share) worst->flagged = true;
+
   return report;
 }
 
@@ -380,21 +365,6 @@ std::vector<Finding> StragglerDetector::findings() const {
     f.summary = straggler_summary(f);
   }
   return result;
-}
-
-std::string StragglerDetector::straggler_summary(const Finding& f) const {
-  std::string z = f.z_lateness || f.z_gap ? fmt::format(" (robust z: lateness {}, compute gap {})",
-                                                        f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",
-                                                        f.z_gap ? fmt::format("{:.1f}", *f.z_gap) : "-")
-                                          : std::string(" (no z: fewer than 3 ranks)");
-  std::string persistence = f.detector == "persistence" ? fmt::format("flagged in {} of the last {} windows",
-                                                                      f.windows_flagged, f.windows_considered)
-                                                        : std::string("sustained compute-gap excess (CUSUM)");
-  return fmt::format(
-      "{} is the straggler: arrives last in {:.0f}% of {} calls, {} after the median rank{}; "
-      "blame {:.0f}% of the window; {}; the job lost {} waiting for it ({:.1f}% of traced time)",
-      rank_label(f.culprit), f.last_fraction * 100, f.probe, format_ns(f.lateness_median_ns), z, f.blame_share * 100,
-      persistence, format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
 }
 
 DetectorOutput StragglerDetector::advance(uint64_t now_ns) {

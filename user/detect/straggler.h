@@ -131,7 +131,6 @@ class StragglerDetector {
   Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
                             uint64_t now_ns) const;
   void raise_finding(Finding finding, DetectorOutput& out);
-  std::string straggler_summary(const Finding& f) const;
   const RankIdentity& identity(int32_t pid) const;
 
   DetectorConfig config_;

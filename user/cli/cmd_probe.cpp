@@ -1,0 +1,95 @@
+// slowburn probe: the continuous service (systemd unit in deploy/systemd).
+#include <csignal>
+#include <iostream>
+
+#include "cli/command.h"
+#include "service/probe_service.h"
+
+namespace slowburn::cli {
+
+namespace {
+std::atomic<bool> g_reopen_log{false};
+
+void on_hangup(int) { g_reopen_log.store(true); }
+
+struct ProbeArgs {
+  ProbeServiceOptions options;
+  std::string log_dir;
+  std::string proc_root = "/proc";
+  std::string sysfs_root = "/sys";
+  std::string persistence = "3/5";
+  double budget_percent = 1.0;
+  double window_s = 5.0;
+  double log_max_mb = 64;
+  double call_cost_ns = 0;
+};
+}  // namespace
+
+Command add_probe_command(CLI::App& app) {
+  auto args = std::make_shared<ProbeArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "probe",
+      "Run continuously with in-kernel aggregation only: every rank process of every job on the node, found as jobs "
+      "start and end; Prometheus metrics, a JSON-lines event log, an overhead budget.\n\nExamples:\n"
+      "  slowburn probe                                   # metrics on 127.0.0.1:9464/metrics\n"
+      "  slowburn probe --log-dir /var/log/slowburn       # and an event log (SIGHUP reopens it)\n"
+      "  slowburn probe --overhead-budget 0.5             # at most 0.5% of one CPU for the probes\n"
+      "  slowburn probe --listen 0.0.0.0:9464 --no-rdma   # scraped from another host\n"
+      "Under systemd: deploy/systemd/slowburn-probe.service. Fleet rules: deploy/prometheus/.");
+  ProbeServiceOptions& o = args->options;
+  sub->add_option("--listen", o.listen, "HOST:PORT of the metrics endpoint ('' for none)")->capture_default_str();
+  sub->add_option("--log-dir", args->log_dir, "Write the JSON-lines event log (slowburn.jsonl) here");
+  sub->add_option("--log-max-mb", args->log_max_mb, "Rotate the log at this size")->capture_default_str();
+  sub->add_option("--log-keep", o.log_keep, "Rotated logs kept (slowburn.jsonl.1 ...)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  sub->add_flag("--log-windows", o.log_windows, "Log every window's per-rank statistics (verbose)");
+  sub->add_option("-i,--interval", o.interval_s, "Seconds between discovery, budget checks and metric updates")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  sub->add_option("--window", args->window_s, "Detector window in seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 3600.0));
+  sub->add_option("--overhead-budget", args->budget_percent,
+                  "Percent of one CPU the probes may cost (estimated from their call rate); 0 turns the budget off")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  sub->add_option("--call-cost-ns", args->call_cost_ns,
+                  "Cost of one traced call, instead of calibrating it at start-up");
+  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
+  sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)");
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to run (default: until SIGTERM)");
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")->capture_default_str();
+  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the topology and the link/AER/fabric pollers")
+      ->capture_default_str();
+  sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER, PCIe link and fabric events");
+  sub->add_flag("!--no-rdma", o.fabric, "Leave out the RDMA NIC counters");
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness or compute gap")
+      ->capture_default_str();
+  detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
+  detector
+      ->add_option("--min-blame-share", o.detector.min_blame_share, "Effect-size floor: blame as a share of the window")
+      ->capture_default_str();
+
+  return {sub, [args] {
+            ProbeServiceOptions& o = args->options;
+            if (auto ok = parse_persistence(args->persistence, o.detector); !ok) return fail(ok.error());
+            o.detector.window_ns = static_cast<uint64_t>(args->window_s * 1e9);
+            o.overhead_budget = args->budget_percent / 100.0;
+            o.log_max_bytes = static_cast<uint64_t>(args->log_max_mb * (1 << 20));
+            if (args->call_cost_ns > 0) o.call_cost_ns = args->call_cost_ns;
+            o.log_dir = args->log_dir;
+            o.proc_root = args->proc_root;
+            o.sysfs_root = args->sysfs_root;
+            const auto& stop = install_stop_handlers();
+            struct sigaction action {};
+            action.sa_handler = on_hangup;
+            sigemptyset(&action.sa_mask);
+            sigaction(SIGHUP, &action, nullptr);
+            auto ran = run_probe_service(o, stop, g_reopen_log, std::cerr);
+            return ran ? 0 : fail(ran.error());
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,152 @@
+#include "detect/aggregate_detector.h"
+
+#include <algorithm>
+
+#include "detect/verdict.h"
+#include "stats/robust.h"
+
+namespace slowburn {
+
+namespace {
+constexpr size_t kKeptFindings = 1000;
+
+double mean(uint64_t sum, uint64_t count) { return static_cast<double>(sum) / static_cast<double>(count); }
+
+std::vector<double> peers_of(const std::vector<std::optional<double>>& values, size_t self) {
+  std::vector<double> peers;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (i != self && values[i]) peers.push_back(*values[i]);
+  return peers;
+}
+}  // namespace
+
+AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
+  for (ProbeInfo& p : probes) probes_.emplace(p.id, std::move(p));
+}
+
+WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
+                                           const std::vector<const AggWindowInput*>& ranks) const {
+  const ProbeInfo& info = probes_.at(probe_id);
+  WindowReport report;
+  report.start_ns = start_ns;
+  report.end_ns = end_ns;
+  report.probe_id = probe_id;
+  report.probe = info.name;
+  report.kind = info.kind;
+  uint64_t elapsed_ns = end_ns > start_ns ? end_ns - start_ns : 0;
+  for (const AggWindowInput* in : ranks) report.instances += in->instances;
+
+  std::vector<std::optional<double>> lateness, gaps;
+  for (const AggWindowInput* in : ranks) {
+    RankWindowStats stats;
+    stats.identity = in->identity;
+    stats.calls = in->calls;
+    if (in->calls) stats.wait_mean_ns = mean(in->wait_ns, in->calls);
+    if (in->gaps) stats.gap_median_ns = mean(in->gap_ns, in->gaps);
+    stats.instances = in->arrivals;
+    stats.blame_ns = static_cast<double>(in->blame_ns);
+    stats.blame_share = elapsed_ns ? stats.blame_ns / static_cast<double>(elapsed_ns) : 0;
+    stats.last_fraction =
+        report.instances ? std::min(1.0, static_cast<double>(in->lasts) / static_cast<double>(report.instances)) : 0;
+    lateness.push_back(in->arrivals ? std::optional(mean(in->lateness_ns, in->arrivals)) : std::nullopt);
+    gaps.push_back(stats.gap_median_ns);
+    report.ranks.push_back(std::move(stats));
+  }
+  if (info.kind != CallKind::synchronizing) return report;
+
+  // The kernel measures lateness after the instance's first arrival; the
+  // report's is after the median rank's, as in the per-call detector.
+  std::vector<double> present;
+  for (const auto& l : lateness)
+    if (l) present.push_back(*l);
+  auto median_lateness = median(present);
+  for (size_t i = 0; i < report.ranks.size(); ++i)
+    if (lateness[i] && median_lateness) report.ranks[i].lateness_median_ns = *lateness[i] - *median_lateness;
+
+  // With per-rank means only, each rank is judged against its peers' means.
+  if (present.size() >= 3) {
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      RankWindowStats& stats = report.ranks[i];
+      if (lateness[i]) stats.z_lateness = robust_z_against(*lateness[i], peers_of(lateness, i));
+      if (gaps[i]) stats.z_gap = robust_z_against(*gaps[i], peers_of(gaps, i));
+    }
+  }
+  return report;
+}
+
+DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
+                                           const std::vector<AggWindowInput>& inputs) {
+  DetectorOutput out;
+  std::map<std::pair<std::string, uint32_t>, std::vector<const AggWindowInput*>> groups;  // (job, probe)
+  for (const AggWindowInput& in : inputs) {
+    if (!probes_.contains(in.probe_id)) continue;
+    first_seen_ns_.try_emplace(in.identity.pid, start_ns);
+    total_blame_ns_[{in.identity.pid, in.probe_id}] += in.blame_ns;
+    if (in.calls) groups[{in.identity.job, in.probe_id}].push_back(&in);
+  }
+
+  std::map<int32_t, std::pair<size_t, size_t>> flagged;  // pid -> (report, rank) with the most blame
+  std::set<int32_t> evaluated;
+  for (const auto& [key, ranks] : groups) {
+    out.windows.push_back(report_for(key.second, start_ns, end_ns, ranks));
+    WindowReport& report = out.windows.back();
+    if (report.kind != CallKind::synchronizing || report.instances < config_.min_instances) continue;
+    size_t aligned = 0;
+    for (const RankWindowStats& s : report.ranks) aligned += s.lateness_median_ns.has_value();
+    if (aligned < 2) continue;
+    flag_straggler(report, config_, aligned);
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      const RankWindowStats& s = report.ranks[i];
+      evaluated.insert(s.identity.pid);
+      if (!s.flagged) continue;
+      auto it = flagged.find(s.identity.pid);
+      if (it == flagged.end() || s.blame_share > out.windows[it->second.first].ranks[it->second.second].blame_share)
+        flagged[s.identity.pid] = {out.windows.size() - 1, i};
+    }
+  }
+
+  for (int32_t pid : evaluated) {
+    std::deque<bool>& history = history_[pid];
+    auto hit = flagged.find(pid);
+    history.push_back(hit != flagged.end());
+    while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
+    int count = static_cast<int>(std::count(history.begin(), history.end(), true));
+    if (count == 0) active_.erase(pid);  // cleared: a recurrence is a new finding
+    if (hit == flagged.end() || count < config_.persistence_m || active_.contains(pid)) continue;
+
+    const WindowReport& report = out.windows[hit->second.first];
+    const RankWindowStats& evidence = report.ranks[hit->second.second];
+    Finding f;
+    f.type = "straggler";
+    f.detector = "persistence";
+    f.culprit = evidence.identity;
+    f.probe = report.probe;
+    f.detected_ns = end_ns;
+    f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
+    f.blame_share = evidence.blame_share;
+    f.last_fraction = evidence.last_fraction;
+    f.z_lateness = evidence.z_lateness;
+    f.z_gap = evidence.z_gap;
+    f.windows_flagged = count;
+    f.windows_considered = static_cast<int>(history.size());
+    f.cost_ns = total_blame_ns_[{pid, report.probe_id}];
+    uint64_t traced_ns = end_ns - std::min(end_ns, first_seen_ns_[pid]);
+    f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
+    f.summary = straggler_summary(f);
+    active_[pid] = f;
+    findings_.push_back(f);
+    // A service runs for months: keep the recent findings, the metrics count them all.
+    if (findings_.size() > kKeptFindings) findings_.erase(findings_.begin());
+    out.findings.push_back(std::move(f));
+  }
+  return out;
+}
+
+void AggregateDetector::remove_rank(int32_t pid) {
+  history_.erase(pid);
+  active_.erase(pid);
+  first_seen_ns_.erase(pid);
+  std::erase_if(total_blame_ns_, [pid](const auto& kv) { return kv.first.first == pid; });
+}
+
+}  // namespace slowburn

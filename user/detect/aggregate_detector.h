@@ -1,0 +1,67 @@
+// The straggler detector of the continuous probe mode. The kernel keeps
+// cumulative sums per (process, probe) (bpf/collagg.bpf.c) and nothing per
+// call, so a window here is the difference of two readings: per rank, its
+// calls, mean wait, mean compute gap, mean arrival lateness (after the
+// instance's first arrival), and the blame and last arrivals charged to it.
+// The tests are the per-call detector's (detect/verdict.h) on those means;
+// findings need the same persistence (M of the last N windows). Pure.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/rank_identity.h"
+#include "detect/report.h"
+#include "detect/straggler.h"
+
+namespace slowburn {
+
+// One (process, probe) over one window: differences of the kernel's sums.
+struct AggWindowInput {
+  RankIdentity identity;  // job, rank, pid
+  uint32_t probe_id = 0;
+  uint64_t calls = 0;
+  uint64_t wait_ns = 0;
+  uint64_t gaps = 0;
+  uint64_t gap_ns = 0;
+  uint64_t arrivals = 0;
+  uint64_t lateness_ns = 0;
+  uint64_t lasts = 0;
+  uint64_t blame_ns = 0;
+  uint64_t instances = 0;
+};
+
+class AggregateDetector {
+ public:
+  AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes);
+
+  // Evaluates one window of every job: one report per (job, probe) with
+  // calls, and the findings it raised. Lateness in the reports is relative
+  // to the median rank of the job on this node.
+  DetectorOutput evaluate(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
+  // The process exited: its history and standing finding go; findings stay.
+  void remove_rank(int32_t pid);
+
+  // Standing findings by culprit pid (cleared once no window flags it).
+  const std::map<int32_t, Finding>& active() const { return active_; }
+  const std::vector<Finding>& findings() const { return findings_; }
+
+ private:
+  WindowReport report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
+                          const std::vector<const AggWindowInput*>& ranks) const;
+
+  DetectorConfig config_;
+  std::map<uint32_t, ProbeInfo> probes_;
+  std::map<int32_t, std::deque<bool>> history_;                      // per pid, flagged in the last N windows
+  std::map<std::pair<int32_t, uint32_t>, uint64_t> total_blame_ns_;  // (pid, probe)
+  std::map<int32_t, uint64_t> first_seen_ns_;
+  std::map<int32_t, Finding> active_;
+  std::vector<Finding> findings_;
+};
+
+}  // namespace slowburn

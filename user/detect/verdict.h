@@ -1,0 +1,24 @@
+// The tests a window puts a straggler candidate through, shared by the
+// per-call detector (slowburn trace) and the aggregate one (slowburn probe),
+// so both modes mean the same thing by "flagged".
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "detect/report.h"
+#include "detect/straggler.h"
+
+namespace slowburn {
+
+// On one synchronizing probe's window: picks the rank with the most blame and
+// sets its `flagged` when every test of DetectorConfig holds (enough
+// instances, effect size, arrives last often, unique worst, robust z with 3+
+// ranks). `aligned_count` is how many ranks have a lateness in the window.
+// Returns the candidate (flagged or not), nullptr when there is none.
+RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t aligned_count);
+
+// One line, culprit first: "rank 3 (pid 42) is the straggler: ...".
+std::string straggler_summary(const Finding& finding);
+
+}  // namespace slowburn

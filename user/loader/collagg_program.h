@@ -1,0 +1,79 @@
+// The loaded collective-aggregation BPF object (bpf/collagg.bpf.c): the probe
+// mode's in-kernel statistics. Attachments are owned by the caller, one
+// UprobeLinks per (process, probe), so a single probe of a single process can
+// be detached (the overhead budget) or dropped (the process exited).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "loader/uprobe_links.h"
+#include "slowburn/callpair.h"
+
+struct collagg_bpf;
+
+namespace slowburn {
+
+// Cumulative per (process, probe), summed over CPUs.
+struct AggStats {
+  uint32_t tgid = 0;
+  uint32_t probe_id = 0;
+  uint64_t calls = 0;
+  uint64_t wait_ns = 0;
+  uint64_t gaps = 0;
+  uint64_t gap_ns = 0;
+  uint64_t arrivals = 0;
+  uint64_t lateness_ns = 0;
+  uint64_t lasts = 0;
+  uint64_t blame_ns = 0;
+  uint64_t instances = 0;
+  std::array<uint64_t, SB_HIST_SLOTS> wait_us_slots{};  // log2 buckets of the wait in microseconds
+};
+
+struct CollaggCounters {
+  uint64_t orphan_returns = 0;
+  uint64_t state_failures = 0;
+  uint64_t stats_full = 0;
+  uint64_t unplaced = 0;
+};
+
+uint64_t make_collagg_cookie(uint16_t probe_id, bool synchronizing);
+
+class CollaggProgram {
+ public:
+  static Result<std::unique_ptr<CollaggProgram>> load(std::optional<AttachMode> mode = std::nullopt);
+  ~CollaggProgram();
+  CollaggProgram(const CollaggProgram&) = delete;
+  CollaggProgram& operator=(const CollaggProgram&) = delete;
+
+  // Entry and return probes at `sites` of `path` in process `pid`. The
+  // returned links detach when destroyed. The process counts only once it is
+  // a target.
+  Result<std::unique_ptr<UprobeLinks>> attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites);
+  Result<void> add_target(int32_t pid, uint32_t job_slot);
+  // The process is gone: its target entry and statistics leave the maps.
+  void forget_process(int32_t pid);
+  // The job is gone: its instance records leave the map.
+  void forget_job(uint32_t job_slot);
+  // The probe was detached and comes back: instances it left half-open
+  // would mix old arrivals with new ones.
+  void forget_probe_instances(uint32_t probe_id);
+
+  std::vector<AggStats> read() const;
+  CollaggCounters counters() const;
+  AttachMode attach_mode() const { return mode_; }
+  size_t map_entries() const;  // targets + statistics + instances: what forget_* must bring back down
+
+ private:
+  CollaggProgram(collagg_bpf* skel, AttachMode mode) : skel_(skel), mode_(mode) {}
+  collagg_bpf* skel_;
+  AttachMode mode_;
+};
+
+}  // namespace slowburn

@@ -1,0 +1,63 @@
+#include "service/calibrate.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "symbols/elf_symbols.h"
+
+// Kept out of line and observable, so every call really enters it.
+extern "C" __attribute__((noinline, used)) uint64_t slowburn_calibration_target(uint64_t x) {
+  asm volatile("" : "+r"(x));
+  return x + 1;
+}
+
+namespace slowburn {
+
+namespace {
+double time_calls_ns(int calls) {
+  auto start = std::chrono::steady_clock::now();
+  uint64_t x = 0;
+  for (int i = 0; i < calls; ++i) x = slowburn_calibration_target(x);
+  auto end = std::chrono::steady_clock::now();
+  asm volatile("" : : "r"(x));
+  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+}
+}  // namespace
+
+Result<double> calibrate_call_cost_ns(CollaggProgram& program, int calls_per_round, int rounds) {
+  const std::string exe = "/proc/self/exe";
+  auto symbols = ElfSymbols::open(exe);
+  if (!symbols) return make_error("cannot calibrate the probe cost: {}", symbols.error().message);
+  auto found = symbols->lookup("slowburn_calibration_target");
+  if (found.empty())
+    return make_error(
+        "cannot calibrate the probe cost: slowburn_calibration_target is not in {} (a stripped "
+        "binary? pass --call-cost-ns)",
+        exe);
+  std::vector<UprobeSite> sites{{found.front().file_offset, make_collagg_cookie(0xffff, false)}};
+  int32_t self = getpid();
+  // Registered under a job slot no job uses; forgotten when done.
+  if (auto ok = program.add_target(self, UINT32_MAX); !ok) return ok.error();
+  std::vector<double> with, without;
+  for (int r = 0; r < rounds; ++r) {
+    without.push_back(time_calls_ns(calls_per_round));
+    auto links = program.attach(exe, self, sites);
+    if (!links) {
+      program.forget_process(self);
+      return make_error("cannot calibrate the probe cost: {}", links.error().message);
+    }
+    with.push_back(time_calls_ns(calls_per_round));
+  }
+  program.forget_process(self);
+  std::sort(with.begin(), with.end());
+  std::sort(without.begin(), without.end());
+  // Medians of the rounds: one preempted round does not set the budget.
+  double cost = (with[with.size() / 2] - without[without.size() / 2]) / calls_per_round;
+  return std::max(cost, 1.0);
+}
+
+}  // namespace slowburn

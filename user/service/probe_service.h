@@ -1,0 +1,51 @@
+// `slowburn probe`: the continuous, low-overhead mode. Every interval it
+// re-discovers the node's rank processes (attaching the aggregation probes
+// to new ones, dropping exited ones), reads the kernel's cumulative sums,
+// keeps the probes inside the overhead budget, and every window runs the
+// straggler detector on the differences. Hardware and fabric events are
+// counted and joined to findings as causes. Output: a Prometheus endpoint,
+// a rotating JSON-lines event log, and on SIGTERM the final metrics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "detect/straggler.h"
+
+namespace slowburn {
+
+struct ProbeServiceOptions {
+  std::string listen = "127.0.0.1:9464";  // empty: no endpoint
+  std::filesystem::path log_dir;          // empty: no event log
+  uint64_t log_max_bytes = 64ull << 20;
+  int log_keep = 5;
+  bool log_windows = false;            // every window's per-rank statistics into the log (verbose)
+  double interval_s = 1.0;             // discovery, budget and metrics period
+  double window_s = 5.0;               // detector window
+  double overhead_budget = 0.01;       // share of one CPU; 0: no budget
+  std::optional<double> call_cost_ns;  // skip the calibration
+  std::vector<std::string> probe_patterns;
+  std::vector<int32_t> pids;  // empty: every rank process on the node
+  std::filesystem::path proc_root = "/proc";
+  std::filesystem::path sysfs_root = "/sys";
+  bool hardware_events = true;
+  bool fabric = true;
+  double duration_s = 0;  // 0: until SIGTERM/SIGINT
+  DetectorConfig detector = probe_detector_defaults();
+
+  // Windows of seconds, not half-seconds: a service looks at minutes.
+  static DetectorConfig probe_detector_defaults();
+};
+
+// Runs until `stop`; `reopen_log` (SIGHUP) is cleared when the log has been
+// reopened. Status lines go to `console` (the journal under systemd).
+Result<void> run_probe_service(const ProbeServiceOptions& options, const std::atomic<bool>& stop,
+                               std::atomic<bool>& reopen_log, std::ostream& console);
+
+}  // namespace slowburn
