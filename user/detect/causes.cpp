@@ -42,6 +42,8 @@ int severity_rank(const DeviceEvent& e) {
 }  // namespace
 
 std::string_view event_severity(const DeviceEvent& event) {
+  if (const auto* aer = std::get_if<AerEvent>(&event.payload))
+    return aer->severity == AerSeverity::fatal ? "fatal" : aer->severity == AerSeverity::nonfatal ? "error" : "warning";
   int rank = severity_rank(event);
   if (rank < 0 || rank > 4) return "info";
   return rank <= 1 ? "error" : "warning";

@@ -16,7 +16,7 @@ namespace slowburn {
 // causes. Returns whether any cause was found.
 bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events);
 
-// "error", "warning" or "info": how bad an event is as a cause of slowness
+// "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).
 std::string_view event_severity(const DeviceEvent& event);
 

@@ -45,7 +45,7 @@ std::string render_metrics(const MetricsView& v) {
       buckets.push_back({std::ldexp(1.0, static_cast<int>(i) + 1) * 1e-6, cumulative});
     }
     m.histogram("slowburn_collective_latency_seconds", rank_labels(id, v.node, probe_name(v, s.probe_id)), buckets,
-                static_cast<double>(s.wait_ns) * 1e-9, s.calls);
+                static_cast<double>(s.wait_ns) / 1e9, s.calls);
   }
   m.family("slowburn_rank_calls_total", "counter", "Calls completed per rank and probe");
   for (const auto& [id, s] : v.rank_stats)
@@ -74,13 +74,13 @@ std::string render_metrics(const MetricsView& v) {
         std::optional<double> value;
         switch (g) {
           case 0:
-            value = r.lateness_median_ns ? std::optional(*r.lateness_median_ns * 1e-9) : std::nullopt;
+            value = r.lateness_median_ns ? std::optional(*r.lateness_median_ns / 1e9) : std::nullopt;
             break;
           case 1:
-            value = r.wait_mean_ns ? std::optional(*r.wait_mean_ns * 1e-9) : std::nullopt;
+            value = r.wait_mean_ns ? std::optional(*r.wait_mean_ns / 1e9) : std::nullopt;
             break;
           case 2:
-            value = r.gap_median_ns ? std::optional(*r.gap_median_ns * 1e-9) : std::nullopt;
+            value = r.gap_median_ns ? std::optional(*r.gap_median_ns / 1e9) : std::nullopt;
             break;
           case 3:
             value = r.z_lateness;
@@ -153,7 +153,7 @@ std::string render_metrics(const MetricsView& v) {
   m.family("slowburn_overhead_budget_ratio", "gauge", "The overhead budget, as a share of one CPU (0: off)");
   m.sample("slowburn_overhead_budget_ratio", {}, v.budget_ratio);
   m.family("slowburn_probe_call_cost_seconds", "gauge", "Calibrated cost of one traced call on this machine");
-  m.sample("slowburn_probe_call_cost_seconds", {}, v.call_cost_ns * 1e-9);
+  m.sample("slowburn_probe_call_cost_seconds", {}, v.call_cost_ns / 1e9);
 
   m.family("slowburn_ringbuf_drops_total", "counter", "Ring-buffer records the kernel could not reserve (lost)");
   for (const auto& [program, n] : v.ringbuf_drops_total)

@@ -1,0 +1,203 @@
+#include "detect/aggregate_detector.h"
+
+#include <gtest/gtest.h>
+
+#include "stats/robust.h"
+
+namespace slowburn {
+namespace {
+
+constexpr uint32_t kAllreduce = 1;
+constexpr uint32_t kBcast = 3;
+constexpr uint64_t kWindowNs = 5'000'000'000;
+
+std::vector<ProbeInfo> probes() {
+  return {{kAllreduce, "mpi.allreduce", CallKind::synchronizing}, {kBcast, "mpi.bcast", CallKind::rooted}};
+}
+
+RankIdentity rank(int r, const std::string& job = "job-a") {
+  RankIdentity id;
+  id.pid = 1000 + r;
+  id.rank = r;
+  id.local_rank = r;
+  id.world_size = 4;
+  id.job = job;
+  return id;
+}
+
+// One window of a synchronized job: `instances` calls per rank, each rank
+// computing gap_ns[r] before the call; the rank with the longest compute
+// arrives last and carries the blame (its lead over the runner-up).
+std::vector<AggWindowInput> window(const std::vector<double>& gap_ns, uint64_t instances = 500,
+                                   const std::string& job = "job-a") {
+  std::vector<AggWindowInput> inputs;
+  double max_gap = 0, second = 0;
+  size_t last = 0;
+  for (size_t r = 0; r < gap_ns.size(); ++r) {
+    if (gap_ns[r] > max_gap) {
+      second = max_gap;
+      max_gap = gap_ns[r];
+      last = r;
+    } else {
+      second = std::max(second, gap_ns[r]);
+    }
+  }
+  double min_gap = *std::min_element(gap_ns.begin(), gap_ns.end());
+  for (size_t r = 0; r < gap_ns.size(); ++r) {
+    AggWindowInput in;
+    in.identity = rank(static_cast<int>(r), job);
+    in.probe_id = kAllreduce;
+    in.calls = in.gaps = in.arrivals = instances;
+    in.gap_ns = static_cast<uint64_t>(gap_ns[r] * instances);
+    in.wait_ns = static_cast<uint64_t>((max_gap - gap_ns[r] + 20e3) * instances);
+    in.lateness_ns = static_cast<uint64_t>((gap_ns[r] - min_gap) * instances);
+    in.instances = r == 0 ? instances : 0;  // one rank's return closes each instance
+    if (r == last && max_gap > second) {
+      in.lasts = instances;
+      in.blame_ns = static_cast<uint64_t>((max_gap - second) * instances);
+    }
+    inputs.push_back(in);
+  }
+  return inputs;
+}
+
+TEST(AggregateDetector, NamesTheRankThatArrivesLastAfterPersistence) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  // 500 steps of ~10 ms in a 5 s window; rank 2 computes 1.5x.
+  std::vector<double> gaps{6e6, 6.1e6, 9e6, 5.9e6};
+  std::vector<Finding> found;
+  for (int w = 0; w < 5; ++w) {
+    auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, window(gaps, 500));
+    for (auto& f : out.findings) found.push_back(f);
+    if (w < 2) {
+      EXPECT_TRUE(out.findings.empty()) << "a finding needs 3 flagged windows, window " << w;
+    }
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].culprit.rank, 2);
+  EXPECT_EQ(found[0].probe, "mpi.allreduce");
+  EXPECT_EQ(found[0].windows_flagged, 3);
+  // Blame per instance: 9 - 6.1 = 2.9 ms; 500 of them a window, 3 windows.
+  EXPECT_EQ(found[0].cost_ns, 3ull * 500 * 2'900'000);
+  EXPECT_NEAR(found[0].blame_share, 500 * 2.9e6 / 5e9, 1e-9);
+  EXPECT_DOUBLE_EQ(found[0].last_fraction, 1.0);
+  ASSERT_TRUE(found[0].z_gap);
+  EXPECT_GT(*found[0].z_gap, 3.5);
+  EXPECT_NE(found[0].summary.find("rank 2"), std::string::npos);
+  EXPECT_EQ(d.active().size(), 1u);
+  EXPECT_TRUE(d.active().contains(1002));
+}
+
+TEST(AggregateDetector, LatenessIsRelativeToTheMedianRank) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  auto out = d.evaluate(0, kWindowNs, window({6e6, 6.2e6, 9e6, 6.4e6}));
+  ASSERT_EQ(out.windows.size(), 1u);
+  const WindowReport& w = out.windows[0];
+  EXPECT_EQ(w.instances, 500u);
+  // Lateness after the first arrival: 0, 0.2, 3.0, 0.4 ms; median 0.3 ms.
+  ASSERT_TRUE(w.ranks[2].lateness_median_ns);
+  EXPECT_NEAR(*w.ranks[2].lateness_median_ns, 2.7e6, 1);
+  EXPECT_NEAR(*w.ranks[0].lateness_median_ns, -0.3e6, 1);
+  EXPECT_NEAR(*w.ranks[2].wait_mean_ns, 20e3, 1);
+  EXPECT_NEAR(*w.ranks[0].gap_median_ns, 6e6, 1);
+  EXPECT_TRUE(w.ranks[2].flagged);
+}
+
+TEST(AggregateDetector, HealthyAsymmetryStaysQuiet) {
+  // Two groups of ranks, as the collective algorithm and CPU placement make
+  // them: a big z on a small MAD, but nobody carries blame worth naming.
+  AggregateDetector d(DetectorConfig{}, probes());
+  for (int w = 0; w < 10; ++w) {
+    auto inputs = window({6e6, 6e6, 6.05e6, 6.05e6});
+    for (auto& in : inputs) in.lasts = in.blame_ns = 0;
+    inputs[2].lasts = 250;
+    inputs[3].lasts = 250;
+    inputs[2].blame_ns = inputs[3].blame_ns = 250 * 20'000;  // 0.1% of the window each
+    auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, inputs);
+    EXPECT_TRUE(out.findings.empty()) << "window " << w;
+  }
+}
+
+TEST(AggregateDetector, TwoRanksNeedNoZ) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  std::vector<Finding> found;
+  for (int w = 0; w < 4; ++w)
+    for (auto& f : d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, window({6e6, 9e6})).findings) found.push_back(f);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].culprit.rank, 1);
+  EXPECT_FALSE(found[0].z_gap);  // fewer than 3 ranks: no z at all
+}
+
+TEST(AggregateDetector, IdenticalPeersGiveAFiniteCappedZ) {
+  // MAD = 0 among the peers: the culprit's z is capped, not infinite.
+  AggregateDetector d(DetectorConfig{}, probes());
+  auto out = d.evaluate(0, kWindowNs, window({6e6, 6e6, 9e6, 6e6}));
+  ASSERT_TRUE(out.windows[0].ranks[2].z_gap);
+  EXPECT_EQ(*out.windows[0].ranks[2].z_gap, kRobustZCap);
+  EXPECT_TRUE(out.windows[0].ranks[2].flagged);
+}
+
+TEST(AggregateDetector, TooFewInstancesAreNotJudged) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  for (int w = 0; w < 6; ++w)
+    EXPECT_TRUE(d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, window({6e6, 6e6, 9e6, 6e6}, 4)).findings.empty());
+}
+
+TEST(AggregateDetector, JobsAreJudgedApart) {
+  // Rank 2 of job A is slow; job B on the same node is healthy. Neither
+  // job's ranks become the other's peers.
+  AggregateDetector d(DetectorConfig{}, probes());
+  std::vector<Finding> found;
+  for (int w = 0; w < 4; ++w) {
+    auto a = window({6e6, 6e6, 9e6, 6.1e6}, 500, "A");
+    auto b = window({3e6, 3.05e6, 3e6, 3.02e6}, 500, "B");
+    for (auto& in : b) {
+      in.identity.pid += 100;
+      in.lasts = in.blame_ns = 0;
+    }
+    a.insert(a.end(), b.begin(), b.end());
+    auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, a);
+    EXPECT_EQ(out.windows.size(), 2u);
+    for (auto& f : out.findings) found.push_back(f);
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].culprit.job, "A");
+  EXPECT_EQ(found[0].culprit.rank, 2);
+}
+
+TEST(AggregateDetector, ARankThatStopsCallingClearsItsFinding) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  for (int w = 0; w < 4; ++w) d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, window({6e6, 6e6, 9e6, 6.1e6}));
+  ASSERT_TRUE(d.active().contains(1002));
+  // Rank 2 exits; the others carry on without it, healthy.
+  for (int w = 4; w < 10; ++w) {
+    auto inputs = window({6e6, 6.05e6, 6.1e6, 6.02e6});
+    inputs.erase(inputs.begin() + 2);
+    for (auto& in : inputs) in.lasts = in.blame_ns = 0;
+    EXPECT_TRUE(d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, inputs).findings.empty());
+  }
+  d.remove_rank(1002);
+  EXPECT_TRUE(d.active().empty());
+  EXPECT_EQ(d.findings().size(), 1u);  // the finding stays on record
+}
+
+TEST(AggregateDetector, NonSynchronizingProbesReportWithoutVerdict) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  std::vector<AggWindowInput> inputs;
+  for (int r = 0; r < 3; ++r) {
+    AggWindowInput in;
+    in.identity = rank(r);
+    in.probe_id = kBcast;
+    in.calls = 100;
+    in.wait_ns = 100 * 1000;
+    inputs.push_back(in);
+  }
+  auto out = d.evaluate(0, kWindowNs, inputs);
+  ASSERT_EQ(out.windows.size(), 1u);
+  EXPECT_EQ(out.windows[0].kind, CallKind::rooted);
+  EXPECT_NEAR(*out.windows[0].ranks[0].wait_mean_ns, 1000, 1e-9);
+  EXPECT_FALSE(out.windows[0].ranks[0].lateness_median_ns);
+}
+
+}  // namespace
+}  // namespace slowburn
