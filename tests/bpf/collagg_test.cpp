@@ -1,0 +1,134 @@
+// The probe mode's aggregation program on real uprobes: three forked
+// "ranks" of this test binary meet in a synchronizing call the test
+// releases, with a chosen rank arriving last each time. The kernel's sums
+// must count every call, every compute gap, every instance once, and charge
+// the blame to the rank that arrived last.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <thread>
+
+#include "loader/collagg_program.h"
+#include "support/test_support.h"
+#include "symbols/elf_symbols.h"
+
+// The "collective": blocks until the test releases it.
+extern "C" __attribute__((noinline, used)) int sb_agg_sync_point(int release_fd) {
+  char byte = 0;
+  return static_cast<int>(read(release_fd, &byte, 1));
+}
+
+namespace slowburn {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint16_t kProbe = 77;
+constexpr uint32_t kJobSlot = 7;
+constexpr int kSteps = 12;
+
+struct Child {
+  pid_t pid = -1;
+  int go_fd = -1;       // parent writes: enter the call now
+  int release_fd = -1;  // parent writes: return from it
+};
+
+Child fork_rank() {
+  int go[2], release[2];
+  EXPECT_EQ(pipe(go), 0);
+  EXPECT_EQ(pipe(release), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(go[1]);
+    close(release[1]);
+    char byte;
+    for (int step = 0; step < kSteps; ++step) {
+      if (read(go[0], &byte, 1) != 1) _exit(1);
+      if (sb_agg_sync_point(release[0]) != 1) _exit(2);
+    }
+    _exit(0);
+  }
+  close(go[0]);
+  close(release[0]);
+  return {pid, go[1], release[1]};
+}
+
+void send(int fd) { ASSERT_EQ(write(fd, "x", 1), 1); }
+
+TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
+  SKIP_UNLESS_ROOT();
+  auto program = CollaggProgram::load();
+  ASSERT_TRUE(program) << program.error().message;
+  auto symbols = ElfSymbols::open("/proc/self/exe");
+  ASSERT_TRUE(symbols) << symbols.error().message;
+  auto found = symbols->lookup("sb_agg_sync_point");
+  ASSERT_EQ(found.size(), 1u);
+  UprobeSite site{found[0].file_offset, make_collagg_cookie(kProbe, true)};
+
+  std::array<Child, 3> ranks;
+  for (Child& c : ranks) c = fork_rank();
+  Child outsider = fork_rank();  // attached but never registered: not counted
+  std::vector<std::unique_ptr<UprobeLinks>> links;
+  for (Child* c : {&ranks[0], &ranks[1], &ranks[2], &outsider}) {
+    if (c != &outsider) {
+      ASSERT_TRUE((*program)->add_target(c->pid, kJobSlot));
+    }
+    auto attached = (*program)->attach("/proc/self/exe", c->pid, std::span(&site, 1));
+    ASSERT_TRUE(attached) << attached.error().message;
+    links.push_back(std::move(*attached));
+  }
+
+  std::array<int, 3> expected_lasts{};
+  for (int step = 0; step < kSteps; ++step) {
+    int late = step % 3;
+    for (int r = 0; r < 3; ++r)
+      if (r != late) send(ranks[r].go_fd);
+    send(outsider.go_fd);
+    std::this_thread::sleep_for(10ms);  // the others are inside; then the late one arrives
+    send(ranks[late].go_fd);
+    std::this_thread::sleep_for(10ms);
+    for (Child& c : ranks) send(c.release_fd);
+    send(outsider.release_fd);
+    expected_lasts[late] += 1;
+    std::this_thread::sleep_for(3ms);  // a compute gap before the next step
+  }
+  for (Child* c : {&ranks[0], &ranks[1], &ranks[2], &outsider}) {
+    int status = 0;
+    ASSERT_EQ(waitpid(c->pid, &status, 0), c->pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+
+  std::map<uint32_t, AggStats> by_pid;
+  for (const AggStats& s : (*program)->read()) by_pid[s.tgid] = s;
+  EXPECT_FALSE(by_pid.contains(static_cast<uint32_t>(outsider.pid))) << "a process that is not a target counts";
+  uint64_t instances = 0;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(by_pid.contains(static_cast<uint32_t>(ranks[r].pid))) << "rank " << r;
+    const AggStats& s = by_pid[static_cast<uint32_t>(ranks[r].pid)];
+    EXPECT_EQ(s.probe_id, kProbe);
+    EXPECT_EQ(s.calls, static_cast<uint64_t>(kSteps));
+    EXPECT_EQ(s.gaps, static_cast<uint64_t>(kSteps - 1)) << "the first call has no previous return";
+    EXPECT_EQ(s.arrivals, static_cast<uint64_t>(kSteps));
+    uint64_t in_hist = 0;
+    for (uint64_t n : s.wait_us_slots) in_hist += n;
+    EXPECT_EQ(in_hist, static_cast<uint64_t>(kSteps));
+    EXPECT_EQ(s.lasts, static_cast<uint64_t>(expected_lasts[r])) << "rank " << r;
+    // Each time last, it arrived ~10 ms after the runner-up.
+    EXPECT_GE(s.blame_ns, s.lasts * 8'000'000) << "rank " << r;
+    EXPECT_LE(s.blame_ns, s.lasts * 60'000'000) << "rank " << r;
+    EXPECT_GE(s.lateness_ns, s.lasts * 8'000'000);
+    EXPECT_GE(s.wait_ns, static_cast<uint64_t>(kSteps) * 8'000'000);  // everyone waits >= 10 ms except when late
+    instances += s.instances;
+  }
+  EXPECT_EQ(instances, static_cast<uint64_t>(kSteps)) << "each instance is closed exactly once";
+  EXPECT_EQ((*program)->counters().unplaced, 0u);
+
+  for (Child& c : ranks) (*program)->forget_process(c.pid);
+  (*program)->forget_job(kJobSlot);
+  EXPECT_EQ((*program)->map_entries(), 0u) << "forgotten processes and jobs leave nothing in the maps";
+}
+
+}  // namespace
+}  // namespace slowburn
