@@ -74,6 +74,7 @@ $(BUILD)/obj/%.o: %.cpp | $(SKELS)
 	$(Q)$(CXX) $(CXXFLAGS) $(SB_CXXFLAGS) -c $< -o $@
 
 $(BUILD)/obj/user/service/metrics_endpoint.o: SB_CXXFLAGS += $(HTTPLIB_CFLAGS)
+$(BUILD)/obj/tests/scenario/probe_service_test.o: TEST_CXXFLAGS += $(HTTPLIB_CFLAGS)
 
 $(LIB): $(LIB_OBJS)
 	$(call msg,AR,$@)

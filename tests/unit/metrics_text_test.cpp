@@ -129,8 +129,8 @@ TEST(ProbeMetrics, PromtoolFindsNothingToLint) {
     std::ofstream out(dir / "metrics.txt");
     out << render_metrics(sample_view());
   }
-  std::string cmd = "promtool check metrics < " + (dir / "metrics.txt").string() + " > " +
-                    (dir / "lint.txt").string() + " 2>&1";
+  std::string cmd =
+      "promtool check metrics < " + (dir / "metrics.txt").string() + " > " + (dir / "lint.txt").string() + " 2>&1";
   int rc = system(cmd.c_str());
   std::ifstream lint(dir / "lint.txt");
   std::string findings((std::istreambuf_iterator<char>(lint)), {});

@@ -1,8 +1,7 @@
 #include "sinks/rotating_log.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <ostream>

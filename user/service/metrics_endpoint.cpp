@@ -31,6 +31,13 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::strin
   // Two workers: Prometheus scrapes one page at a time; the default pool
   // would park a thread per core on every node of the fleet.
   endpoint->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // SO_REUSEADDR for a quick restart, but not httplib's default SO_REUSEPORT:
+  // with it a second slowburn probe would bind the same port and the kernel
+  // would split the scrapes between them.
+  endpoint->server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   MetricsEndpoint* self = endpoint.get();
   endpoint->server_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
     std::string page;

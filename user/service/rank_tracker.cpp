@@ -35,7 +35,8 @@ std::vector<RankIdentity> RankTracker::identities() const {
 size_t RankTracker::attached_links() const {
   size_t n = 0;
   for (const auto& [pid, rank] : ranks_)
-    for (const TrackedProbe& p : rank.probes) n += p.links ? p.links->size() : 0;
+    for (const auto& [path, sets] : rank.links)
+      for (const auto& links : sets) n += links->size();
   return n;
 }
 
@@ -44,27 +45,68 @@ ProbeStatus RankTracker::status_of(const TrackedRank& rank, const TrackedProbe& 
                      probe.where.library, probe.where.sites, probe.detail};
 }
 
-bool RankTracker::attach_one(TrackedRank& rank, TrackedProbe& probe) {
+namespace {
+std::vector<UprobeSite> sites_of(const TrackedProbe& probe) {
   std::vector<UprobeSite> sites;
   uint64_t cookie = make_collagg_cookie(probe.spec->id, probe.spec->kind == CallKind::synchronizing);
   for (const AttachSite& site : probe.where.sites) sites.push_back({site.file_offset, cookie});
-  auto links = program_.attach(probe.where.attach_path, rank.identity.pid, sites);
-  if (!links) {
-    probe.state = ProbeState::failed;
-    probe.detail = links.error().message;
-    return false;
+  return sites;
+}
+}  // namespace
+
+void RankTracker::attach_file(TrackedRank& rank, const std::string& path, std::vector<ProbeStatus>& statuses) {
+  auto& sets = rank.links[path];
+  for (auto& links : sets) reaper_.retire(std::move(links));
+  sets.clear();
+  std::vector<TrackedProbe*> members;
+  std::map<TrackedProbe*, ProbeState> before;
+  for (TrackedProbe& p : rank.probes) {
+    if (!p.where.resolved || p.where.attach_path != path) continue;
+    before[&p] = p.state;
+    if (throttled_.contains(p.spec->name)) {
+      p.state = ProbeState::unavailable;
+      p.detail = "throttled by the overhead budget";
+      continue;
+    }
+    members.push_back(&p);
   }
-  probe.links = std::move(*links);
-  probe.state = ProbeState::attached;
-  probe.detail.clear();
-  return true;
+  std::vector<UprobeSite> all;
+  for (TrackedProbe* p : members) {
+    auto sites = sites_of(*p);
+    all.insert(all.end(), sites.begin(), sites.end());
+  }
+  if (!all.empty()) {
+    if (auto links = program_.attach(path, rank.identity.pid, all)) {
+      sets.push_back(std::move(*links));
+      for (TrackedProbe* p : members) {
+        p->state = ProbeState::attached;
+        p->detail.clear();
+      }
+    } else {
+      for (TrackedProbe* p : members) {
+        auto sites = sites_of(*p);
+        auto one = program_.attach(path, rank.identity.pid, sites);
+        if (one) {
+          sets.push_back(std::move(*one));
+          p->state = ProbeState::attached;
+          p->detail.clear();
+        } else {
+          p->state = ProbeState::failed;
+          p->detail = one.error().message;
+        }
+      }
+    }
+  }
+  for (const auto& [p, state] : before)
+    if (p->state != state || p->state == ProbeState::failed) statuses.push_back(status_of(rank, *p));
 }
 
 void RankTracker::resolve_and_attach(TrackedRank& rank, uint64_t now_ns, TrackerChanges& changes) {
   auto maps = read_process_maps(proc_root_, rank.identity.pid);
   bool pending = false;
+  std::set<std::string> files;
   for (TrackedProbe& probe : rank.probes) {
-    if (probe.state == ProbeState::attached || probe.state == ProbeState::failed) continue;
+    if (probe.where.resolved) continue;
     probe.where = maps ? resolve_in_process(*probe.spec, proc_root_, rank.identity.pid, *maps, symbols_)
                        : ProbeResolution{probe.spec, false, "", "", {}, maps.error().message};
     if (!probe.where.resolved) {
@@ -72,19 +114,14 @@ void RankTracker::resolve_and_attach(TrackedRank& rank, uint64_t now_ns, Tracker
       pending = true;
       continue;
     }
-    if (throttled_.contains(probe.spec->name)) {
-      probe.detail = "throttled by the overhead budget";
-      continue;
-    }
-    attach_one(rank, probe);
-    changes.statuses.push_back(status_of(rank, probe));
+    files.insert(probe.where.attach_path);
   }
+  for (const std::string& path : files) attach_file(rank, path, changes.statuses);
   rank.resolve_attempts += 1;
   rank.next_resolve_ns = pending ? now_ns + (rank.resolve_attempts < kQuickRetries ? kFirstRetryNs : kLateRetryNs) : 0;
   if (rank.resolve_attempts == 1)  // what never resolved, reported once
     for (const TrackedProbe& probe : rank.probes)
-      if (probe.state == ProbeState::unavailable && !probe.where.resolved)
-        changes.statuses.push_back(status_of(rank, probe));
+      if (!probe.where.resolved) changes.statuses.push_back(status_of(rank, probe));
 }
 
 void RankTracker::track(const RankIdentity& identity, uint64_t now_ns, TrackerChanges& changes) {
@@ -94,8 +131,7 @@ void RankTracker::track(const RankIdentity& identity, uint64_t now_ns, TrackerCh
   TrackedRank rank;
   rank.identity = identity;
   rank.job_slot = job.first;
-  for (const ProbeSpec* spec : probes_)
-    rank.probes.push_back(TrackedProbe{spec, {}, nullptr, ProbeState::unavailable, ""});
+  for (const ProbeSpec* spec : probes_) rank.probes.push_back(TrackedProbe{spec, {}, ProbeState::unavailable, ""});
   // Registered before attaching: the first calls already count.
   if (auto ok = program_.add_target(identity.pid, rank.job_slot); !ok) {
     for (TrackedProbe& probe : rank.probes) {
@@ -125,7 +161,9 @@ void RankTracker::untrack(int32_t pid, TrackerChanges& changes) {
     changes.jobs_ended.push_back(job->first);
     jobs_.erase(job);
   }
-  ranks_.erase(it);  // its links detach here
+  for (auto& [path, sets] : it->second.links)
+    for (auto& links : sets) reaper_.retire(std::move(links));
+  ranks_.erase(it);
 }
 
 TrackerChanges RankTracker::refresh(uint64_t now_ns) {
@@ -158,23 +196,16 @@ std::vector<ProbeStatus> RankTracker::set_throttled(const std::string& probe, bo
     throttled_.erase(probe);
   bool forgot = false;
   for (auto& [pid, rank] : ranks_) {
+    std::set<std::string> files;
     for (TrackedProbe& p : rank.probes) {
-      if (!throttled && !forgot && p.spec->name == probe) {
+      if (p.spec->name != probe || !p.where.resolved) continue;
+      files.insert(p.where.attach_path);
+      if (!throttled && !forgot) {  // instances it left half-open would mix with new arrivals
         program_.forget_probe_instances(p.spec->id);
         forgot = true;
       }
-      if (p.spec->name != probe || !p.where.resolved) continue;
-      if (throttled && p.links) {
-        p.links.reset();
-        p.state = ProbeState::unavailable;
-        p.detail = "throttled by the overhead budget";
-      } else if (!throttled && !p.links) {
-        attach_one(rank, p);
-      } else {
-        continue;
-      }
-      statuses.push_back(status_of(rank, p));
     }
+    for (const std::string& path : files) attach_file(rank, path, statuses);
   }
   return statuses;
 }

@@ -19,6 +19,7 @@
 #include "loader/collagg_program.h"
 #include "probes/catalog.h"
 #include "probes/resolver.h"
+#include "service/link_reaper.h"
 #include "sinks/sink.h"
 
 namespace slowburn {
@@ -26,7 +27,7 @@ namespace slowburn {
 struct TrackedProbe {
   const ProbeSpec* spec = nullptr;
   ProbeResolution where;
-  std::unique_ptr<UprobeLinks> links;  // null: not attached
+
   ProbeState state = ProbeState::unavailable;
   std::string detail;
 };
@@ -35,6 +36,9 @@ struct TrackedRank {
   RankIdentity identity;
   uint32_t job_slot = 0;
   std::vector<TrackedProbe> probes;
+  // One link set per library for all its attached probes: closing a link
+  // waits for an RCU grace period, so fewer links make a job's end cheap.
+  std::map<std::string, std::vector<std::unique_ptr<UprobeLinks>>> links;
   uint64_t next_resolve_ns = 0;  // when unresolved probes are tried again
   int resolve_attempts = 0;
 };
@@ -62,11 +66,15 @@ class RankTracker {
   std::vector<RankIdentity> identities() const;
   bool throttled(const std::string& probe) const { return throttled_.contains(probe); }
   size_t attached_links() const;
+  size_t links_being_closed() const { return reaper_.pending(); }
 
  private:
   void track(const RankIdentity& identity, uint64_t now_ns, TrackerChanges& changes);
   void resolve_and_attach(TrackedRank& rank, uint64_t now_ns, TrackerChanges& changes);
-  bool attach_one(TrackedRank& rank, TrackedProbe& probe);
+  // (Re)attaches every resolved probe of `path` that is not throttled, as
+  // one link set; a set that fails is retried probe by probe so each failure
+  // is pinned on its probe. Reports the probes whose state changed.
+  void attach_file(TrackedRank& rank, const std::string& path, std::vector<ProbeStatus>& statuses);
   void untrack(int32_t pid, TrackerChanges& changes);
   ProbeStatus status_of(const TrackedRank& rank, const TrackedProbe& probe) const;
 
@@ -79,6 +87,7 @@ class RankTracker {
   std::map<std::string, std::pair<uint32_t, int>> jobs_;  // job -> (slot, ranks)
   uint32_t next_slot_ = 0;
   std::set<std::string> throttled_;
+  LinkReaper reaper_;  // last member: destroyed first, closing what it still holds
 };
 
 }  // namespace slowburn
