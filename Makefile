@@ -285,7 +285,8 @@ demo:
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP)
-	$(Q)bench/run.sh $(BUILD)
+		$(Q)bench/run.sh $(BUILD)
+	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 
 # Runs the Xid parser fuzzer for FUZZ_SECONDS on a copy of the seed corpus.
 fuzz:
@@ -295,9 +296,14 @@ fuzz:
 	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=5 -max_len=512 -print_final_stats=1 \
 		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus
 
+DEPLOY_FILES := $(shell find deploy -type f ! -name '*.md' | sort)
+
 install: all
 	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn
 	install -D -m 0755 $(WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-mpi-workload
+	$(Q)for f in $(DEPLOY_FILES); do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/slowburn/$${f#deploy/} || exit 1; \
+	done
 
 FORMAT_SRCS = $(shell find user tools tests bench -name '*.cpp' -o -name '*.h' | grep -v "^tests/fixtures")
 format:

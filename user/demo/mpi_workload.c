@@ -9,7 +9,11 @@
  * does more work, as a rank on a throttled or contended device does.
  *
  *   slowburn-mpi-workload [--slow-rank R] [--slowdown F] [--compute-us C]
- *                         [--seconds S] [--steps N]
+  *                         [--seconds S] [--steps N] [--warmup-s W]
+ *
+ * --warmup-s waits after MPI_Init before the first collective, so a tracer
+ * that discovers processes on a timer (slowburn probe) sees every call: the
+ * soak benchmark compares its counts with the steps this job reports.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -67,7 +71,7 @@ static uint64_t calibrate_iterations_per_us(void)
 int main(int argc, char **argv)
 {
 	int slow_rank = -1, rank, size;
-	double slowdown = 1.0, seconds = 60, compute_us = 3000;
+	double slowdown = 1.0, seconds = 60, compute_us = 3000, warmup_s = 0;
 	long steps = -1;
 	uint64_t per_us, iterations, acc = 0;
 
@@ -80,11 +84,13 @@ int main(int argc, char **argv)
 			compute_us = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+				else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
 			steps = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--warmup-s") && i + 1 < argc)
+			warmup_s = atof(argv[++i]);
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--compute-us C] "
-					"[--seconds S] [--steps N]\n", argv[0]);
+					"[--seconds S] [--steps N] [--warmup-s W]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -93,7 +99,13 @@ int main(int argc, char **argv)
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
+		MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (warmup_s > 0) {
+		struct timespec pause = { (time_t)warmup_s, (long)((warmup_s - (time_t)warmup_s) * 1e9) };
+
+		nanosleep(&pause, NULL);
+	}
+
 
 	per_us = rank == 0 ? calibrate_iterations_per_us() : 0;
 	MPI_Bcast(&per_us, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
@@ -103,7 +115,8 @@ int main(int argc, char **argv)
 
 	double start = now_s();
 	double *gathered = calloc((size_t)size, sizeof(double));
-	for (long step = 0; steps < 0 || step < steps; step++) {
+		long step;
+	for (step = 0; steps < 0 || step < steps; step++) {
 		double mine, sums[2], local[2];
 
 		acc ^= work(iterations, acc + (uint64_t)step);
@@ -115,11 +128,13 @@ int main(int argc, char **argv)
 		local[0] = gathered[0];
 		local[1] = stop_requested || (rank == 0 && now_s() - start > seconds);
 		MPI_Allreduce(local, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-		if (sums[1] > 0)
+				if (sums[1] > 0) {
+			step++;
 			break;
+		}
 	}
 	if (rank == 0)
-		printf("workload done after %.1f s\n", now_s() - start);
+		printf("workload done: %ld steps in %.1f s\n", step, now_s() - start);
 	free(gathered);
 	MPI_Finalize();
 	return 0;
