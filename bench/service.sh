@@ -85,6 +85,7 @@ echo "No job on the node, ${idle_seconds} s: $(echo "($cpu1 - $cpu0) / $idle_sec
 echo "(rank discovery scans /proc every second); RSS $((${rss%.*} / 1048576)) MiB."
 echo
 
+[ "$soak_seconds" -gt 0 ] || exit 0
 echo "### 10. Soak: ${soak_seconds} s of repeated jobs under one service"
 echo
 echo "One \`slowburn probe --log-dir\` (default budget), jobs of 4 ranks x 200 steps of 20 ms one after"

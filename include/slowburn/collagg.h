@@ -21,6 +21,8 @@
 struct sb_agg_target {
 	__u32 job_slot;
 	__u32 _pad;
+	__u64 since_ns; /* returns before this are not the start of a compute gap (a reused
+			 * thread id, or the set of traced probes changed) */
 };
 
 struct sb_agg_call_state {

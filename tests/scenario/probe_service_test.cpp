@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "loader/uprobe_multi.h"
 #include "session/mpi_job.h"
 #include "support/test_support.h"
 
@@ -275,6 +276,40 @@ TEST(ProbeService, HundredJobsLeaveNothingBehind) {
   EXPECT_GE(counted, starts * 9 / 10) << "ranks that ended with their calls counted";
   RecordProperty("rss_warm", std::to_string(warm.rss));
   RecordProperty("rss_end", std::to_string(end.rss));
+}
+
+TEST(ProbeService, TheBudgetDetachesAndRestoresUnderLoad) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  // ~2000 traced calls/s at ~10 us each is ~2% of a CPU: a 0.2% budget trips.
+  auto job = launch_job(4, -1, 60, "/dev/null");
+  ASSERT_TRUE(job) << job.error().message;
+  Service service;
+  ASSERT_NO_FATAL_FAILURE(
+      service.start({"--no-hardware", "--overhead-budget", "0.2", "--interval", "0.5", "--probe", "mpi.*"}));
+  pid_t pid = service.process->pid();
+  // 4 ranks x libmpi x (entry, return): one multi-uprobe link set each, 8
+  // links at most. More would mean a library attached twice at once.
+  size_t most_links = 0;
+  auto end = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < end) {
+    most_links = std::max(most_links, fds_of(pid, "bpf_link"));
+    std::this_thread::sleep_for(20ms);
+  }
+  std::string metrics = service.metrics();
+  job->stop();
+  size_t throttles = 0, restores = 0;
+  for (const json& line : log_lines(service.log_dir())) {
+    if (line.value("kind", "") != "budget") continue;
+    throttles += line.value("event", "") == "throttle";
+    restores += line.value("event", "") == "restore";
+  }
+  EXPECT_GT(throttles, 0u) << service.output();
+  EXPECT_GT(restores, 0u) << "a throttled probe never came back to measure its rate\n" << service.output();
+  EXPECT_NE(metrics.find("slowburn_probe_throttles_total{probe=\"mpi."), std::string::npos);
+  if (kernel_has_uprobe_multi()) {
+    EXPECT_LE(most_links, 8u) << "probes attached twice while being re-attached";
+  }
 }
 
 bool agg_programs_loaded() {

@@ -175,7 +175,11 @@ TEST(AggregateDetector, ARankThatStopsCallingClearsItsFinding) {
     inputs.erase(inputs.begin() + 2);
     for (auto& in : inputs) in.lasts = in.blame_ns = 0;
     EXPECT_TRUE(d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, inputs).findings.empty());
+    if (w == 7) {
+      EXPECT_TRUE(d.active().contains(1002)) << "cleared before N unjudged windows";
+    }
   }
+  EXPECT_TRUE(d.active().empty()) << "a rank no window judges keeps its finding standing for ever";
   d.remove_rank(1002);
   EXPECT_TRUE(d.active().empty());
   EXPECT_EQ(d.findings().size(), 1u);  // the finding stays on record

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "service/metrics_endpoint.h"
 #include "service/probe_metrics.h"
@@ -119,6 +121,25 @@ TEST(ProbeMetrics, RendersTheContract) {
        })
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n---\n" << text;
   EXPECT_EQ(text.find("slowburn_rank_lateness_z{"), std::string::npos) << "no z without one";
+}
+
+TEST(ProbeMetrics, EachFamilyIsContiguous) {
+  // The text format wants a family's samples right after its HELP and TYPE
+  // (promtool does not check it; Prometheus's parser does).
+  std::istringstream text(render_metrics(sample_view()));
+  std::string family;
+  std::set<std::string> closed;
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      if (!family.empty()) closed.insert(family);
+      family = line.substr(7, line.find(' ', 7) - 7);
+      EXPECT_FALSE(closed.contains(family)) << family << " declared twice";
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    std::string name = line.substr(0, line.find_first_of("{ "));
+    EXPECT_EQ(name.rfind(family, 0), 0u) << name << " appears under " << family;
+  }
 }
 
 TEST(ProbeMetrics, PromtoolFindsNothingToLint) {

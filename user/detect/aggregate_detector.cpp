@@ -105,6 +105,21 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     }
   }
 
+  // A standing finding on a rank that no window judged for N windows (idle,
+  // checkpointing, or gone without remove_rank) is stale: cleared, and its
+  // history restarts.
+  ++window_index_;
+  for (int32_t pid : evaluated) last_evaluated_[pid] = window_index_;
+  for (auto it = last_evaluated_.begin(); it != last_evaluated_.end();) {
+    if (window_index_ - it->second < static_cast<uint64_t>(config_.persistence_n)) {
+      ++it;
+      continue;
+    }
+    active_.erase(it->first);
+    history_.erase(it->first);
+    it = last_evaluated_.erase(it);
+  }
+
   for (int32_t pid : evaluated) {
     std::deque<bool>& history = history_[pid];
     auto hit = flagged.find(pid);
@@ -144,6 +159,7 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
 
 void AggregateDetector::remove_rank(int32_t pid) {
   history_.erase(pid);
+  last_evaluated_.erase(pid);
   active_.erase(pid);
   first_seen_ns_.erase(pid);
   std::erase_if(total_blame_ns_, [pid](const auto& kv) { return kv.first.first == pid; });

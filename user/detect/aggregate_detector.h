@@ -47,7 +47,8 @@ class AggregateDetector {
   // The process exited: its history and standing finding go; findings stay.
   void remove_rank(int32_t pid);
 
-  // Standing findings by culprit pid (cleared once no window flags it).
+  // Standing findings by culprit pid (cleared once no window flags it, or
+  // no window judged the rank for persistence_n windows).
   const std::map<int32_t, Finding>& active() const { return active_; }
   const std::vector<Finding>& findings() const { return findings_; }
 
@@ -61,6 +62,8 @@ class AggregateDetector {
   std::map<std::pair<int32_t, uint32_t>, uint64_t> total_blame_ns_;  // (pid, probe)
   std::map<int32_t, uint64_t> first_seen_ns_;
   std::map<int32_t, Finding> active_;
+  std::map<int32_t, uint64_t> last_evaluated_;  // pid -> window_index_ when last judged
+  uint64_t window_index_ = 0;
   std::vector<Finding> findings_;
 };
 

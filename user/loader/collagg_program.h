@@ -66,6 +66,12 @@ class CollaggProgram {
   void forget_probe_instances(uint32_t probe_id);
 
   std::vector<AggStats> read() const;
+  // One process's statistics, by direct lookups (the whole map is per CPU:
+  // large on big machines).
+  std::vector<AggStats> read_process(int32_t pid, std::span<const uint32_t> probe_ids) const;
+  // The set of traced probes changed (a probe throttled or restored): a gap
+  // from a return before now would span calls that were or were not traced.
+  void restart_gaps();
   CollaggCounters counters() const;
   AttachMode attach_mode() const { return mode_; }
   size_t map_entries() const;  // targets + statistics + instances: what forget_* must bring back down

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string_view>
 
 #include "core/files.h"
@@ -116,6 +118,22 @@ std::optional<ProcStat> read_stat(const std::filesystem::path& proc_root, int32_
   return parsed;
 }
 }  // namespace
+
+uint64_t process_start_ticks(const std::filesystem::path& proc_root, int32_t pid) {
+  std::ifstream in(proc_root / std::to_string(pid) / "stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  // The command name (field 2) may hold spaces and parentheses: count from
+  // the last ')'. Field 3 is the first after it; starttime is field 22.
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i)
+    if (!(fields >> field)) return 0;
+  uint64_t ticks = 0;
+  auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
+  return ec == std::errc() && end == field.data() + field.size() ? ticks : 0;
+}
 
 bool process_alive(const std::filesystem::path& proc_root, int32_t pid) {
   auto stat = read_stat(proc_root, pid);

@@ -3,6 +3,7 @@
 // in production, a fixture tree in tests).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -28,6 +29,10 @@ std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root,
 
 // One process, with an error saying why it is not usable as a rank.
 Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t pid);
+
+// The process's start time (field 22 of proc_root/PID/stat, clock ticks
+// since boot): with the pid, it names one process; 0 when unreadable.
+uint64_t process_start_ticks(const std::filesystem::path& proc_root, int32_t pid);
 
 // Whether proc_root/PID still exists (and is not a zombie).
 bool process_alive(const std::filesystem::path& proc_root, int32_t pid);

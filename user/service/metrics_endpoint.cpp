@@ -4,6 +4,8 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <chrono>
+#include <thread>
 
 namespace slowburn {
 
@@ -63,6 +65,10 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::strin
         listen);
   endpoint->port_ = port;
   endpoint->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  // Until the loop runs, stop() has nothing to stop and the destructor's
+  // join would wait for ever.
+  for (int i = 0; i < 1000 && !endpoint->server_->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return endpoint;
 }
 

@@ -4,8 +4,9 @@
 // the estimate passes the budget, the most expensive probes are detached
 // until what remains fits; a detached probe comes back after an off period
 // to measure its rate again, and the period doubles each time it trips again
-// on its return (duty-cycling), up to max_off_intervals. The budget is
-// exceeded at most for the interval that measured it. Pure: fed counts.
+// on its return (duty-cycling), up to max_off_intervals. Probes come back
+// one at a time, into an interval under budget: the budget is exceeded at
+// most for the interval that measured it, never two in a row. Pure.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,7 @@ class OverheadBudget {
   };
   BudgetConfig config_;
   std::map<std::string, ProbeBudget> probes_;
+  bool restored_last_interval_ = false;
 };
 
 }  // namespace slowburn

@@ -114,9 +114,9 @@ std::string render_metrics(const MetricsView& v) {
              {{"job", job}, {"rank", std::to_string(rank)}, {"node", v.node}, {"type", type}}, static_cast<double>(n));
   }
   m.family("slowburn_job_world_size", "gauge", "World size of the job as its launcher reports it");
-  m.family("slowburn_job_ranks", "gauge", "Ranks of the job on this node");
   for (const auto& [job, sizes] : v.jobs)
     if (sizes.first > 0) m.sample("slowburn_job_world_size", {{"job", job}, {"node", v.node}}, sizes.first);
+  m.family("slowburn_job_ranks", "gauge", "Ranks of the job on this node");
   for (const auto& [job, sizes] : v.jobs)
     m.sample("slowburn_job_ranks", {{"job", job}, {"node", v.node}}, sizes.second);
 

@@ -94,6 +94,8 @@ class ProbeService {
   void apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats);
   void close_window(uint64_t now, const std::vector<AggStats>& stats);
   void on_device_event(DeviceEvent event);
+  // The events recent enough to explain what the detector sees now.
+  std::vector<DeviceEvent> causes_now();
   void publish(const std::vector<AggStats>& stats);
   void note(const std::string& text);
 
@@ -253,6 +255,7 @@ void ProbeService::on_tracker_changes(const TrackerChanges& changes) {
 
 void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats) {
   std::map<std::string, uint64_t> calls;
+  view_.probe_cpu_ratio.clear();
   for (const AggStats& s : stats) {
     auto base = interval_base_.find({s.tgid, s.probe_id});
     uint64_t delta = s.calls - (base == interval_base_.end() ? 0 : std::min(base->second.calls, s.calls));
@@ -262,6 +265,7 @@ void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats
   }
   interval_base_.clear();
   for (const AggStats& s : stats) interval_base_[{s.tgid, s.probe_id}] = s;
+  if (interval_ns == 0) return;
   if (o_.overhead_budget <= 0) {
     view_.estimated_cpu_ratio = 0;
     for (const auto& [probe, n] : calls) {
@@ -319,7 +323,7 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
   last_windows_ = out.windows;
   if (log_ && o_.log_windows)
     for (const WindowReport& w : out.windows) log_->sink().window(w);
-  std::vector<DeviceEvent> events(recent_events_.begin(), recent_events_.end());
+  std::vector<DeviceEvent> events = causes_now();
   for (Finding& f : out.findings) {
     attach_likely_causes(f, events);
     view_.findings_total[{f.culprit.job, f.culprit.rank, f.type}] += 1;
@@ -333,9 +337,14 @@ void ProbeService::on_device_event(DeviceEvent event) {
                              std::string(event_severity(event))}] += 1;
   if (log_) log_->sink().device_event(event);
   recent_events_.push_back(std::move(event));
-  while (!recent_events_.empty() && recent_events_.back().ts_ns - recent_events_.front().ts_ns > kCauseMemoryNs)
-    recent_events_.pop_front();
   while (recent_events_.size() > 10000) recent_events_.pop_front();
+}
+
+std::vector<DeviceEvent> ProbeService::causes_now() {
+  uint64_t now = monotonic_ns();
+  while (!recent_events_.empty() && now - std::min(now, recent_events_.front().ts_ns) > kCauseMemoryNs)
+    recent_events_.pop_front();
+  return {recent_events_.begin(), recent_events_.end()};
 }
 
 void ProbeService::publish(const std::vector<AggStats>& stats) {
@@ -347,7 +356,7 @@ void ProbeService::publish(const std::vector<AggStats>& stats) {
   view_.windows = last_windows_;
   // Standing findings, with the causes known now.
   view_.active_findings.clear();
-  std::vector<DeviceEvent> events(recent_events_.begin(), recent_events_.end());
+  std::vector<DeviceEvent> events = causes_now();
   for (const auto& [pid, f] : detector_->active()) {
     Finding with_cause = f;
     attach_likely_causes(with_cause, events);
@@ -398,12 +407,16 @@ Result<void> ProbeService::run(const std::atomic<bool>& stop, std::atomic<bool>&
   const uint64_t end_ns = o_.duration_s > 0 ? start_ns + static_cast<uint64_t>(o_.duration_s * 1e9) : 0;
   window_start_ns_ = start_ns;
   uint64_t last_interval = start_ns, next_window = start_ns + window_ns;
+  uint64_t last_read_ns = 0;  // when the kernel's sums were last read: rates are per read-to-read time
   std::vector<AggStats> stats;
 
   auto interval = [&](uint64_t now) {
     on_tracker_changes(tracker_->refresh(now));
     stats = program_->read();
-    apply_budget(std::max<uint64_t>(now - last_interval, 1), stats);
+    uint64_t read_ns = monotonic_ns();
+    // The first reading has no interval behind it: it only sets the base.
+    apply_budget(last_read_ns ? read_ns - last_read_ns : 0, stats);
+    last_read_ns = read_ns;
     last_interval = now;
     if (now >= next_window) {
       close_window(now, stats);
@@ -437,11 +450,10 @@ Result<void> ProbeService::run(const std::atomic<bool>& stop, std::atomic<bool>&
     if (now - last_interval >= interval_ns) interval(now);
   }
 
-  // SIGTERM: the last partial window, the final metrics, everything flushed.
+  // SIGTERM: the last partial window, the final metrics, everything flushed;
+  // nothing attached or detached any more.
   uint64_t now = monotonic_ns();
-  on_tracker_changes(tracker_->refresh(now));
   stats = program_->read();
-  apply_budget(std::max<uint64_t>(now - last_interval, 1), stats);
   if (now > window_start_ns_) close_window(now, stats);
   publish(stats);
   std::string final_metrics = render_metrics(view_);

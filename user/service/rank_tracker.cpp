@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kFirstRetryNs = 1'000'000'000;
 constexpr uint64_t kLateRetryNs = 15'000'000'000;
 constexpr int kQuickRetries = 5;
+constexpr size_t kMaxCachedLibraries = 32;
 }  // namespace
 
 RankTracker::RankTracker(CollaggProgram& program, std::vector<const ProbeSpec*> probes, std::filesystem::path proc_root,
@@ -55,8 +56,11 @@ std::vector<UprobeSite> sites_of(const TrackedProbe& probe) {
 }  // namespace
 
 void RankTracker::attach_file(TrackedRank& rank, const std::string& path, std::vector<ProbeStatus>& statuses) {
+  // Closed before the new set attaches (the RCU wait, here in the loop):
+  // both sets at once would run every probe twice, and a rank's second entry
+  // would pass for the second-to-last arrival. Only throttling and late
+  // resolution come here; exited ranks' links go to the reaper.
   auto& sets = rank.links[path];
-  for (auto& links : sets) reaper_.retire(std::move(links));
   sets.clear();
   std::vector<TrackedProbe*> members;
   std::map<TrackedProbe*, ProbeState> before;
@@ -130,6 +134,7 @@ void RankTracker::track(const RankIdentity& identity, uint64_t now_ns, TrackerCh
   job.second += 1;
   TrackedRank rank;
   rank.identity = identity;
+  rank.start_ticks = process_start_ticks(proc_root_, identity.pid);
   rank.job_slot = job.first;
   for (const ProbeSpec* spec : probes_) rank.probes.push_back(TrackedProbe{spec, {}, ProbeState::unavailable, ""});
   // Registered before attaching: the first calls already count.
@@ -149,10 +154,9 @@ void RankTracker::track(const RankIdentity& identity, uint64_t now_ns, TrackerCh
 void RankTracker::untrack(int32_t pid, TrackerChanges& changes) {
   auto it = ranks_.find(pid);
   if (it == ranks_.end()) return;
-  std::vector<AggStats> last;
-  for (const AggStats& s : program_.read())
-    if (s.tgid == static_cast<uint32_t>(pid)) last.push_back(s);
-  changes.final_stats[pid] = std::move(last);
+  std::vector<uint32_t> probe_ids;
+  for (const ProbeSpec* spec : probes_) probe_ids.push_back(spec->id);
+  changes.final_stats[pid] = program_.read_process(pid, probe_ids);
   program_.forget_process(pid);
   changes.ended.push_back(it->second.identity);
   auto job = jobs_.find(it->second.identity.job);
@@ -168,6 +172,9 @@ void RankTracker::untrack(int32_t pid, TrackerChanges& changes) {
 
 TrackerChanges RankTracker::refresh(uint64_t now_ns) {
   TrackerChanges changes;
+  // Parsed symbol tables are kept per library file; a fleet node sees new
+  // container images for months: start over past a bound.
+  if (symbols_.size() > kMaxCachedLibraries) symbols_ = SymbolCache();
   std::vector<RankIdentity> found;
   if (only_pids_.empty()) {
     found = discover_ranks(proc_root_, getpid());
@@ -179,7 +186,9 @@ TrackerChanges RankTracker::refresh(uint64_t now_ns) {
   for (const RankIdentity& id : found) alive.insert(id.pid);
   std::vector<int32_t> gone;
   for (const auto& [pid, rank] : ranks_)
-    if (!alive.contains(pid) || !process_alive(proc_root_, pid)) gone.push_back(pid);
+    if (!alive.contains(pid) || !process_alive(proc_root_, pid) ||
+        process_start_ticks(proc_root_, pid) != rank.start_ticks)  // the pid was reused
+      gone.push_back(pid);
   for (int32_t pid : gone) untrack(pid, changes);
   for (const RankIdentity& id : found)
     if (!ranks_.contains(id.pid)) track(id, now_ns, changes);
@@ -207,6 +216,7 @@ std::vector<ProbeStatus> RankTracker::set_throttled(const std::string& probe, bo
     }
     for (const std::string& path : files) attach_file(rank, path, statuses);
   }
+  program_.restart_gaps();  // the set of traced calls changed
   return statuses;
 }
 

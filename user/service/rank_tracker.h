@@ -40,6 +40,7 @@ struct TrackedRank {
   // waits for an RCU grace period, so fewer links make a job's end cheap.
   std::map<std::string, std::vector<std::unique_ptr<UprobeLinks>>> links;
   uint64_t next_resolve_ns = 0;  // when unresolved probes are tried again
+  uint64_t start_ticks = 0;      // /proc/PID/stat starttime: tells a reused pid apart
   int resolve_attempts = 0;
 };
 

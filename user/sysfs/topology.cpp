@@ -257,6 +257,10 @@ TopologyDevice* Topology::nic_for(const RankIdentity& rank, const TopologyDevice
 }
 
 void Topology::assign_ranks(const std::vector<RankIdentity>& ranks) {
+  // The notes about ranks describe this assignment only: a service that
+  // re-assigns at every job start must not pile them up.
+  if (!rank_notes_from_) rank_notes_from_ = notes_.size();
+  notes_.resize(*rank_notes_from_);
   for (TopologyDevice& dev : devices_) dev.ranks.clear();
   for (const RankIdentity& rank : ranks) {
     TopologyDevice* gpu = gpu_for(rank);

@@ -63,6 +63,7 @@ class Topology {
   std::vector<TopologyDevice> devices_;
   std::map<std::string, size_t, std::less<>> index_;  // BDF and kernel names -> devices_ slot
   std::vector<std::string> notes_;
+  std::optional<size_t> rank_notes_from_;  // notes_ past this index come from assign_ranks
 };
 
 }  // namespace slowburn
