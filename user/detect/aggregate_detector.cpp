@@ -131,17 +131,7 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
 
     const WindowReport& report = out.windows[hit->second.first];
     const RankWindowStats& evidence = report.ranks[hit->second.second];
-    Finding f;
-    f.type = "straggler";
-    f.detector = "persistence";
-    f.culprit = evidence.identity;
-    f.probe = report.probe;
-    f.detected_ns = end_ns;
-    f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
-    f.blame_share = evidence.blame_share;
-    f.last_fraction = evidence.last_fraction;
-    f.z_lateness = evidence.z_lateness;
-    f.z_gap = evidence.z_gap;
+    Finding f = straggler_finding("persistence", report, evidence, end_ns);
     f.windows_flagged = count;
     f.windows_considered = static_cast<int>(history.size());
     f.cost_ns = total_blame_ns_[{pid, report.probe_id}];

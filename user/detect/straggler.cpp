@@ -323,22 +323,6 @@ void StragglerDetector::update_persistence(int32_t pid, bool flagged, const Wind
   raise_finding(std::move(f), out);
 }
 
-Finding StragglerDetector::straggler_finding(const char* detector, const WindowReport& report,
-                                             const RankWindowStats& evidence, uint64_t now_ns) const {
-  Finding f;
-  f.type = "straggler";
-  f.detector = detector;
-  f.culprit = evidence.identity;
-  f.probe = report.probe;
-  f.detected_ns = now_ns;
-  f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
-  f.blame_share = evidence.blame_share;
-  f.last_fraction = evidence.last_fraction;
-  f.z_lateness = evidence.z_lateness;
-  f.z_gap = evidence.z_gap;
-  return f;
-}
-
 uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
   auto probe = probes_.find(probe_id);
   if (probe == probes_.end()) return 0;

@@ -128,8 +128,6 @@ class StragglerDetector {
   WindowReport evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum, uint64_t elapsed_ns);
   void update_persistence(int32_t pid, bool flagged, const WindowReport* evidence_report,
                           const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out);
-  Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
-                            uint64_t now_ns) const;
   void raise_finding(Finding finding, DetectorOutput& out);
   const RankIdentity& identity(int32_t pid) const;
 

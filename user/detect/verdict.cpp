@@ -31,6 +31,22 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
   return worst;
 }
 
+Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
+                          uint64_t now_ns) {
+  Finding f;
+  f.type = "straggler";
+  f.detector = detector;
+  f.culprit = evidence.identity;
+  f.probe = report.probe;
+  f.detected_ns = now_ns;
+  f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
+  f.blame_share = evidence.blame_share;
+  f.last_fraction = evidence.last_fraction;
+  f.z_lateness = evidence.z_lateness;
+  f.z_gap = evidence.z_gap;
+  return f;
+}
+
 std::string straggler_summary(const Finding& f) {
   std::string z = f.z_lateness || f.z_gap ? fmt::format(" (robust z: lateness {}, compute gap {})",
                                                         f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",

@@ -18,6 +18,11 @@ namespace slowburn {
 // Returns the candidate (flagged or not), nullptr when there is none.
 RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t aligned_count);
 
+// A straggler finding from a flagged window's evidence (cost and summary are
+// the caller's: they depend on what it has seen so far).
+Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
+                          uint64_t now_ns);
+
 // One line, culprit first: "rank 3 (pid 42) is the straggler: ...".
 std::string straggler_summary(const Finding& finding);
 
