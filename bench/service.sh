@@ -42,7 +42,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "### 8. The job's slowdown under \`slowburn probe\`"
 echo
 echo "The demo workload, 4 ranks on $(nproc) CPUs, $steps steps of 3 ms compute + MPI_Allgather +"
-echo "MPI_Allreduce (~4000 traced calls/s in all); no service, the service with the budget off"
+echo "MPI_Allreduce (~1250 traced calls/s in all); no service, the service with the budget off"
 echo "(\`--overhead-budget 0\`) and on (default 1% of a CPU), alternating, $rounds rounds; seconds per job,"
 echo "and the service's own CPU seconds per second while the job ran:"
 echo

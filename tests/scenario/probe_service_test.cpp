@@ -164,7 +164,7 @@ Result<MpiJob> launch_job(int ranks, int slow_rank, double seconds, const std::s
 bool have_prometheus() { return find_program("prometheus") && find_program("promtool"); }
 
 // The probe budget is off here: a uprobe costs 10-20x bare metal on this
-// machine, so the demo's ~2000 calls/s pass 1% of a CPU and would be
+// machine, so the demo's ~1250 calls/s pass 1% of a CPU and would be
 // duty-cycled (bench/ measures the budget on and off).
 const std::vector<std::string> kServiceArgs{"--overhead-budget", "0", "--window", "2", "--no-hardware"};
 
@@ -281,7 +281,7 @@ TEST(ProbeService, HundredJobsLeaveNothingBehind) {
 TEST(ProbeService, TheBudgetDetachesAndRestoresUnderLoad) {
   SKIP_UNLESS_ROOT();
   SKIP_UNLESS_MPI();
-  // ~2000 traced calls/s at ~10 us each is ~2% of a CPU: a 0.2% budget trips.
+  // ~1250 traced calls/s at ~10 us each is ~1.3% of a CPU: a 0.2% budget trips.
   auto job = launch_job(4, -1, 60, "/dev/null");
   ASSERT_TRUE(job) << job.error().message;
   Service service;
