@@ -18,22 +18,14 @@
 #include "core/rank_identity.h"
 #include "detect/report.h"
 #include "detect/straggler.h"
+#include "events/agg_counts.h"
 
 namespace slowburn {
 
 // One (process, probe) over one window: differences of the kernel's sums.
-struct AggWindowInput {
+struct AggWindowInput : AggCounts {
   RankIdentity identity;  // job, rank, pid
   uint32_t probe_id = 0;
-  uint64_t calls = 0;
-  uint64_t wait_ns = 0;
-  uint64_t gaps = 0;
-  uint64_t gap_ns = 0;
-  uint64_t arrivals = 0;
-  uint64_t lateness_ns = 0;
-  uint64_t lasts = 0;
-  uint64_t blame_ns = 0;
-  uint64_t instances = 0;
 };
 
 class AggregateDetector {

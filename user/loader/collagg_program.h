@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "events/agg_counts.h"
 #include "loader/uprobe_links.h"
 #include "slowburn/callpair.h"
 
@@ -21,18 +22,9 @@ struct collagg_bpf;
 namespace slowburn {
 
 // Cumulative per (process, probe), summed over CPUs.
-struct AggStats {
+struct AggStats : AggCounts {
   uint32_t tgid = 0;
   uint32_t probe_id = 0;
-  uint64_t calls = 0;
-  uint64_t wait_ns = 0;
-  uint64_t gaps = 0;
-  uint64_t gap_ns = 0;
-  uint64_t arrivals = 0;
-  uint64_t lateness_ns = 0;
-  uint64_t lasts = 0;
-  uint64_t blame_ns = 0;
-  uint64_t instances = 0;
   std::array<uint64_t, SB_HIST_SLOTS> wait_us_slots{};  // log2 buckets of the wait in microseconds
 };
 

@@ -298,22 +298,12 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
   for (const AggStats& s : stats) {
     auto rank = tracker_->ranks().find(static_cast<int32_t>(s.tgid));
     if (rank == tracker_->ranks().end()) continue;
-    AggStats base{};
-    if (auto it = window_base_.find({s.tgid, s.probe_id}); it != window_base_.end()) base = it->second;
-    auto d = [](uint64_t now_v, uint64_t base_v) { return now_v >= base_v ? now_v - base_v : now_v; };
+    auto base = window_base_.find({s.tgid, s.probe_id});
     AggWindowInput in;
+    static_cast<AggCounts&>(in) = s.since(base == window_base_.end() ? AggCounts{} : base->second);
     in.identity = rank->second.identity;
     in.probe_id = s.probe_id;
-    in.calls = d(s.calls, base.calls);
-    in.wait_ns = d(s.wait_ns, base.wait_ns);
-    in.gaps = d(s.gaps, base.gaps);
-    in.gap_ns = d(s.gap_ns, base.gap_ns);
-    in.arrivals = d(s.arrivals, base.arrivals);
-    in.lateness_ns = d(s.lateness_ns, base.lateness_ns);
-    in.lasts = d(s.lasts, base.lasts);
-    in.blame_ns = d(s.blame_ns, base.blame_ns);
-    in.instances = d(s.instances, base.instances);
-    inputs.push_back(in);
+    inputs.push_back(std::move(in));
   }
   window_base_.clear();
   for (const AggStats& s : stats) window_base_[{s.tgid, s.probe_id}] = s;
