@@ -375,6 +375,28 @@ TEST(ProbeService, SigtermFlushesTheLogAndTheFinalMetrics) {
   EXPECT_TRUE(wait_until_unloaded());
 }
 
+TEST(ProbeService, SighupReopensTheLogAfterLogrotateMovedIt) {
+  SKIP_UNLESS_ROOT();
+    Service service;  // hardware sources on: their states are the first lines logged
+  ASSERT_NO_FATAL_FAILURE(service.start({"--overhead-budget", "0", "--no-rdma"}));
+  auto log = service.log_dir() / "slowburn.jsonl";
+  auto moved = service.log_dir() / "slowburn.jsonl.moved";
+  std::filesystem::rename(log, moved);  // what logrotate does before it signals
+  service.process->signal(SIGHUP);
+  bool reopened = false;
+  for (int i = 0; i < 50 && !reopened; ++i) {
+    std::this_thread::sleep_for(100ms);
+    reopened = read_file(log).find("event log reopened") != std::string::npos;
+  }
+  EXPECT_TRUE(reopened) << "no new log after SIGHUP:\n" << service.output();
+  EXPECT_FALSE(service.process->poll()) << "SIGHUP ended the service";
+  std::ifstream old(moved);
+  size_t lines = 0;
+  for (std::string line; std::getline(old, line); ++lines)
+    EXPECT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
+  EXPECT_GT(lines, 0u) << "the lines before the move are gone";
+}
+
 TEST(ProbeService, AnAddressInUseIsAClearError) {
   SKIP_UNLESS_ROOT();
   Service first;
