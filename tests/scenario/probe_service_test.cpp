@@ -227,11 +227,11 @@ TEST(ProbeService, HundredJobsLeaveNothingBehind) {
   Service service;
   ASSERT_NO_FATAL_FAILURE(service.start({"--interval", "0.1", "--no-hardware", "--overhead-budget", "0"}));
   pid_t pid = service.process->pid();
-    struct Sample {
+  struct Sample {
     size_t fds, sockets, maps, links;
     uint64_t rss;
   };
-    // The fewest over a few looks: the service opens /proc files for a moment
+  // The fewest over a few looks: the service opens /proc files for a moment
   // at every discovery (every 0.1 s here), which is not a leak.
   auto sample = [&] {
     Sample s{SIZE_MAX, SIZE_MAX, 0, 0, 0};
@@ -269,7 +269,7 @@ TEST(ProbeService, HundredJobsLeaveNothingBehind) {
     if (j == 9) warm = sample();  // allocator and symbol cache warmed up
   }
   Sample end = sample();
-    EXPECT_EQ(end.fds, warm.fds);
+  EXPECT_EQ(end.fds, warm.fds);
   // The listener, a netlink socket, and connections of scrapes not yet closed.
   EXPECT_LE(end.sockets, warm.sockets + 2) << "sockets pile up";
   EXPECT_EQ(end.maps, warm.maps);
@@ -390,7 +390,7 @@ TEST(ProbeService, SigtermFlushesTheLogAndTheFinalMetrics) {
 
 TEST(ProbeService, SighupReopensTheLogAfterLogrotateMovedIt) {
   SKIP_UNLESS_ROOT();
-    Service service;  // hardware sources on: their states are the first lines logged
+  Service service;  // hardware sources on: their states are the first lines logged
   ASSERT_NO_FATAL_FAILURE(service.start({"--overhead-budget", "0", "--no-rdma"}));
   auto log = service.log_dir() / "slowburn.jsonl";
   auto moved = service.log_dir() / "slowburn.jsonl.moved";

@@ -65,7 +65,6 @@ class CollaggProgram {
   // from a return before now would span calls that were or were not traced.
   void restart_gaps();
   CollaggCounters counters() const;
-  AttachMode attach_mode() const { return mode_; }
   size_t map_entries() const;  // targets + statistics + instances: what forget_* must bring back down
 
  private:

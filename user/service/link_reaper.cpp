@@ -22,11 +22,6 @@ void LinkReaper::retire(std::unique_ptr<UprobeLinks> links) {
   wake_.notify_one();
 }
 
-size_t LinkReaper::pending() const {
-  std::lock_guard lock(mutex_);
-  return queue_.size();
-}
-
 void LinkReaper::run() {
   std::unique_lock lock(mutex_);
   for (;;) {

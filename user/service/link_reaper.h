@@ -22,11 +22,10 @@ class LinkReaper {
   LinkReaper& operator=(const LinkReaper&) = delete;
 
   void retire(std::unique_ptr<UprobeLinks> links);
-  size_t pending() const;
 
  private:
   void run();
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<UprobeLinks>> queue_;
   bool stopping_ = false;

@@ -33,14 +33,6 @@ std::vector<RankIdentity> RankTracker::identities() const {
   return ids;
 }
 
-size_t RankTracker::attached_links() const {
-  size_t n = 0;
-  for (const auto& [pid, rank] : ranks_)
-    for (const auto& [path, sets] : rank.links)
-      for (const auto& links : sets) n += links->size();
-  return n;
-}
-
 ProbeStatus RankTracker::status_of(const TrackedRank& rank, const TrackedProbe& probe) const {
   return ProbeStatus{probe.spec->name,    rank.identity,     rank.identity.pid, probe.state,
                      probe.where.library, probe.where.sites, probe.detail};

@@ -66,8 +66,6 @@ class RankTracker {
   const std::map<int32_t, TrackedRank>& ranks() const { return ranks_; }
   std::vector<RankIdentity> identities() const;
   bool throttled(const std::string& probe) const { return throttled_.contains(probe); }
-  size_t attached_links() const;
-  size_t links_being_closed() const { return reaper_.pending(); }
 
  private:
   void track(const RankIdentity& identity, uint64_t now_ns, TrackerChanges& changes);
