@@ -7,7 +7,7 @@
 #   make demo       deps + build + run the bundled straggler demo
 #   make bench      deps + build + benchmarks (results: bench/RESULTS.md)
 #   make install PREFIX=/usr/local
-#   make format     clang-format the sources
+#   make format     clang-format the sources (format-check: fail if any is not)
 #   V=1             show the commands
 
 BUILD      ?= build
@@ -256,7 +256,7 @@ $(BENCH_TARGET): bench/call_loop.c
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all deps build tests test run-tests demo bench run-bench fuzz install format clean
+.PHONY: all deps build tests test run-tests demo bench run-bench fuzz install format format-check clean
 
 all: $(CLI) $(WORKLOAD)
 
@@ -271,6 +271,7 @@ tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS)
 # system (headers, tools) is taken after it.
 test:
 	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory format-check
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory run-tests
 
@@ -305,9 +306,17 @@ install: all
 		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/slowburn/$${f#deploy/} || exit 1; \
 	done
 
-FORMAT_SRCS = $(shell find user tools tests bench -name '*.cpp' -o -name '*.h' | grep -v "^tests/fixtures")
+# C++ in the house style (.clang-format), the BPF side and the ABI headers it
+# shares in kernel style (bpf/.clang-format, include/slowburn/.clang-format).
+FORMAT_SRCS = $(shell find user tools tests bench -name '*.cpp' -o -name '*.h' | grep -v "^tests/fixtures") \
+              $(wildcard bpf/*.c bpf/*.h include/slowburn/*.h)
 format:
 	clang-format -i $(FORMAT_SRCS)
+
+# Fails (and lists the files) when anything is not formatted: what CI can run.
+format-check:
+	$(Q)out=$$(for f in $(FORMAT_SRCS); do clang-format $$f | cmp -s - $$f || echo "  $$f"; done); \
+	if [ -n "$$out" ]; then echo "not formatted (run make format):"; echo "$$out"; exit 1; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -19,6 +19,7 @@
 #include "core/subprocess.h"
 #include "loader/callpair_program.h"
 #include "loader/ring_buffer.h"
+#include "probes/cookie.h"
 #include "symbols/elf_symbols.h"
 
 using namespace slowburn;
@@ -50,7 +51,7 @@ std::shared_ptr<void> attach_callpair(const std::string& binary, uint64_t offset
   auto program = CallpairProgram::load(config);
   if (!program) return nullptr;
   c->program = std::move(*program);
-  UprobeSite site{offset, make_callpair_cookie(1, 1, 0)};
+  UprobeSite site{offset, make_cookie(CookieFields{.probe_id = 1, .size_arg = 1, .aux_arg = 0})};
   if (!c->program->attach(binary, -1, std::span(&site, 1))) return nullptr;
   if (records) {
     // A consumer drains the ring buffer as `slowburn trace` does.

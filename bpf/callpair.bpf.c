@@ -4,25 +4,26 @@
  * bpf_cookie says which probe fired (see include/slowburn/callpair.h), so
  * one loaded object serves MPI, NCCL and CUDA call sites alike.
  *
- * Entry: remember the entry time and the declared arguments per (thread,
- * probe). Return: add the duration to a per-CPU log2 histogram keyed by
- * (process, probe) and, unless records are off, emit one ring-buffer record.
+ * Entry: remember the entry time and the arguments the cookie names (size,
+ * communicator, its sequence number, a key) per (thread, probe). Return:
+ * add the duration to a per-CPU log2 histogram keyed by (process, probe,
+ * communicator) and, unless records are off, emit one ring-buffer record.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "slowburn/callpair.h"
-#include "compat.bpf.h"
 #include "bits.bpf.h"
+#include "callargs.bpf.h"
 #include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Knobs, set by user space between open and load. */
-const volatile __u32 targ_tgid = 0;        /* 0: every process the probe is attached in */
-const volatile __u64 targ_min_ns = 0;      /* records only for calls at least this long */
-const volatile __u64 hist_unit_ns = 1000;  /* histogram unit: 1 ns, 1000 us, 1000000 ms */
-const volatile bool emit_records = true;   /* false: histograms only (funclat) */
+const volatile __u32 targ_tgid = 0;	  /* 0: every process the probe is attached in */
+const volatile __u64 targ_min_ns = 0;	  /* records only for calls at least this long */
+const volatile __u64 hist_unit_ns = 1000; /* histogram unit: 1 ns, 1000 us, 1000000 ms */
+const volatile bool emit_records = true;  /* false: histograms only (funclat) */
 /* Wake the consumer only once this much is pending: a wakeup per record
  * costs more than the rest of the probe. User space also polls on a timer,
  * so records never wait longer than that period. */
@@ -65,31 +66,9 @@ struct sb_callpair_counters counters = {};
 static const __u64 zero_seq = 0;
 static const struct sb_hist zero_hist = {};
 
-/* Every register is read at a constant offset first and pinned there: left
- * alone, clang sinks the loads into the switch and computes the ctx offset,
- * which the verifier rejects ("dereference of modified ctx ptr"). */
-static __always_inline __u64 arg_by_index(struct pt_regs *ctx, __u32 index)
-{
-	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx);
-	__u64 p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), p6 = PT_REGS_PARM6(ctx);
-
-	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p4), "+r"(p5), "+r"(p6));
-
-	switch (index) {
-	case 1: return p1;
-	case 2: return p2;
-	case 3: return p3;
-	case 4: return p4;
-	case 5: return p5;
-	case 6: return p6;
-	default: return 0;
-	}
-}
-
 /* The per-(thread, probe) state key of the current call; false when the
  * process is filtered out. */
-static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, struct sb_call_key *key,
-					 __u32 *tgid)
+static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, struct sb_call_key *key, __u32 *tgid)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
@@ -113,8 +92,7 @@ int BPF_KPROBE(call_enter)
 	if (!current_call(ctx, &cookie, &key, &tgid))
 		return 0;
 	state.tgid = tgid;
-	state.size_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_SIZE_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
-	state.aux_arg = arg_by_index(ctx, (cookie >> SB_COOKIE_AUX_ARG_SHIFT) & SB_COOKIE_ARG_MASK);
+	read_call_args(ctx, cookie, &state.args);
 	state.entry_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY))
 		__sync_fetch_and_add(&counters.state_failures, 1);
@@ -130,8 +108,9 @@ int BPF_KRETPROBE(call_exit)
 	struct sb_call_state *state;
 	struct sb_call_event *event;
 	struct sb_hist *hist;
-	__u64 entry_ns, duration_ns, size_arg, aux_arg, cookie, *seq;
-	__u32 tgid;
+	struct sb_call_args args;
+	__u64 entry_ns, duration_ns, out_value, cookie, *seq;
+	__u32 tgid, flags;
 
 	if (!current_call(ctx, &cookie, &key, &tgid))
 		return 0;
@@ -142,13 +121,15 @@ int BPF_KRETPROBE(call_exit)
 		return 0;
 	}
 	entry_ns = state->entry_ns;
-	size_arg = state->size_arg;
-	aux_arg = state->aux_arg;
+	args = state->args;
 	bpf_map_delete_elem(&call_states, &key);
 	duration_ns = exit_ns - entry_ns;
+	flags = args.flags;
+	read_call_out(&args, &out_value, &flags);
 
 	hist_key.tgid = tgid;
 	hist_key.probe_id = key.probe_id;
+	hist_key.comm = args.comm;
 	hist = lookup_or_try_init(&hists, &hist_key, &zero_hist);
 	if (hist) {
 		/* Per-CPU, but uprobe programs are preemptible: another thread on
@@ -177,13 +158,18 @@ int BPF_KRETPROBE(call_exit)
 	event->hdr.cpu = bpf_get_smp_processor_id();
 	event->hdr.ts_ns = exit_ns;
 	event->probe_id = key.probe_id;
-	event->_reserved = 0;
+	event->flags = flags;
 	event->seq = seq ? *seq : 0;
 	event->entry_ns = entry_ns;
 	event->exit_ns = exit_ns;
-	event->size_arg = size_arg;
-	event->aux_arg = aux_arg;
+	event->size_arg = args.size_arg;
+	event->aux_arg = args.aux_arg;
+	event->comm = args.comm;
+	event->comm_seq = args.comm_seq;
+	event->out_value = out_value;
+	event->key_hash = args.key_hash;
+	event->ret = PT_REGS_RC(ctx);
 	bpf_ringbuf_submit(event, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-											: BPF_RB_NO_WAKEUP);
+												: BPF_RB_NO_WAKEUP);
 	return 0;
 }

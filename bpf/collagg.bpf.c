@@ -157,7 +157,7 @@ int BPF_KRETPROBE(agg_exit)
 	__sync_fetch_and_add(&s->wait_ns, wait_ns);
 	__sync_fetch_and_add(&s->slots[log2_slot(wait_ns / 1000, SB_HIST_SLOTS)], 1);
 
-		last_exit = bpf_map_lookup_elem(&thread_exits, &tid);
+	last_exit = bpf_map_lookup_elem(&thread_exits, &tid);
 	if (last_exit && *last_exit >= target->since_ns && *last_exit < entry_ns) {
 		__sync_fetch_and_add(&s->gaps, 1);
 		__sync_fetch_and_add(&s->gap_ns, entry_ns - *last_exit);
@@ -186,7 +186,7 @@ int BPF_KRETPROBE(agg_exit)
 			return 0;
 		last_tgid = inst->last_tgid;
 		blame_ns = inst->last_entry_ns - inst->second_entry_ns;
-				/* A rank forgotten meanwhile (it exited) is not brought back. */
+		/* A rank forgotten meanwhile (it exited) is not brought back. */
 		if (last_tgid != tgid && !bpf_map_lookup_elem(&targets, &last_tgid))
 			return 0;
 		blamed = last_tgid == tgid ? s : stats_of(last_tgid, key.probe_id);

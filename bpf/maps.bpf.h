@@ -6,11 +6,16 @@
 
 /* Look a key up, inserting init first when absent. Another CPU may insert the
  * same key between our lookup and update: BPF_NOEXIST then fails with
- * -EEXIST, which is fine, the second lookup finds its entry. */
+ * -EEXIST, which is fine, the second lookup finds its entry.
+ *
+ * `err` is an int, not a long: an inlined map update returns an int that
+ * clang need not sign-extend, so a long holding -EEXIST can read as
+ * 4294967279 and the racing insert would drop the count (the pitfall
+ * libbpf-tools' maps.bpf.h documents). */
 static __always_inline void *lookup_or_try_init(void *map, const void *key, const void *init)
 {
 	void *val;
-	long err;
+	int err;
 
 	val = bpf_map_lookup_elem(map, key);
 	if (val)

@@ -147,7 +147,8 @@ int BPF_KPROBE(modify_qp, void *qp, void *attr, int attr_mask)
 		if (is_global)
 			bpf_probe_read_user(event->dest_gid, sizeof(event->dest_gid),
 					    (void *)(a + SB_IBV_ATTR_AH_DGID_OFFSET));
-		bpf_probe_read_user(&event->dest_lid, sizeof(event->dest_lid), (void *)(a + SB_IBV_ATTR_AH_DLID_OFFSET));
+		bpf_probe_read_user(&event->dest_lid, sizeof(event->dest_lid),
+				    (void *)(a + SB_IBV_ATTR_AH_DLID_OFFSET));
 	}
 	return 0;
 }
@@ -228,12 +229,26 @@ int BPF_KRETPROBE(async_event_return, int result)
 		bpf_probe_read_user(&element, sizeof(element), (void *)*where);
 		event->event_type = read_u32(*where, SB_IBV_ASYNC_EVENT_TYPE_OFFSET);
 		switch (event->event_type) {
-		case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 16:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+		case 5:
+		case 6:
+		case 7:
+		case 16:
 			/* element.qp */
 			event->qp_num = read_u32(element, SB_IBV_QP_NUM_OFFSET);
 			event->object = element;
 			break;
-		case 9: case 10: case 11: case 12: case 13: case 17: case 18: case 20:
+		case 9:
+		case 10:
+		case 11:
+		case 12:
+		case 13:
+		case 17:
+		case 18:
+		case 20:
 			/* element.port_num */
 			event->port_num = (__u32)element;
 			break;

@@ -17,10 +17,10 @@
 #endif
 
 enum sb_event_type {
-	SB_EVENT_CALL = 1,      /* one completed call of a uprobe-pair probe */
-	SB_EVENT_KMSG = 2,      /* a kernel log line that passed the in-kernel filter */
+	SB_EVENT_CALL = 1,	/* one completed call of a uprobe-pair probe */
+	SB_EVENT_KMSG = 2,	/* a kernel log line that passed the in-kernel filter */
 	SB_EVENT_TP_RECORD = 3, /* a raw tracepoint record */
-	SB_EVENT_VERBS = 4,     /* a libibverbs control-path call (QP lifecycle, async event) */
+	SB_EVENT_VERBS = 4,	/* a libibverbs control-path call (QP lifecycle, async event) */
 };
 
 struct sb_event_header {

@@ -13,11 +13,11 @@
 /* --- kmsg_xid: printk:console filtered to Xid / SXid lines in the kernel */
 
 #define SB_KMSG_EVENT_VERSION 1
-#define SB_KMSG_TEXT_BYTES 384
+#define SB_KMSG_TEXT_BYTES    384
 
 struct sb_kmsg_event {
 	struct sb_event_header hdr; /* type SB_EVENT_KMSG */
-	__u32 len;                  /* bytes of text, without the terminating NUL */
+	__u32 len;		    /* bytes of text, without the terminating NUL */
 	__u32 _reserved;
 	char text[SB_KMSG_TEXT_BYTES];
 };
@@ -31,21 +31,21 @@ struct sb_kmsg_counters {
 /* --- tprecord: any rare tracepoint, copied raw */
 
 #define SB_TP_RECORD_VERSION 1
-#define SB_TP_RECORD_BYTES 512
+#define SB_TP_RECORD_BYTES   512
 
 /* Which tracepoint a record came from: the attachment's bpf_cookie. */
 enum sb_tp_source {
-	SB_TP_AER_EVENT = 1,       /* ras:aer_event */
+	SB_TP_AER_EVENT = 1,	   /* ras:aer_event */
 	SB_TP_PCIE_LINK_EVENT = 2, /* pci:pcie_link_event (v7.0+) */
-	SB_TP_PCI_HP_EVENT = 3,    /* pci:pci_hp_event */
+	SB_TP_PCI_HP_EVENT = 3,	   /* pci:pci_hp_event */
 	SB_TP_NVIDIA_DEV_XID = 4,  /* nvidia:nvidia_dev_xid (driver 575+) */
-	SB_TP_TEST = 100,          /* tests attach it to a tracepoint this machine has */
+	SB_TP_TEST = 100,	   /* tests attach it to a tracepoint this machine has */
 };
 
 struct sb_tp_record {
 	struct sb_event_header hdr; /* type SB_EVENT_TP_RECORD */
-	__u32 source;               /* enum sb_tp_source */
-	__u32 len;                  /* bytes copied into data */
+	__u32 source;		    /* enum sb_tp_source */
+	__u32 len;		    /* bytes copied into data */
 	__u8 data[SB_TP_RECORD_BYTES];
 };
 

@@ -19,14 +19,14 @@ enum sb_ib_direction {
 	SB_IB_FLUSH = 2,
 };
 
-#define SB_IB_LAT_SLOTS 32  /* log2 of request latency in microseconds */
+#define SB_IB_LAT_SLOTS	 32 /* log2 of request latency in microseconds */
 #define SB_IB_SIZE_SLOTS 40 /* log2 of request size in bytes */
-#define SB_IB_MAX_RECVS 8   /* NCCL_NET_IB_MAX_RECVS: sizes summed per irecv */
+#define SB_IB_MAX_RECVS	 8  /* NCCL_NET_IB_MAX_RECVS: sizes summed per irecv */
 
 struct sb_ib_key {
 	__u32 tgid;
 	__u32 direction; /* enum sb_ib_direction */
-	__u64 comm;      /* sendComm / recvComm: one connection to one peer */
+	__u64 comm;	 /* sendComm / recvComm: one connection to one peer */
 };
 
 struct sb_ib_stats {
@@ -38,13 +38,13 @@ struct sb_ib_stats {
 };
 
 struct sb_ib_counters {
-	__u64 posts;           /* requests posted */
-	__u64 posts_deferred;  /* isend/irecv success with *request == NULL: peer not ready, retried later */
-	__u64 completions;     /* requests seen completed */
-	__u64 unknown_done;    /* *done = 1 for a request whose post was not seen (attached mid-flight, or evicted) */
-	__u64 table_full;      /* a posted request could not be tracked */
-	__u64 stats_full;      /* a completion whose (process, connection, direction) had no statistics slot */
-	__u64 slot_clashes;    /* two threads in ncclIbTest at once on one per-thread slot: a poll not seen */
+	__u64 posts;	      /* requests posted */
+	__u64 posts_deferred; /* isend/irecv success with *request == NULL: peer not ready, retried later */
+	__u64 completions;    /* requests seen completed */
+	__u64 unknown_done;   /* *done = 1 for a request whose post was not seen (attached mid-flight, or evicted) */
+	__u64 table_full;     /* a posted request could not be tracked */
+	__u64 stats_full;     /* a completion whose (process, connection, direction) had no statistics slot */
+	__u64 slot_clashes;   /* two threads in ncclIbTest at once on one per-thread slot: a poll not seen */
 };
 
 #endif /* SLOWBURN_NCCLIB_H */

@@ -9,6 +9,7 @@
 #include "loader/callpair_program.h"
 #include "loader/ring_buffer.h"
 #include "loader/uprobe_multi.h"
+#include "probes/cookie.h"
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
@@ -83,9 +84,10 @@ TEST_P(CallpairModes, OneProgramByCookieOnSeveralFunctionsExactCounts) {
   config.attach_mode = GetParam();
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok()) << program.error().message;
-  UprobeSite sites[] = {{target.offsets["sb_target_a"], make_callpair_cookie(kProbeA, 1, 0)},
-                        {target.offsets["sb_target_b"], make_callpair_cookie(kProbeB, 2, 0)},
-                        {target.offsets["sb_target_c"], make_callpair_cookie(kProbeC, 0, 0)}};
+  UprobeSite sites[] = {
+      {target.offsets["sb_target_a"], make_cookie(CookieFields{.probe_id = kProbeA, .size_arg = 1, .aux_arg = 0})},
+      {target.offsets["sb_target_b"], make_cookie(CookieFields{.probe_id = kProbeB, .size_arg = 2, .aux_arg = 0})},
+      {target.offsets["sb_target_c"], make_cookie(CookieFields{.probe_id = kProbeC, .size_arg = 0, .aux_arg = 0})}};
   auto attached = (*program)->attach(target.path(), target.pid(), sites);
   ASSERT_TRUE(attached.ok()) << attached.error().message;
   // One link per (file, process, direction) with multi-uprobes, one per uprobe otherwise.
@@ -143,8 +145,12 @@ TEST(CallpairBpf, MinDurationFiltersRecordsButHistogramsCountEverything) {
   config.min_duration_ns = 1'000'000;
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok());
-  ASSERT_TRUE(attach_one(**program, target, "sb_target_a", target.pid(), make_callpair_cookie(kProbeA, 0, 0)).ok());
-  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(), make_callpair_cookie(kProbeC, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_a", target.pid(),
+                         make_cookie(CookieFields{.probe_id = kProbeA, .size_arg = 0, .aux_arg = 0}))
+                  .ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(),
+                         make_cookie(CookieFields{.probe_id = kProbeC, .size_arg = 0, .aux_arg = 0}))
+                  .ok());
   target.go();
   EventDecoder decoder;
   auto calls = by_probe(collect_until_exit(**program, target, decoder));
@@ -164,7 +170,9 @@ TEST(CallpairBpf, PidFilterInRodataIgnoresOtherProcesses) {
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok());
   // Attached for every process: only the rodata filter stands in the way.
-  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", -1, make_callpair_cookie(kProbeC, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", -1,
+                         make_cookie(CookieFields{.probe_id = kProbeC, .size_arg = 0, .aux_arg = 0}))
+                  .ok());
   target.go();
   EventDecoder decoder;
   EXPECT_TRUE(collect_until_exit(**program, target, decoder).empty());
@@ -179,7 +187,9 @@ TEST(CallpairBpf, RingBufferOverflowIsCountedExactly) {
   config.ringbuf_bytes = 4096;  // room for ~50 records: most of 10,000 must be dropped
   auto program = CallpairProgram::load(config);
   ASSERT_TRUE(program.ok()) << program.error().message;
-  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(), make_callpair_cookie(kProbeC, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(),
+                         make_cookie(CookieFields{.probe_id = kProbeC, .size_arg = 0, .aux_arg = 0}))
+                  .ok());
   target.go();
   ASSERT_TRUE(target.process->wait_for(30s).has_value());  // nobody consumes meanwhile
   std::vector<CallEvent> calls;
@@ -200,7 +210,9 @@ TEST(CallpairBpf, InFlightCallsAreVisible) {
   ASSERT_NO_FATAL_FAILURE(target.start(1, 0, 0, 1'500'000));  // one 1.5 s call
   auto program = CallpairProgram::load({});
   ASSERT_TRUE(program.ok());
-  ASSERT_TRUE(attach_one(**program, target, "sb_target_a", target.pid(), make_callpair_cookie(kProbeA, 0, 0)).ok());
+  ASSERT_TRUE(attach_one(**program, target, "sb_target_a", target.pid(),
+                         make_cookie(CookieFields{.probe_id = kProbeA, .size_arg = 0, .aux_arg = 0}))
+                  .ok());
   target.go();
   std::vector<InFlightCall> inside;
   auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -223,7 +235,9 @@ TEST(CallpairBpf, DestroyingTheProgramLeavesNothingLoaded) {
   {
     auto program = CallpairProgram::load({});
     ASSERT_TRUE(program.ok());
-    ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(), make_callpair_cookie(kProbeC, 0, 0)).ok());
+    ASSERT_TRUE(attach_one(**program, target, "sb_target_c", target.pid(),
+                           make_cookie(CookieFields{.probe_id = kProbeC, .size_arg = 0, .aux_arg = 0}))
+                    .ok());
     entry_id = (*program)->entry_program_id();
     exit_id = (*program)->exit_program_id();
     ASSERT_NE(entry_id, 0u);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "loader/collagg_program.h"
+#include "probes/cookie.h"
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
@@ -65,7 +66,7 @@ TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
   ASSERT_TRUE(symbols) << symbols.error().message;
   auto found = symbols->lookup("sb_agg_sync_point");
   ASSERT_EQ(found.size(), 1u);
-  UprobeSite site{found[0].file_offset, make_collagg_cookie(kProbe, true)};
+  UprobeSite site{found[0].file_offset, make_cookie(CookieFields{.probe_id = kProbe, .synchronizing = true})};
 
   std::array<Child, 3> ranks;
   for (Child& c : ranks) c = fork_rank();

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "loader/callpair_program.h"
+#include "probes/cookie.h"
 #include "slowburn/callpair.h"
 
 namespace slowburn {
@@ -76,10 +77,68 @@ TEST(SelectProbes, Patterns) {
 }
 
 TEST(Cookie, LayoutMatchesTheBpfSide) {
-  uint64_t cookie = make_callpair_cookie(1234, 3, 4);
+  uint64_t cookie = make_cookie(CookieFields{.probe_id = 1234, .size_arg = 3, .aux_arg = 4});
   EXPECT_EQ(cookie & SB_COOKIE_PROBE_MASK, 1234u);
   EXPECT_EQ((cookie >> SB_COOKIE_SIZE_ARG_SHIFT) & SB_COOKIE_ARG_MASK, 3u);
   EXPECT_EQ((cookie >> SB_COOKIE_AUX_ARG_SHIFT) & SB_COOKIE_ARG_MASK, 4u);
+}
+
+TEST(Cookie, EveryFieldRoundTripsWithoutTouchingTheOthers) {
+  CookieFields all{.probe_id = 0xffff,
+                   .size_arg = 15,
+                   .aux_arg = 15,
+                   .synchronizing = true,
+                   .comm_arg = 15,
+                   .comm_deref = true,
+                   .out_arg = 15,
+                   .seq_offset = 0xfff,
+                   .key = 3};
+  uint64_t cookie = make_cookie(all);
+  EXPECT_EQ(cookie >> 48, 0u) << "reserved bits must stay zero";
+  CookieFields back = parse_cookie(cookie);
+  EXPECT_EQ(back.probe_id, 0xffff);
+  EXPECT_EQ(back.size_arg, 15);
+  EXPECT_EQ(back.aux_arg, 15);
+  EXPECT_TRUE(back.synchronizing);
+  EXPECT_EQ(back.comm_arg, 15);
+  EXPECT_TRUE(back.comm_deref);
+  EXPECT_EQ(back.out_arg, 15);
+  EXPECT_EQ(back.seq_offset, 0xfff);
+  EXPECT_EQ(back.key, 3);
+  // One field at a time: nothing leaks into a neighbour.
+  CookieFields one{.comm_arg = 7};
+  CookieFields parsed = parse_cookie(make_cookie(one));
+  EXPECT_EQ(parsed.comm_arg, 7);
+  EXPECT_EQ(parsed.aux_arg, 0);
+  EXPECT_EQ(parsed.out_arg, 0);
+  EXPECT_FALSE(parsed.synchronizing);
+  EXPECT_FALSE(parsed.comm_deref);
+}
+
+TEST(Cookie, CatalogProbesSayWhereTheirCommunicatorIs) {
+  // MPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm): the 7th, on the stack.
+  CookieFields allgather = parse_cookie(probe_cookie(*find_probe("mpi.allgather")));
+  EXPECT_EQ(allgather.comm_arg, 7);
+  EXPECT_TRUE(allgather.synchronizing);
+  // MPI_Comm_split(comm, color, key, newcomm*): parent, color, key, and the new handle at return.
+  CookieFields split = parse_cookie(probe_cookie(*find_probe("mpi.comm_split")));
+  EXPECT_EQ(split.comm_arg, 1);
+  EXPECT_EQ(split.aux_arg, 2);
+  EXPECT_EQ(split.size_arg, 3);
+  EXPECT_EQ(split.out_arg, 4);
+  // gloo: the options object's first member is the context's shared_ptr.
+  CookieFields gloo = parse_cookie(probe_cookie(*find_probe("gloo.allreduce")));
+  EXPECT_EQ(gloo.comm_arg, 1);
+  EXPECT_TRUE(gloo.comm_deref);
+  EXPECT_EQ(gloo.seq_offset, 128 + 1);
+  // ncclCommInitRank(comm*, nranks, id by value, rank): the id hashed from the stack, rank in the 3rd register.
+  CookieFields init = parse_cookie(probe_cookie(*find_probe("nccl.comm_init_rank")));
+  EXPECT_EQ(init.key, SB_COOKIE_KEY_NCCL_UNIQUE_ID);
+  EXPECT_EQ(init.out_arg, 1);
+  EXPECT_EQ(init.aux_arg, 3);
+  EXPECT_EQ(init.size_arg, 2);
+  // ncclAllReduce(send, recv, count, datatype, op, comm, stream)
+  EXPECT_EQ(parse_cookie(probe_cookie(*find_probe("nccl.allreduce"))).comm_arg, 6);
 }
 
 TEST(NcclDatatype, Bytes) {

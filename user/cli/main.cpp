@@ -1,23 +1,8 @@
 // slowburn: find the straggler in a synchronised training job, and why.
-#include <bpf/libbpf.h>
-
-#include <cstdarg>
-#include <cstdio>
 #include <vector>
 
 #include "cli/command.h"
-
-namespace {
-
-bool g_verbose = false;
-
-int print_libbpf(enum libbpf_print_level level, const char* format, va_list args) {
-  if (level == LIBBPF_DEBUG && !g_verbose) return 0;
-  if (level == LIBBPF_INFO && !g_verbose) return 0;
-  return vfprintf(stderr, format, args);
-}
-
-}  // namespace
+#include "loader/libbpf_log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -39,7 +24,9 @@ int main(int argc, char** argv) {
       "  slowburn fabric                         # NIC counters: PFC pause, ECN/CNP, retransmissions",
       "slowburn"};
   app.require_subcommand(1);
-  app.add_flag("-v,--verbose", g_verbose, "Show libbpf's debug output");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose,
+               "Show libbpf's debug output (and the whole verifier log of a rejected program)");
   app.set_version_flag("--version", "slowburn 0.1.0");
 
   std::vector<slowburn::cli::Command> commands = {
@@ -52,7 +39,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_fabric_command(app),
   };
   CLI11_PARSE(app, argc, argv);
-  libbpf_set_print(print_libbpf);
+  slowburn::set_libbpf_verbose(verbose);
   for (const auto& command : commands)
     if (command.app->parsed()) return command.run();
   return 2;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 namespace slowburn {
 
@@ -15,6 +16,12 @@ struct CallEvent {
   uint64_t exit_ns = 0;
   uint64_t size_arg = 0;
   uint64_t aux_arg = 0;
+  uint64_t comm = 0;                  // the communicator handle (process-local), 0: none
+  std::optional<uint64_t> comm_seq;   // a sequence number the library keeps (gloo's tag)
+  std::optional<uint64_t> out_value;  // what the out pointer held at return (a created handle)
+  std::optional<uint64_t> key_hash;   // the key hashed at entry (ncclUniqueId)
+  bool comm_unreadable = false;       // the communicator pointer could not be read
+  int64_t ret = 0;                    // the function's return value
 
   uint64_t duration_ns() const { return exit_ns - entry_ns; }
 };

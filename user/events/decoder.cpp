@@ -10,7 +10,7 @@
 namespace slowburn {
 
 static_assert(sizeof(sb_event_header) == 24, "event header layout changed: bump versions");
-static_assert(sizeof(sb_call_event) == 72, "call event layout changed: bump SB_CALL_EVENT_VERSION");
+static_assert(sizeof(sb_call_event) == 112, "call event layout changed: bump SB_CALL_EVENT_VERSION");
 static_assert(sizeof(sb_verbs_event) == 168, "verbs event layout changed: bump SB_VERBS_EVENT_VERSION");
 
 bool EventDecoder::check(std::span<const std::byte> record, uint16_t type, uint16_t version, size_t size) {
@@ -40,8 +40,23 @@ std::optional<CallEvent> EventDecoder::decode_call(std::span<const std::byte> re
   if (!check(record, SB_EVENT_CALL, SB_CALL_EVENT_VERSION, sizeof(sb_call_event))) return std::nullopt;
   sb_call_event raw;
   std::memcpy(&raw, record.data(), sizeof(raw));
-  return CallEvent{raw.hdr.pid,  raw.hdr.tid, raw.hdr.cpu,  raw.probe_id, raw.seq,
-                   raw.entry_ns, raw.exit_ns, raw.size_arg, raw.aux_arg};
+  CallEvent call;
+  call.pid = raw.hdr.pid;
+  call.tid = raw.hdr.tid;
+  call.cpu = raw.hdr.cpu;
+  call.probe_id = raw.probe_id;
+  call.seq = raw.seq;
+  call.entry_ns = raw.entry_ns;
+  call.exit_ns = raw.exit_ns;
+  call.size_arg = raw.size_arg;
+  call.aux_arg = raw.aux_arg;
+  call.comm = raw.comm;
+  if (raw.flags & SB_CALL_HAS_COMM_SEQ) call.comm_seq = raw.comm_seq;
+  if (raw.flags & SB_CALL_HAS_OUT) call.out_value = raw.out_value;
+  if (raw.flags & SB_CALL_HAS_KEY) call.key_hash = raw.key_hash;
+  call.comm_unreadable = raw.flags & SB_CALL_COMM_UNREAD;
+  call.ret = raw.ret;
+  return call;
 }
 
 std::optional<KmsgLine> EventDecoder::decode_kmsg(std::span<const std::byte> record) {

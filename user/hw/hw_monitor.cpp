@@ -1,13 +1,14 @@
 #include "hw/hw_monitor.h"
 
 #include <fmt/format.h>
-#include <time.h>
 
 #include <set>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/strings.h"
 #include "events/decoder.h"
+#include "hw/kernel_sources.h"
 #include "loader/kmsg_program.h"
 #include "loader/ring_buffer.h"
 #include "loader/tp_record_program.h"
@@ -16,32 +17,7 @@
 
 namespace slowburn {
 
-namespace {
-
-struct KernelSource {
-  const char* name;    // the status name
-  const char* system;  // tracefs
-  const char* event;
-  uint32_t id;  // enum sb_tp_source
-  const char* missing;
-};
-
-constexpr KernelSource kAer{"pcie.aer", "ras", "aer_event", SB_TP_AER_EVENT,
-                            "kernel built without CONFIG_PCIEAER (no ras:aer_event)"};
-constexpr KernelSource kLinkEvent{"pcie.link_event", "pci", "pcie_link_event", SB_TP_PCIE_LINK_EVENT,
-                                  "no pci:pcie_link_event tracepoint (Linux 7.0+)"};
-constexpr KernelSource kHotplug{"pci.hotplug", "pci", "pci_hp_event", SB_TP_PCI_HP_EVENT,
-                                "no pci:pci_hp_event tracepoint (Linux 7.0+)"};
-constexpr KernelSource kDriverXid{"nvidia.xid", "nvidia", "nvidia_dev_xid", SB_TP_NVIDIA_DEV_XID,
-                                  "no nvidia:nvidia_dev_xid tracepoint (driver < 575 or not loaded)"};
-
-uint64_t monotonic_now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 HwMonitor::HwMonitor(const HwMonitorOptions& options, std::shared_ptr<const Topology> topology)
     : options_(options),
@@ -70,12 +46,8 @@ Result<std::unique_ptr<HwMonitor>> HwMonitor::start(const HwMonitorOptions& opti
   if (options.kernel_sources) {
     if (auto ok = hw->start_kernel_sources(); !ok) return ok.error();
   } else {
-    for (const KernelSource& source : {kDriverXid, kAer, kLinkEvent, kHotplug}) {
-      bool wanted = (source.id == SB_TP_NVIDIA_DEV_XID && options.xid) ||
-                    (source.id == SB_TP_AER_EVENT && options.aer) ||
-                    ((source.id == SB_TP_PCIE_LINK_EVENT || source.id == SB_TP_PCI_HP_EVENT) && options.link);
-      if (wanted) hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
-    }
+    for (const KernelSource& source : all_kernel_sources(options.aer, options.link, options.xid))
+      hw->status(source.name, ProbeState::unavailable, "replaying a captured tree");
   }
   hw->start_sysfs_pollers();
   if (options.fabric) hw->start_fabric_poller();
@@ -93,17 +65,15 @@ Result<void> HwMonitor::add_reader(int fd, std::function<void(std::span<const st
 }
 
 Result<void> HwMonitor::start_kernel_sources() {
-  std::vector<KernelSource> wanted;
-  if (options_.aer) wanted.push_back(kAer);
-  if (options_.link) wanted.insert(wanted.end(), {kLinkEvent, kHotplug});
-  if (options_.xid) wanted.push_back(kDriverXid);
-  auto tracefs = ensure_tracefs();
-  if (!tracefs) {
-    for (const KernelSource& source : wanted) status(source.name, ProbeState::unavailable, tracefs.error().message);
+  const KernelFeatures& kernel = KernelFeatures::host();
+  if (!kernel.tracefs) {
+    for (const KernelSource& source : all_kernel_sources(options_.aer, options_.link, options_.xid))
+      status(source.name, ProbeState::unavailable, kernel.tracefs_missing);
     return {};
   }
   std::string driver_xid_failure;
-  for (const KernelSource& source : wanted) {
+  for (const KernelSourcePlan& plan : plan_kernel_sources(kernel, options_.aer, options_.link, options_.xid)) {
+    const KernelSource& source = plan.source;
     bool driver_xid = source.id == SB_TP_NVIDIA_DEV_XID;
     auto fail = [&](ProbeState state, const std::string& why) {
       // The driver's Xid tracepoint falls back to the kernel log below: one status for nvidia.xid.
@@ -112,11 +82,11 @@ Result<void> HwMonitor::start_kernel_sources() {
       else
         status(source.name, state, why);
     };
-    if (!tracepoint_exists(*tracefs, source.system, source.event)) {
-      if (!driver_xid) fail(ProbeState::unavailable, source.missing);
+    if (!plan.available) {
+      if (!driver_xid) fail(ProbeState::unavailable, plan.reason);
       continue;
     }
-    auto format = read_tracepoint_format(*tracefs, source.system, source.event);
+    auto format = read_tracepoint_format(*kernel.tracefs, source.system, source.event);
     if (!format) {
       fail(ProbeState::failed, format.error().message);
       continue;
@@ -277,7 +247,7 @@ void HwMonitor::start_fabric_poller() {
   // The ioctl asks this host's interfaces: only when reading this host's
   // sysfs (a replayed tree comes with captures, or without ethtool).
   sampler.ethtool = !options_.ethtool_dir.empty() || options_.sysfs_root == "/sys";
-  FabricSnapshot first = sample_fabric(sampler, monotonic_now());
+  FabricSnapshot first = sample_fabric(sampler, monotonic_ns());
   if (first.nics.empty()) {
     status("rdma.fabric", ProbeState::unavailable,
            options_.fabric_nics.empty() && options_.fabric_netdevs.empty()
@@ -301,7 +271,7 @@ void HwMonitor::start_fabric_poller() {
 }
 
 void HwMonitor::poll_sysfs() {
-  uint64_t now = monotonic_now();
+  uint64_t now = monotonic_ns();
   if (fabric_sampler_)
     for (const FabricEvent& e : fabric_.update(sample_fabric(*fabric_sampler_, now)))
       pending_.push_back(builder_.fabric(e));

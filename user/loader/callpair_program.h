@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "events/call_event.h"
+#include "loader/skeleton.h"
 #include "loader/uprobe_links.h"
 #include "stats/log2_hist.h"
 
@@ -34,6 +35,7 @@ struct CallpairConfig {
 struct KernelHistogram {
   uint32_t tgid = 0;
   uint32_t probe_id = 0;
+  uint64_t comm = 0;  // the communicator handle of its calls (process-local), 0: none
   Log2Histogram hist;
   uint64_t total_ns = 0;  // sum of durations, for the mean
 };
@@ -43,9 +45,6 @@ struct CallpairCounters {
   uint64_t orphan_returns = 0;
   uint64_t state_failures = 0;
 };
-
-// Cookie of one attachment: which probe, which arguments to keep.
-uint64_t make_callpair_cookie(uint16_t probe_id, uint8_t size_arg, uint8_t aux_arg);
 
 class CallpairProgram {
  public:
@@ -72,9 +71,9 @@ class CallpairProgram {
   uint32_t exit_program_id() const;
 
  private:
-  CallpairProgram(callpair_bpf* skel, AttachMode mode) : skel_(skel), links_(std::make_unique<UprobeLinks>(mode)) {}
+  CallpairProgram(Skeleton<callpair_bpf> skel, AttachMode mode);
   std::vector<KernelHistogram> read_histograms(const std::string& unit, bool and_delete);
-  callpair_bpf* skel_;
+  Skeleton<callpair_bpf> skel_;
   std::unique_ptr<UprobeLinks> links_;
 };
 

@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <ctime>
 
+#include "core/clock.h"
 #include "loader/bpf_maps.h"
-#include "loader/privileges.h"
+#include "loader/features.h"
 #include "slowburn/collagg.h"
 
 // After slowburn/collagg.h: the skeleton refers to its types.
@@ -37,52 +37,39 @@ AggStats sum_stats(const sb_agg_key& key, const std::vector<sb_agg_stats>& per_c
 }
 }  // namespace
 
-uint64_t make_collagg_cookie(uint16_t probe_id, bool synchronizing) {
-  return uint64_t{probe_id} | (synchronizing ? SB_COOKIE_SYNC : 0);
-}
-
 Result<std::unique_ptr<CollaggProgram>> CollaggProgram::load(std::optional<AttachMode> requested) {
-  auto mode = choose_attach_mode(requested);
+  auto mode = choose_attach_mode(KernelFeatures::host(), requested);
   if (!mode) return mode.error();
-  collagg_bpf* skel = collagg_bpf::open();
-  if (!skel)
-    return make_sys_error(errno, "cannot open the aggregation BPF object (embedded in slowburn: a build problem)");
-  std::unique_ptr<CollaggProgram> program(new CollaggProgram(skel, *mode));
-  prepare_program(skel->progs.agg_enter, *mode);
-  prepare_program(skel->progs.agg_exit, *mode);
-  if (int err = collagg_bpf::load(skel); err) {
-    if (-err == EPERM || !check_tracing_privileges())
-      return make_sys_error(
-          -err, std::string("cannot load the aggregation BPF programs (") + tracing_privileges_hint() + ")");
-    return make_sys_error(-err, "cannot load the aggregation BPF programs: the kernel verifier rejected them");
-  }
-  return program;
+  auto skel = Skeleton<collagg_bpf>::open("the aggregation BPF programs (bpf/collagg.bpf.c)");
+  if (!skel) return skel.error();
+  prepare_program((*skel)->progs.agg_enter, *mode);
+  prepare_program((*skel)->progs.agg_exit, *mode);
+  if (auto loaded = skel->load(); !loaded) return loaded.error();
+  return std::unique_ptr<CollaggProgram>(new CollaggProgram(std::move(*skel), *mode));
 }
 
-CollaggProgram::~CollaggProgram() { collagg_bpf::destroy(skel_); }
+CollaggProgram::CollaggProgram(Skeleton<collagg_bpf> skel, AttachMode mode) : skel_(std::move(skel)), mode_(mode) {}
+
+CollaggProgram::~CollaggProgram() = default;
 
 Result<std::unique_ptr<UprobeLinks>> CollaggProgram::attach(const std::string& path, int32_t pid,
                                                             std::span<const UprobeSite> sites) {
   auto links = std::make_unique<UprobeLinks>(mode_);
-  if (auto ok = links->attach(skel_->progs.agg_enter, false, path, pid, sites); !ok) return ok.error();
-  if (auto ok = links->attach(skel_->progs.agg_exit, true, path, pid, sites); !ok) return ok.error();
+  if (auto ok = links->attach_pair(skel_->progs.agg_enter, skel_->progs.agg_exit, path, pid, sites); !ok)
+    return ok.error();
   return links;
 }
 
 Result<void> CollaggProgram::add_target(int32_t pid, uint32_t job_slot) {
   uint32_t key = static_cast<uint32_t>(pid);
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns()'s clock
-  sb_agg_target target{job_slot, 0, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + now.tv_nsec};
+  sb_agg_target target{job_slot, 0, monotonic_ns()};
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.targets), &key, &target, BPF_ANY) != 0)
     return make_sys_error(errno, fmt::format("cannot register process {} with the aggregation program", pid));
   return {};
 }
 
 void CollaggProgram::restart_gaps() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + now.tv_nsec;
+  uint64_t now_ns = monotonic_ns();
   int fd = bpf_map__fd(skel_->maps.targets);
   for (uint32_t key : map_keys<uint32_t>(fd)) {
     sb_agg_target target{};
@@ -95,13 +82,9 @@ void CollaggProgram::restart_gaps() {
 std::vector<AggStats> CollaggProgram::read_process(int32_t pid, std::span<const uint32_t> probe_ids) const {
   std::vector<AggStats> result;
   int fd = bpf_map__fd(skel_->maps.stats);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return result;
-  std::vector<sb_agg_stats> values(static_cast<size_t>(cpus));
   for (uint32_t probe : probe_ids) {
     sb_agg_key key{static_cast<uint32_t>(pid), probe};
-    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
-    result.push_back(sum_stats(key, values));
+    if (auto values = lookup_percpu<sb_agg_key, sb_agg_stats>(fd, key)) result.push_back(sum_stats(key, *values));
   }
   return result;
 }
@@ -127,16 +110,7 @@ void CollaggProgram::forget_probe_instances(uint32_t probe_id) {
 }
 
 std::vector<AggStats> CollaggProgram::read() const {
-  std::vector<AggStats> result;
-  int fd = bpf_map__fd(skel_->maps.stats);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return result;
-  std::vector<sb_agg_stats> values(static_cast<size_t>(cpus));
-  for (const sb_agg_key& key : map_keys<sb_agg_key>(fd)) {
-    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;  // forgotten meanwhile
-    result.push_back(sum_stats(key, values));
-  }
-  return result;
+  return sum_percpu_map<sb_agg_key, sb_agg_stats>(bpf_map__fd(skel_->maps.stats), sum_stats);
 }
 
 CollaggCounters CollaggProgram::counters() const {

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "events/agg_counts.h"
+#include "loader/skeleton.h"
 #include "loader/uprobe_links.h"
 #include "slowburn/callpair.h"
 
@@ -34,8 +35,6 @@ struct CollaggCounters {
   uint64_t stats_full = 0;
   uint64_t unplaced = 0;
 };
-
-uint64_t make_collagg_cookie(uint16_t probe_id, bool synchronizing);
 
 class CollaggProgram {
  public:
@@ -68,8 +67,8 @@ class CollaggProgram {
   size_t map_entries() const;  // targets + statistics + instances: what forget_* must bring back down
 
  private:
-  CollaggProgram(collagg_bpf* skel, AttachMode mode) : skel_(skel), mode_(mode) {}
-  collagg_bpf* skel_;
+  CollaggProgram(Skeleton<collagg_bpf> skel, AttachMode mode);
+  Skeleton<collagg_bpf> skel_;
   AttachMode mode_;
 };
 

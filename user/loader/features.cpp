@@ -1,7 +1,12 @@
 #include "loader/features.h"
 
+#include <sys/utsname.h>
+
 #include <fstream>
 #include <sstream>
+
+#include "loader/uprobe_multi.h"
+#include "tracefs/tracefs.h"
 
 namespace slowburn {
 
@@ -27,6 +32,34 @@ bool kallsyms_has(const std::string& symbol, const std::filesystem::path& proc_r
       return true;
   }
   return false;
+}
+
+namespace {
+
+KernelFeatures probe_host() {
+  KernelFeatures f;
+  utsname name{};
+  if (uname(&name) == 0) f.release = name.release;
+  std::error_code ec;
+  f.btf = std::filesystem::exists("/sys/kernel/btf/vmlinux", ec);
+  f.uprobe_multi = kernel_has_uprobe_multi();
+  f.kprobes_missing = kprobes_unavailable_reason();
+  if (auto tracefs = ensure_tracefs()) {
+    f.tracefs = *tracefs;
+    f.tracepoint = [root = *tracefs](const std::string& system, const std::string& event) {
+      return tracepoint_exists(root, system, event);
+    };
+  } else {
+    f.tracefs_missing = tracefs.error().message;
+  }
+  return f;
+}
+
+}  // namespace
+
+const KernelFeatures& KernelFeatures::host() {
+  static const KernelFeatures features = probe_host();
+  return features;
 }
 
 }  // namespace slowburn

@@ -10,7 +10,6 @@
 #include "loader/bpf_maps.h"
 #include "loader/features.h"
 #include "slowburn/hwevents.h"
-#include "tracefs/tracefs.h"
 
 // After slowburn/hwevents.h: the skeleton refers to its types.
 #include "gpuirq.skel.h"
@@ -20,27 +19,24 @@ namespace slowburn {
 Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuIrqOptions& options) {
   if (options.name_prefix.empty() || options.name_prefix.size() >= SB_IRQ_NAME_BYTES)
     return make_error("IRQ name prefix '{}' must be 1 to {} characters", options.name_prefix, SB_IRQ_NAME_BYTES - 1);
-  auto tracefs = ensure_tracefs();
-  if (!tracefs) return tracefs.error();
-  if (!tracepoint_exists(*tracefs, "irq", "irq_handler_entry"))
+  const KernelFeatures& kernel = KernelFeatures::host();
+  if (!kernel.tracefs) return make_error("nvidia.irq unavailable: {}", kernel.tracefs_missing);
+  if (!kernel.has_tracepoint("irq", "irq_handler_entry"))
     return make_error("nvidia.irq unavailable: no irq:irq_handler_entry tracepoint");
-  gpuirq_bpf* skel = gpuirq_bpf::open();
-  if (!skel) return make_sys_error(errno, "cannot open the GPU interrupt program (bpf/gpuirq.bpf.c)");
-  std::unique_ptr<GpuIrqProgram> program(new GpuIrqProgram(skel));
+  auto opened = Skeleton<gpuirq_bpf>::open("the GPU interrupt program (bpf/gpuirq.bpf.c)");
+  if (!opened) return opened.error();
+  std::unique_ptr<GpuIrqProgram> program(new GpuIrqProgram(std::move(*opened)));
+  auto& skel = program->skel_;
   std::memset(const_cast<char*>(skel->rodata->irq_name_prefix), 0, SB_IRQ_NAME_BYTES);
   std::memcpy(const_cast<char*>(skel->rodata->irq_name_prefix), options.name_prefix.data(), options.name_prefix.size());
   skel->rodata->irq_name_prefix_len = static_cast<uint32_t>(options.name_prefix.size());
 
-  if (!options.kprobes)
-    program->kprobe_unavailable_ = "not requested";
-  else if (auto why = kprobes_unavailable_reason())
-    program->kprobe_unavailable_ = *why;
-  else if (!kallsyms_has("nvidia_isr"))
-    program->kprobe_unavailable_ = "nvidia_isr not in /proc/kallsyms (driver not loaded)";
+  program->kprobe_unavailable_ =
+      isr_kprobes_unavailable(kernel, options.kprobes, [&] { return kallsyms_has("nvidia_isr", options.procfs_root); });
   bool kprobes = !program->kprobe_unavailable_;
   bpf_program__set_autoload(skel->progs.nvidia_isr_enter, kprobes);
   bpf_program__set_autoload(skel->progs.nvidia_isr_exit, kprobes);
-  if (int err = gpuirq_bpf::load(skel); err) return make_sys_error(-err, "cannot load the GPU interrupt program");
+  if (auto loaded = skel.load(); !loaded) return loaded.error();
 
   bpf_program* programs[] = {skel->progs.irq_enter, skel->progs.irq_exit, skel->progs.nvidia_isr_enter,
                              skel->progs.nvidia_isr_exit};
@@ -53,19 +49,22 @@ Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuI
   return program;
 }
 
+GpuIrqProgram::GpuIrqProgram(Skeleton<gpuirq_bpf> skel) : skel_(std::move(skel)) {}
+
 GpuIrqProgram::~GpuIrqProgram() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);
-  gpuirq_bpf::destroy(skel_);
+  for (bpf_link* link : links_) bpf_link__destroy(link);  // the links, then the programs (after this body)
+}
+
+std::optional<std::string> isr_kprobes_unavailable(const KernelFeatures& kernel, bool requested,
+                                                   const std::function<bool()>& driver_has_isr) {
+  if (!requested) return "not requested";
+  if (kernel.kprobes_missing) return kernel.kprobes_missing;
+  if (!driver_has_isr()) return "nvidia_isr not in /proc/kallsyms (driver not loaded)";
+  return std::nullopt;
 }
 
 std::vector<IrqHistogram> GpuIrqProgram::histograms() const {
-  std::vector<IrqHistogram> result;
-  int fd = bpf_map__fd(skel_->maps.irq_hists);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return result;
-  std::vector<sb_irq_hist> values(static_cast<size_t>(cpus));
-  for (const sb_irq_key& key : map_keys<sb_irq_key>(fd)) {
-    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+  auto sum = [](const sb_irq_key& key, const std::vector<sb_irq_hist>& values) {
     IrqHistogram h;
     h.irq = key.irq;
     h.source = key.source ? "kprobe:nvidia_isr" : "irq-tracepoint";
@@ -74,9 +73,9 @@ std::vector<IrqHistogram> GpuIrqProgram::histograms() const {
       h.total_ns += cpu.total_ns;
       if (h.name.empty() && cpu.name[0]) h.name = std::string(cpu.name, strnlen(cpu.name, sizeof(cpu.name)));
     }
-    result.push_back(std::move(h));
-  }
-  return result;
+    return h;
+  };
+  return sum_percpu_map<sb_irq_key, sb_irq_hist>(bpf_map__fd(skel_->maps.irq_hists), sum);
 }
 
 }  // namespace slowburn

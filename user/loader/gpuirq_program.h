@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "loader/features.h"
+#include "loader/skeleton.h"
 #include "stats/log2_hist.h"
 
 struct gpuirq_bpf;
@@ -32,6 +35,11 @@ struct GpuIrqOptions {
   std::string procfs_root = "/proc";   // where kallsyms is read
 };
 
+// Why the driver ISR kprobes will not run (nullopt: they will): not
+// requested, a kernel without kprobes, or no nvidia_isr to probe.
+std::optional<std::string> isr_kprobes_unavailable(const KernelFeatures& kernel, bool requested,
+                                                   const std::function<bool()>& driver_has_isr);
+
 class GpuIrqProgram {
  public:
   static Result<std::unique_ptr<GpuIrqProgram>> load_and_attach(const GpuIrqOptions& options);
@@ -44,8 +52,8 @@ class GpuIrqProgram {
   const std::optional<std::string>& kprobe_unavailable() const { return kprobe_unavailable_; }
 
  private:
-  explicit GpuIrqProgram(gpuirq_bpf* skel) : skel_(skel) {}
-  gpuirq_bpf* skel_;
+  explicit GpuIrqProgram(Skeleton<gpuirq_bpf> skel);
+  Skeleton<gpuirq_bpf> skel_;
   std::vector<bpf_link*> links_;
   std::optional<std::string> kprobe_unavailable_;
 };

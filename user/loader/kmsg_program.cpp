@@ -4,8 +4,8 @@
 
 #include <cerrno>
 
+#include "loader/features.h"
 #include "slowburn/hwevents.h"
-#include "tracefs/tracefs.h"
 
 // After slowburn/hwevents.h: the skeleton refers to its types.
 #include "kmsg_xid.skel.h"
@@ -13,21 +13,23 @@
 namespace slowburn {
 
 Result<std::unique_ptr<KmsgXidProgram>> KmsgXidProgram::load_and_attach() {
-  auto tracefs = ensure_tracefs();
-  if (!tracefs) return tracefs.error();
-  if (!tracepoint_exists(*tracefs, "printk", "console"))
-    return make_error("nvidia.xid.kmsg unavailable: no printk:console tracepoint in {}", tracefs->string());
-  kmsg_xid_bpf* skel = kmsg_xid_bpf::open_and_load();
-  if (!skel) return make_sys_error(errno, "cannot load the kernel-log Xid filter (bpf/kmsg_xid.bpf.c)");
-  std::unique_ptr<KmsgXidProgram> program(new KmsgXidProgram(skel));
-  program->link_ = bpf_program__attach(skel->progs.kmsg_xid);
+  const KernelFeatures& kernel = KernelFeatures::host();
+  if (!kernel.tracefs) return make_error("nvidia.xid.kmsg unavailable: {}", kernel.tracefs_missing);
+  if (!kernel.has_tracepoint("printk", "console"))
+    return make_error("nvidia.xid.kmsg unavailable: no printk:console tracepoint in {}", kernel.tracefs->string());
+  auto skel = Skeleton<kmsg_xid_bpf>::open("the kernel-log Xid filter (bpf/kmsg_xid.bpf.c)");
+  if (!skel) return skel.error();
+  if (auto loaded = skel->load(); !loaded) return loaded.error();
+  std::unique_ptr<KmsgXidProgram> program(new KmsgXidProgram(std::move(*skel)));
+  program->link_ = bpf_program__attach(program->skel_->progs.kmsg_xid);
   if (!program->link_) return make_sys_error(errno, "cannot attach to printk:console");
   return program;
 }
 
+KmsgXidProgram::KmsgXidProgram(Skeleton<kmsg_xid_bpf> skel) : skel_(std::move(skel)) {}
+
 KmsgXidProgram::~KmsgXidProgram() {
-  bpf_link__destroy(link_);
-  kmsg_xid_bpf::destroy(skel_);
+  bpf_link__destroy(link_);  // the link, then the program (after this body)
 }
 
 int KmsgXidProgram::events_fd() const { return bpf_map__fd(skel_->maps.kmsg_events); }

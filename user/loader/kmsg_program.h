@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "loader/skeleton.h"
 
 struct kmsg_xid_bpf;
 struct bpf_link;
@@ -29,8 +30,8 @@ class KmsgXidProgram {
   KmsgCounters counters() const;
 
  private:
-  explicit KmsgXidProgram(kmsg_xid_bpf* skel) : skel_(skel) {}
-  kmsg_xid_bpf* skel_;
+  explicit KmsgXidProgram(Skeleton<kmsg_xid_bpf> skel);
+  Skeleton<kmsg_xid_bpf> skel_;
   bpf_link* link_ = nullptr;
 };
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "loader/bpf_maps.h"
+#include "loader/features.h"
 #include "slowburn/ncclib.h"
 
 // After slowburn/ncclib.h: the skeleton refers to its types.
@@ -13,25 +14,23 @@
 
 namespace slowburn {
 
-NcclIbProgram::NcclIbProgram(ncclib_bpf* skel, AttachMode mode)
-    : skel_(skel), links_(std::make_unique<UprobeLinks>(mode)) {}
+NcclIbProgram::NcclIbProgram(Skeleton<ncclib_bpf> skel, AttachMode mode)
+    : skel_(std::move(skel)), links_(std::make_unique<UprobeLinks>(mode)) {}
 
 Result<std::unique_ptr<NcclIbProgram>> NcclIbProgram::load(std::optional<AttachMode> requested) {
-  auto mode = choose_attach_mode(requested);
+  auto mode = choose_attach_mode(KernelFeatures::host(), requested);
   if (!mode) return mode.error();
-  ncclib_bpf* skel = ncclib_bpf::open();
-  if (!skel) return make_sys_error(errno, "cannot open the NCCL IB program (bpf/ncclib.bpf.c)");
-  std::unique_ptr<NcclIbProgram> program(new NcclIbProgram(skel, *mode));
-  for (bpf_program* p : {skel->progs.ib_isend, skel->progs.ib_irecv, skel->progs.ib_iflush, skel->progs.ib_post_return,
-                         skel->progs.ib_test, skel->progs.ib_test_return})
+  auto skel = Skeleton<ncclib_bpf>::open("the NCCL IB program (bpf/ncclib.bpf.c)");
+  if (!skel) return skel.error();
+  for (bpf_program* p : {(*skel)->progs.ib_isend, (*skel)->progs.ib_irecv, (*skel)->progs.ib_iflush,
+                         (*skel)->progs.ib_post_return, (*skel)->progs.ib_test, (*skel)->progs.ib_test_return})
     prepare_program(p, *mode);
-  if (int err = ncclib_bpf::load(skel); err) return make_sys_error(-err, "cannot load the NCCL IB program");
-  return program;
+  if (auto loaded = skel->load(); !loaded) return loaded.error();
+  return std::unique_ptr<NcclIbProgram>(new NcclIbProgram(std::move(*skel), *mode));
 }
 
 NcclIbProgram::~NcclIbProgram() {
-  links_.reset();
-  ncclib_bpf::destroy(skel_);
+  links_.reset();  // the links, then the programs they run (the skeleton, after this body)
 }
 
 Result<void> NcclIbProgram::attach(const ProbeResolution& probe, int32_t pid) {
@@ -49,18 +48,11 @@ Result<void> NcclIbProgram::attach(const ProbeResolution& probe, int32_t pid) {
     return make_error("{} is not an NCCL IB probe", probe.spec->name);
   std::vector<UprobeSite> sites;
   for (const AttachSite& site : probe.sites) sites.push_back({site.file_offset, 0});
-  if (auto ok = links_->attach(entry, false, probe.attach_path, pid, sites); !ok) return ok;
-  return links_->attach(exit, true, probe.attach_path, pid, sites);
+  return links_->attach_pair(entry, exit, probe.attach_path, pid, sites);
 }
 
 std::vector<IbConnectionStats> NcclIbProgram::stats() const {
-  std::vector<IbConnectionStats> result;
-  int fd = bpf_map__fd(skel_->maps.ib_stats);
-  int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return result;
-  std::vector<sb_ib_stats> values(static_cast<size_t>(cpus));
-  for (const sb_ib_key& key : map_keys<sb_ib_key>(fd)) {
-    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;
+  auto sum = [](const sb_ib_key& key, const std::vector<sb_ib_stats>& values) {
     IbConnectionStats s;
     s.tgid = key.tgid;
     s.direction = static_cast<IbDirection>(key.direction);
@@ -72,9 +64,9 @@ std::vector<IbConnectionStats> NcclIbProgram::stats() const {
       s.bytes += cpu.bytes;
       s.total_ns += cpu.total_ns;
     }
-    result.push_back(std::move(s));
-  }
-  return result;
+    return s;
+  };
+  return sum_percpu_map<sb_ib_key, sb_ib_stats>(bpf_map__fd(skel_->maps.ib_stats), sum);
 }
 
 IbCounters NcclIbProgram::counters() const {
@@ -88,11 +80,8 @@ IbCounters NcclIbProgram::counters() const {
   out.table_full = load(c.table_full);
   out.stats_full = load(c.stats_full);
   out.slot_clashes = load(c.slot_clashes);
-  int cpus = libbpf_num_possible_cpus();
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus > 0 ? cpus : 1));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.polls), &zero, per_cpu.data()) == 0)
-    for (uint64_t n : per_cpu) out.polls += n;
+  if (auto per_cpu = lookup_percpu<uint32_t, uint64_t>(bpf_map__fd(skel_->maps.polls), 0))
+    for (uint64_t n : *per_cpu) out.polls += n;
   return out;
 }
 

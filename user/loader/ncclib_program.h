@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "loader/skeleton.h"
 #include "loader/uprobe_links.h"
 #include "probes/resolver.h"
 #include "rdma/ib_connections.h"
@@ -43,8 +44,8 @@ class NcclIbProgram {
   size_t link_count() const { return links_->size(); }
 
  private:
-  NcclIbProgram(ncclib_bpf* skel, AttachMode mode);
-  ncclib_bpf* skel_;
+  NcclIbProgram(Skeleton<ncclib_bpf> skel, AttachMode mode);
+  Skeleton<ncclib_bpf> skel_;
   std::unique_ptr<UprobeLinks> links_;
 };
 

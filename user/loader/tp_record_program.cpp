@@ -14,14 +14,16 @@
 namespace slowburn {
 
 Result<std::unique_ptr<TpRecordProgram>> TpRecordProgram::load() {
-  tprecord_bpf* skel = tprecord_bpf::open_and_load();
-  if (!skel) return make_sys_error(errno, "cannot load the tracepoint-record program (bpf/tprecord.bpf.c)");
-  return std::unique_ptr<TpRecordProgram>(new TpRecordProgram(skel));
+  auto skel = Skeleton<tprecord_bpf>::open("the tracepoint-record program (bpf/tprecord.bpf.c)");
+  if (!skel) return skel.error();
+  if (auto loaded = skel->load(); !loaded) return loaded.error();
+  return std::unique_ptr<TpRecordProgram>(new TpRecordProgram(std::move(*skel)));
 }
 
+TpRecordProgram::TpRecordProgram(Skeleton<tprecord_bpf> skel) : skel_(std::move(skel)) {}
+
 TpRecordProgram::~TpRecordProgram() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);
-  tprecord_bpf::destroy(skel_);
+  for (bpf_link* link : links_) bpf_link__destroy(link);  // the links, then the program (after this body)
 }
 
 Result<void> TpRecordProgram::attach(const std::string& system, const std::string& event, uint32_t source) {
@@ -39,11 +41,6 @@ TpRecordCounters TpRecordProgram::counters() const {
   return {__atomic_load_n(&c.records, __ATOMIC_RELAXED), __atomic_load_n(&c.ringbuf_drops, __ATOMIC_RELAXED)};
 }
 
-uint32_t TpRecordProgram::program_id() const {
-  bpf_prog_info info{};
-  uint32_t len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.tp_record), &info, &len) != 0) return 0;
-  return info.id;
-}
+uint32_t TpRecordProgram::program_id() const { return bpf_program_id(skel_->progs.tp_record); }
 
 }  // namespace slowburn

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "loader/skeleton.h"
 
 struct tprecord_bpf;
 struct bpf_link;
@@ -33,8 +34,8 @@ class TpRecordProgram {
   uint32_t program_id() const;
 
  private:
-  explicit TpRecordProgram(tprecord_bpf* skel) : skel_(skel) {}
-  tprecord_bpf* skel_;
+  explicit TpRecordProgram(Skeleton<tprecord_bpf> skel);
+  Skeleton<tprecord_bpf> skel_;
   std::vector<bpf_link*> links_;
 };
 

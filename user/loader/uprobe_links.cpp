@@ -6,14 +6,16 @@
 
 #include <cerrno>
 
+#include "loader/features.h"
 #include "loader/uprobe_multi.h"
 
 namespace slowburn {
 
-Result<AttachMode> choose_attach_mode(std::optional<AttachMode> requested) {
-  AttachMode mode = requested.value_or(kernel_has_uprobe_multi() ? AttachMode::multi_link : AttachMode::perf_link);
-  if (mode == AttachMode::multi_link && !kernel_has_uprobe_multi())
-    return make_error("this kernel has no multi-uprobe links with PID filtering (Linux 6.10+)");
+Result<AttachMode> choose_attach_mode(const KernelFeatures& kernel, std::optional<AttachMode> requested) {
+  AttachMode mode = requested.value_or(kernel.uprobe_multi ? AttachMode::multi_link : AttachMode::perf_link);
+  if (mode == AttachMode::multi_link && !kernel.uprobe_multi)
+    return make_error("this kernel ({}) has no multi-uprobe links with PID filtering (Linux 6.10+)",
+                      kernel.release.empty() ? std::string("?") : kernel.release);
   return mode;
 }
 
@@ -59,6 +61,21 @@ Result<void> UprobeLinks::attach(bpf_program* program, bool retprobe, const std:
     made.push_back(link);
   }
   perf_links_.insert(perf_links_.end(), made.begin(), made.end());
+  return {};
+}
+
+Result<void> UprobeLinks::attach_pair(bpf_program* entry, bpf_program* exit, const std::string& path, int32_t pid,
+                                      std::span<const UprobeSite> sites) {
+  size_t perf_before = perf_links_.size(), multi_before = multi_links_.size();
+  if (auto ok = attach(entry, false, path, pid, sites); !ok) return ok;
+  if (auto ok = attach(exit, true, path, pid, sites); !ok) {
+    // The entries alone would fill the in-flight map with calls that never return.
+    for (size_t i = perf_before; i < perf_links_.size(); ++i) bpf_link__destroy(perf_links_[i]);
+    for (size_t i = multi_before; i < multi_links_.size(); ++i) close(multi_links_[i]);
+    perf_links_.resize(perf_before);
+    multi_links_.resize(multi_before);
+    return ok;
+  }
   return {};
 }
 

@@ -24,9 +24,11 @@ struct UprobeSite {
   uint64_t cookie = 0;
 };
 
+struct KernelFeatures;
+
 // The mode to use: the requested one, else multi-uprobe links where the
 // kernel has them with PID filtering (6.10+).
-Result<AttachMode> choose_attach_mode(std::optional<AttachMode> requested);
+Result<AttachMode> choose_attach_mode(const KernelFeatures& kernel, std::optional<AttachMode> requested);
 
 // Before load: a program attached through multi-uprobe links must say so.
 void prepare_program(bpf_program* program, AttachMode mode);
@@ -42,6 +44,9 @@ class UprobeLinks {
   // `pid` only (-1: every process). All or nothing.
   Result<void> attach(bpf_program* program, bool retprobe, const std::string& path, int32_t pid,
                       std::span<const UprobeSite> sites);
+  // An entry program and its return program at the same sites: both or neither.
+  Result<void> attach_pair(bpf_program* entry, bpf_program* exit, const std::string& path, int32_t pid,
+                           std::span<const UprobeSite> sites);
   size_t size() const { return perf_links_.size() + multi_links_.size(); }
   AttachMode mode() const { return mode_; }
 

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "loader/features.h"
 #include "slowburn/verbs.h"
 
 // After slowburn/verbs.h: the skeleton refers to its types.
@@ -11,26 +12,24 @@
 
 namespace slowburn {
 
-VerbsProgram::VerbsProgram(verbs_bpf* skel, AttachMode mode)
-    : skel_(skel), links_(std::make_unique<UprobeLinks>(mode)) {}
+VerbsProgram::VerbsProgram(Skeleton<verbs_bpf> skel, AttachMode mode)
+    : skel_(std::move(skel)), links_(std::make_unique<UprobeLinks>(mode)) {}
 
 Result<std::unique_ptr<VerbsProgram>> VerbsProgram::load(std::optional<AttachMode> requested) {
-  auto mode = choose_attach_mode(requested);
+  auto mode = choose_attach_mode(KernelFeatures::host(), requested);
   if (!mode) return mode.error();
-  verbs_bpf* skel = verbs_bpf::open();
-  if (!skel) return make_sys_error(errno, "cannot open the verbs program (bpf/verbs.bpf.c)");
-  std::unique_ptr<VerbsProgram> program(new VerbsProgram(skel, *mode));
+  auto skel = Skeleton<verbs_bpf>::open("the verbs program (bpf/verbs.bpf.c)");
+  if (!skel) return skel.error();
   for (bpf_program* p :
-       {skel->progs.modify_qp, skel->progs.create_qp, skel->progs.create_qp_return, skel->progs.destroy_qp,
-        skel->progs.async_event, skel->progs.int_return, skel->progs.async_event_return})
+       {(*skel)->progs.modify_qp, (*skel)->progs.create_qp, (*skel)->progs.create_qp_return, (*skel)->progs.destroy_qp,
+        (*skel)->progs.async_event, (*skel)->progs.int_return, (*skel)->progs.async_event_return})
     prepare_program(p, *mode);
-  if (int err = verbs_bpf::load(skel); err) return make_sys_error(-err, "cannot load the verbs program");
-  return program;
+  if (auto loaded = skel->load(); !loaded) return loaded.error();
+  return std::unique_ptr<VerbsProgram>(new VerbsProgram(std::move(*skel), *mode));
 }
 
 VerbsProgram::~VerbsProgram() {
-  links_.reset();
-  verbs_bpf::destroy(skel_);
+  links_.reset();  // the links, then the programs they run (the skeleton, after this body)
 }
 
 Result<void> VerbsProgram::attach(const ProbeResolution& probe, int32_t pid) {
@@ -49,8 +48,7 @@ Result<void> VerbsProgram::attach(const ProbeResolution& probe, int32_t pid) {
     return make_error("{} is not a verbs control-path probe", name);
   std::vector<UprobeSite> sites;
   for (const AttachSite& site : probe.sites) sites.push_back({site.file_offset, 0});
-  if (auto ok = links_->attach(entry, false, probe.attach_path, pid, sites); !ok) return ok;
-  return links_->attach(exit, true, probe.attach_path, pid, sites);
+  return links_->attach_pair(entry, exit, probe.attach_path, pid, sites);
 }
 
 int VerbsProgram::events_fd() const { return bpf_map__fd(skel_->maps.verbs_events); }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "loader/skeleton.h"
 #include "loader/uprobe_links.h"
 #include "probes/resolver.h"
 
@@ -35,8 +36,8 @@ class VerbsProgram {
   size_t link_count() const { return links_->size(); }
 
  private:
-  VerbsProgram(verbs_bpf* skel, AttachMode mode);
-  verbs_bpf* skel_;
+  VerbsProgram(Skeleton<verbs_bpf> skel, AttachMode mode);
+  Skeleton<verbs_bpf> skel_;
   std::unique_ptr<UprobeLinks> links_;
 };
 

@@ -5,14 +5,17 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "slowburn/cookie.h"
 
 namespace slowburn {
 
 namespace {
 
-ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg,
+ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg, uint8_t comm_arg,
               std::string description) {
   ProbeSpec spec;
+  spec.backend = CommBackend::mpi;
+  spec.comm_arg = comm_arg;
   spec.id = id;
   spec.name = std::move(name);
   spec.description = std::move(description);
@@ -26,8 +29,10 @@ ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, 
 }
 
 ProbeSpec nccl(uint16_t id, std::string name, std::string symbol, CallKind kind, uint8_t size_arg, uint8_t datatype_arg,
-               std::string description) {
+               uint8_t comm_arg, std::string description) {
   ProbeSpec spec;
+  spec.backend = CommBackend::nccl;
+  spec.comm_arg = comm_arg;
   spec.id = id;
   spec.name = std::move(name);
   spec.description = std::move(description);
@@ -36,6 +41,39 @@ ProbeSpec nccl(uint16_t id, std::string name, std::string symbol, CallKind kind,
   spec.size_arg = size_arg;
   spec.aux_arg = datatype_arg;
   spec.size_unit = size_arg ? SizeUnit::nccl_elements : SizeUnit::none;
+  return spec;
+}
+
+// A communicator's creation or end: the parent (or freed) handle, the color,
+// the created handle read through its out pointer at return.
+ProbeSpec lifecycle(ProbeSpec spec, CommEventKind event, uint8_t comm_arg, uint8_t out_arg, uint8_t aux_arg,
+                    uint8_t size_arg) {
+  spec.kind = CallKind::comm_lifecycle;
+  spec.comm_event = event;
+  spec.comm_arg = comm_arg;
+  spec.out_arg = out_arg;
+  spec.aux_arg = aux_arg;
+  spec.size_arg = size_arg;
+  spec.size_unit = SizeUnit::none;
+  return spec;
+}
+
+// gloo's collectives take one options object whose first member is the
+// std::shared_ptr<gloo::Context> (its pointer first), and a u32 tag that
+// PyTorch's ProcessGroupGloo sets from a per-group collective counter.
+ProbeSpec gloo(uint16_t id, std::string name, std::string demangled, CallKind kind, uint16_t tag_offset,
+               std::string description) {
+  ProbeSpec spec;
+  spec.id = id;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.kind = kind;
+  spec.backend = CommBackend::gloo;
+  // Debian links PyTorch against libgloo.so.0; PyPI wheels carry gloo inside libtorch_cpu.so.
+  spec.targets = {{"libgloo.so", {demangled}, demangled}, {"libtorch_cpu.so", {demangled}, demangled}};
+  spec.comm_arg = 1;
+  spec.comm_deref = true;
+  spec.seq_offset = static_cast<uint16_t>(tag_offset + 1);
   return spec;
 }
 
@@ -91,6 +129,11 @@ ProbeSpec provider(uint16_t id, std::string name, std::string symbol, std::strin
   return spec;
 }
 
+ProbeSpec nccl_key(ProbeSpec spec) {
+  spec.key = SB_COOKIE_KEY_NCCL_UNIQUE_ID;
+  return spec;
+}
+
 std::vector<ProbeSpec> build_catalog() {
   using K = CallKind;
   // NCCL signatures (nccl.h): ncclAllReduce(send, recv, count, datatype, op, comm, stream),
@@ -99,25 +142,74 @@ std::vector<ProbeSpec> build_catalog() {
   // ncclBroadcast(send, recv, count, datatype, root, comm, stream),
   // ncclSend(send, count, datatype, peer, comm, stream), ncclRecv(recv, count, datatype, peer, comm, stream).
   return {
-      mpi(1, "mpi.allreduce", "MPI_Allreduce", K::synchronizing, 3, "MPI_Allreduce (count: elements)"),
-      mpi(2, "mpi.barrier", "MPI_Barrier", K::synchronizing, 0, "MPI_Barrier"),
-      mpi(3, "mpi.bcast", "MPI_Bcast", K::rooted, 2, "MPI_Bcast (count: elements)"),
-      mpi(4, "mpi.allgather", "MPI_Allgather", K::synchronizing, 2, "MPI_Allgather (sendcount: elements)"),
-      mpi(5, "mpi.reduce_scatter", "MPI_Reduce_scatter", K::synchronizing, 0,
+      mpi(1, "mpi.allreduce", "MPI_Allreduce", K::synchronizing, 3, 6, "MPI_Allreduce (count: elements)"),
+      mpi(2, "mpi.barrier", "MPI_Barrier", K::synchronizing, 0, 1, "MPI_Barrier"),
+      mpi(3, "mpi.bcast", "MPI_Bcast", K::rooted, 2, 5, "MPI_Bcast (count: elements)"),
+      mpi(4, "mpi.allgather", "MPI_Allgather", K::synchronizing, 2, 7, "MPI_Allgather (sendcount: elements)"),
+      mpi(5, "mpi.reduce_scatter", "MPI_Reduce_scatter", K::synchronizing, 0, 6,
           "MPI_Reduce_scatter (counts are an array: no size)"),
-      mpi(6, "mpi.reduce_scatter_block", "MPI_Reduce_scatter_block", K::synchronizing, 3,
+      mpi(6, "mpi.reduce_scatter_block", "MPI_Reduce_scatter_block", K::synchronizing, 3, 6,
           "MPI_Reduce_scatter_block (recvcount: elements)"),
-      mpi(7, "mpi.alltoall", "MPI_Alltoall", K::synchronizing, 2, "MPI_Alltoall (sendcount: elements)"),
-      mpi(8, "mpi.reduce", "MPI_Reduce", K::rooted, 3, "MPI_Reduce (count: elements)"),
-      nccl(20, "nccl.allreduce", "ncclAllReduce", K::async_enqueue, 3, 4, "ncclAllReduce enqueue (host side)"),
-      nccl(21, "nccl.allgather", "ncclAllGather", K::async_enqueue, 3, 4, "ncclAllGather enqueue (host side)"),
-      nccl(22, "nccl.reducescatter", "ncclReduceScatter", K::async_enqueue, 3, 4,
+      mpi(7, "mpi.alltoall", "MPI_Alltoall", K::synchronizing, 2, 7, "MPI_Alltoall (sendcount: elements)"),
+      mpi(8, "mpi.reduce", "MPI_Reduce", K::rooted, 3, 7, "MPI_Reduce (count: elements)"),
+      lifecycle(mpi(10, "mpi.comm_split", "MPI_Comm_split", K::comm_lifecycle, 0, 0,
+                    "MPI_Comm_split: a communicator created"),
+                CommEventKind::mpi_split, 1, 4, 2, 3),
+      lifecycle(mpi(11, "mpi.comm_split_type", "MPI_Comm_split_type", K::comm_lifecycle, 0, 0,
+                    "MPI_Comm_split_type: a communicator created"),
+                CommEventKind::mpi_split_type, 1, 5, 2, 3),
+      lifecycle(
+          mpi(12, "mpi.comm_dup", "MPI_Comm_dup", K::comm_lifecycle, 0, 0, "MPI_Comm_dup: a communicator created"),
+          CommEventKind::mpi_dup, 1, 2, 0, 0),
+      lifecycle(mpi(13, "mpi.comm_create", "MPI_Comm_create", K::comm_lifecycle, 0, 0,
+                    "MPI_Comm_create: a communicator created"),
+                CommEventKind::mpi_create, 1, 3, 0, 0),
+      lifecycle(
+          mpi(14, "mpi.comm_free", "MPI_Comm_free", K::comm_lifecycle, 0, 0, "MPI_Comm_free: a communicator ends"),
+          CommEventKind::mpi_free, 1, 0, 0, 0),
+      nccl(20, "nccl.allreduce", "ncclAllReduce", K::async_enqueue, 3, 4, 6, "ncclAllReduce enqueue (host side)"),
+      nccl(21, "nccl.allgather", "ncclAllGather", K::async_enqueue, 3, 4, 5, "ncclAllGather enqueue (host side)"),
+      nccl(22, "nccl.reducescatter", "ncclReduceScatter", K::async_enqueue, 3, 4, 6,
            "ncclReduceScatter enqueue (host side)"),
-      nccl(23, "nccl.broadcast", "ncclBroadcast", K::async_enqueue, 3, 4, "ncclBroadcast enqueue (host side)"),
-      nccl(24, "nccl.send", "ncclSend", K::point_to_point, 2, 3, "ncclSend enqueue (host side)"),
-      nccl(25, "nccl.recv", "ncclRecv", K::point_to_point, 2, 3, "ncclRecv enqueue (host side)"),
-      nccl(26, "nccl.group_end", "ncclGroupEnd", K::async_enqueue, 0, 0,
+      nccl(23, "nccl.broadcast", "ncclBroadcast", K::async_enqueue, 3, 4, 6, "ncclBroadcast enqueue (host side)"),
+      nccl(24, "nccl.send", "ncclSend", K::point_to_point, 2, 3, 5, "ncclSend enqueue (host side)"),
+      nccl(25, "nccl.recv", "ncclRecv", K::point_to_point, 2, 3, 5, "ncclRecv enqueue (host side)"),
+      nccl(26, "nccl.group_end", "ncclGroupEnd", K::async_enqueue, 0, 0, 0,
            "ncclGroupEnd: launches the grouped operations"),
+      // ncclUniqueId is 128 bytes passed by value (SysV class MEMORY): at
+      // 8(%rsp), taking no register, so rank is the third register argument.
+      lifecycle(nccl_key(nccl(30, "nccl.comm_init_rank", "ncclCommInitRank", K::comm_lifecycle, 0, 0, 0,
+                              "ncclCommInitRank: a communicator created")),
+                CommEventKind::nccl_init, 0, 1, 3, 2),
+      lifecycle(nccl_key(nccl(31, "nccl.comm_init_rank_config", "ncclCommInitRankConfig", K::comm_lifecycle, 0, 0, 0,
+                              "ncclCommInitRankConfig: a communicator created")),
+                CommEventKind::nccl_init, 0, 1, 3, 2),
+      lifecycle(nccl(32, "nccl.comm_init_all", "ncclCommInitAll", K::comm_lifecycle, 0, 0, 0,
+                     "ncclCommInitAll: one process, one communicator rank per device"),
+                CommEventKind::nccl_init_all, 0, 1, 0, 2),
+      lifecycle(nccl(33, "nccl.comm_split", "ncclCommSplit", K::comm_lifecycle, 0, 0, 0,
+                     "ncclCommSplit: a communicator created"),
+                CommEventKind::nccl_split, 1, 4, 2, 3),
+      lifecycle(nccl(34, "nccl.comm_destroy", "ncclCommDestroy", K::comm_lifecycle, 0, 0, 0,
+                     "ncclCommDestroy: a communicator ends"),
+                CommEventKind::nccl_destroy, 1, 0, 0, 0),
+      lifecycle(nccl(35, "nccl.comm_abort", "ncclCommAbort", K::comm_lifecycle, 0, 0, 0,
+                     "ncclCommAbort: a communicator ends"),
+                CommEventKind::nccl_destroy, 1, 0, 0, 0),
+      // Tag offsets of gloo 0.0~git20220518 (Debian 12's libgloo, PyTorch 1.13),
+      // checked against its headers by tests/unit/gloo_layout_test.cpp.
+      gloo(50, "gloo.allreduce", "gloo::allreduce(gloo::AllreduceOptions const&)", K::synchronizing, 128,
+           "gloo::allreduce: returns once every member of the process group has arrived"),
+      gloo(51, "gloo.allgather", "gloo::allgather(gloo::AllgatherOptions&)", K::synchronizing, 40, "gloo::allgather"),
+      gloo(52, "gloo.allgatherv", "gloo::allgatherv(gloo::AllgathervOptions&)", K::synchronizing, 64,
+           "gloo::allgatherv"),
+      gloo(53, "gloo.barrier", "gloo::barrier(gloo::BarrierOptions&)", K::synchronizing, 24, "gloo::barrier"),
+      gloo(54, "gloo.broadcast", "gloo::broadcast(gloo::BroadcastOptions&)", K::rooted, 52, "gloo::broadcast"),
+      gloo(55, "gloo.reduce", "gloo::reduce(gloo::ReduceOptions&)", K::rooted, 88, "gloo::reduce"),
+      gloo(56, "gloo.alltoall", "gloo::alltoall(gloo::AlltoallOptions&)", K::synchronizing, 40, "gloo::alltoall"),
+      gloo(57, "gloo.alltoallv", "gloo::alltoallv(gloo::AlltoallvOptions&)", K::synchronizing, 136, "gloo::alltoallv"),
+      gloo(58, "gloo.gather", "gloo::gather(gloo::GatherOptions&)", K::rooted, 44, "gloo::gather"),
+      gloo(59, "gloo.scatter", "gloo::scatter(gloo::ScatterOptions&)", K::rooted, 60, "gloo::scatter"),
       cuda(40, "cuda.stream_sync", {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz"},
            {"cuStreamSynchronize", "cuStreamSynchronize_ptsz"}, "host waits for a CUDA stream"),
       cuda(41, "cuda.event_sync", {"cudaEventSynchronize"}, {"cuEventSynchronize"}, "host waits for a CUDA event"),
@@ -163,6 +255,22 @@ std::string_view call_kind_name(CallKind kind) {
       return "control";
     case CallKind::function:
       return "function";
+    case CallKind::comm_lifecycle:
+      return "communicator";
+  }
+  return "?";
+}
+
+std::string_view comm_backend_name(CommBackend backend) {
+  switch (backend) {
+    case CommBackend::none:
+      return "none";
+    case CommBackend::mpi:
+      return "mpi";
+    case CommBackend::nccl:
+      return "nccl";
+    case CommBackend::gloo:
+      return "gloo";
   }
   return "?";
 }

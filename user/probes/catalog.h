@@ -23,6 +23,25 @@ enum class CallKind {
   function,        // an arbitrary function (funclat)
   request,         // NCCL IB transport: a request posted, then polled until done
   control,         // verbs control path: QP lifecycle and async events
+  comm_lifecycle,  // a communicator created or freed (MPI_Comm_split, ncclCommInitRank ...)
+};
+
+// The collective library a probe belongs to: whose communicators it names.
+enum class CommBackend { none, mpi, nccl, gloo };
+std::string_view comm_backend_name(CommBackend backend);
+
+// What a communicator-lifecycle probe does.
+enum class CommEventKind {
+  none,
+  mpi_split,       // MPI_Comm_split(comm, color, key, *newcomm)
+  mpi_split_type,  // MPI_Comm_split_type(comm, type, key, info, *newcomm)
+  mpi_dup,         // MPI_Comm_dup(comm, *newcomm)
+  mpi_create,      // MPI_Comm_create(comm, group, *newcomm)
+  mpi_free,        // MPI_Comm_free(*comm)
+  nccl_init,       // ncclCommInitRank[Config](*comm, nranks, uniqueId, rank[, config])
+  nccl_init_all,   // ncclCommInitAll(*comms, ndev, devlist): one process, ndev ranks
+  nccl_split,      // ncclCommSplit(comm, color, key, *newcomm, config)
+  nccl_destroy,    // ncclCommDestroy / ncclCommAbort(comm)
 };
 
 // Which BPF program serves a probe.
@@ -56,6 +75,14 @@ struct ProbeSpec {
   uint8_t aux_arg = 0;               // 1-based parameter index, 0 = none (NCCL: the datatype)
   SizeUnit size_unit = SizeUnit::none;
   ProbeProgram program = ProbeProgram::callpair;
+  // Communicators (argument slots as in include/slowburn/cookie.h):
+  CommBackend backend = CommBackend::none;
+  uint8_t comm_arg = 0;     // the communicator handle's argument, 0 = none
+  bool comm_deref = false;  // the communicator is the u64 the argument points at
+  uint16_t seq_offset = 0;  // byte offset + 1 of a u32 sequence number in what comm_arg points at
+  uint8_t out_arg = 0;      // an out-pointer argument read at return (the created communicator)
+  uint8_t key = 0;          // SB_COOKIE_KEY_*: a key hashed at entry
+  CommEventKind comm_event = CommEventKind::none;
 };
 
 // Ids below kFirstDynamicProbeId belong to the catalog; funclat's ad-hoc

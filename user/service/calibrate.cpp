@@ -7,6 +7,7 @@
 #include <chrono>
 #include <vector>
 
+#include "probes/cookie.h"
 #include "symbols/elf_symbols.h"
 
 // Kept out of line and observable, so every call really enters it.
@@ -38,7 +39,7 @@ Result<double> calibrate_call_cost_ns(CollaggProgram& program, int calls_per_rou
         "cannot calibrate the probe cost: slowburn_calibration_target is not in {} (a stripped "
         "binary? pass --call-cost-ns)",
         exe);
-  std::vector<UprobeSite> sites{{found.front().file_offset, make_collagg_cookie(0xffff, false)}};
+  std::vector<UprobeSite> sites{{found.front().file_offset, make_cookie(CookieFields{.probe_id = 0xffff})}};
   int32_t self = getpid();
   // Registered under a job slot no job uses; forgotten when done.
   if (auto ok = program.add_target(self, UINT32_MAX); !ok) return ok.error();

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "core/clock.h"
 #include "detect/aggregate_detector.h"
 #include "detect/causes.h"
 #include "hw/hw_monitor.h"
@@ -45,8 +46,6 @@ std::string hostname() {
   return name;
 }
 
-double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
 // The JSON-lines event log: the trace's JSON sink over a rotating file, plus
 // the service's own lines (ranks starting and ending, budget actions).
 class EventLog {
@@ -59,7 +58,7 @@ class EventLog {
   }
   Sink& sink() { return sink_; }
   void line(json j) {
-    j["ts"] = unix_now();
+    j["ts"] = unix_now_s();
     j["host"] = host_;
     out_ << j.dump() << '\n';
   }
@@ -102,7 +101,7 @@ class ProbeService {
   ProbeServiceOptions o_;
   std::ostream& console_;
   std::string host_ = hostname();
-  double start_unix_ = unix_now();
+  double start_unix_ = unix_now_s();
   std::vector<const ProbeSpec*> probes_;
   std::map<uint32_t, std::string> probe_names_;
   std::unique_ptr<CollaggProgram> program_;

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
+#include "loader/attach_batch.h"
 #include "procfs/ranks.h"
+#include "session/attach.h"
 
 namespace slowburn {
 
@@ -38,15 +40,6 @@ ProbeStatus RankTracker::status_of(const TrackedRank& rank, const TrackedProbe& 
                      probe.where.library, probe.where.sites, probe.detail};
 }
 
-namespace {
-std::vector<UprobeSite> sites_of(const TrackedProbe& probe) {
-  std::vector<UprobeSite> sites;
-  uint64_t cookie = make_collagg_cookie(probe.spec->id, probe.spec->kind == CallKind::synchronizing);
-  for (const AttachSite& site : probe.where.sites) sites.push_back({site.file_offset, cookie});
-  return sites;
-}
-}  // namespace
-
 void RankTracker::attach_file(TrackedRank& rank, const std::string& path, std::vector<ProbeStatus>& statuses) {
   // Closed before the new set attaches (the RCU wait, here in the loop):
   // both sets at once would run every probe twice, and a rank's second entry
@@ -66,32 +59,17 @@ void RankTracker::attach_file(TrackedRank& rank, const std::string& path, std::v
     }
     members.push_back(&p);
   }
-  std::vector<UprobeSite> all;
-  for (TrackedProbe* p : members) {
-    auto sites = sites_of(*p);
-    all.insert(all.end(), sites.begin(), sites.end());
-  }
-  if (!all.empty()) {
-    if (auto links = program_.attach(path, rank.identity.pid, all)) {
-      sets.push_back(std::move(*links));
-      for (TrackedProbe* p : members) {
-        p->state = ProbeState::attached;
-        p->detail.clear();
-      }
-    } else {
-      for (TrackedProbe* p : members) {
-        auto sites = sites_of(*p);
-        auto one = program_.attach(path, rank.identity.pid, sites);
-        if (one) {
-          sets.push_back(std::move(*one));
-          p->state = ProbeState::attached;
-          p->detail.clear();
-        } else {
-          p->state = ProbeState::failed;
-          p->detail = one.error().message;
-        }
-      }
-    }
+  std::vector<std::vector<UprobeSite>> member_sites;
+  for (TrackedProbe* p : members) member_sites.push_back(uprobe_sites(p->where));
+  auto errors = attach_batch(member_sites, [&](std::span<const UprobeSite> sites) -> Result<void> {
+    auto links = program_.attach(path, rank.identity.pid, sites);
+    if (!links) return links.error();
+    sets.push_back(std::move(*links));
+    return {};
+  });
+  for (size_t i = 0; i < members.size(); ++i) {
+    members[i]->state = errors[i] ? ProbeState::failed : ProbeState::attached;
+    members[i]->detail = errors[i] ? errors[i]->message : std::string();
   }
   for (const auto& [p, state] : before)
     if (p->state != state || p->state == ProbeState::failed) statuses.push_back(status_of(rank, *p));

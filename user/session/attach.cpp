@@ -2,16 +2,17 @@
 
 #include <map>
 
+#include "loader/attach_batch.h"
+#include "probes/cookie.h"
+
 namespace slowburn {
 
-namespace {
-std::vector<UprobeSite> sites_of(const ProbeResolution& r) {
+std::vector<UprobeSite> uprobe_sites(const ProbeResolution& r) {
   std::vector<UprobeSite> sites;
-  uint64_t cookie = make_callpair_cookie(r.spec->id, r.spec->size_arg, r.spec->aux_arg);
+  uint64_t cookie = probe_cookie(*r.spec);
   for (const AttachSite& site : r.sites) sites.push_back({site.file_offset, cookie});
   return sites;
 }
-}  // namespace
 
 std::vector<ProbeStatus> attach_probes(CallpairProgram& program, int32_t pid, const std::optional<RankIdentity>& rank,
                                        const std::vector<ProbeResolution>& resolutions) {
@@ -28,17 +29,14 @@ std::vector<ProbeStatus> attach_probes(CallpairProgram& program, int32_t pid, co
     statuses.push_back(std::move(status));
   }
   for (const auto& [path, members] : by_file) {
-    std::vector<UprobeSite> batch;
-    for (size_t i : members) {
-      auto sites = sites_of(resolutions[i]);
-      batch.insert(batch.end(), sites.begin(), sites.end());
-    }
-    if (program.attach(path, pid, batch)) continue;
-    for (size_t i : members) {
-      auto ok = program.attach(path, pid, sites_of(resolutions[i]));
-      if (ok) continue;
-      statuses[i].state = ProbeState::failed;
-      statuses[i].detail = ok.error().message;
+    std::vector<std::vector<UprobeSite>> member_sites;
+    for (size_t i : members) member_sites.push_back(uprobe_sites(resolutions[i]));
+    auto errors =
+        attach_batch(member_sites, [&](std::span<const UprobeSite> sites) { return program.attach(path, pid, sites); });
+    for (size_t k = 0; k < members.size(); ++k) {
+      if (!errors[k]) continue;
+      statuses[members[k]].state = ProbeState::failed;
+      statuses[members[k]].detail = errors[k]->message;
     }
   }
   return statuses;

@@ -12,6 +12,9 @@
 
 namespace slowburn {
 
+// The probe's sites in its resolved library, each with the probe's cookie.
+std::vector<UprobeSite> uprobe_sites(const ProbeResolution& resolution);
+
 // Attaches every resolved probe in process `pid` (-1: every process),
 // batching the sites of one file into one attachment; when a batch fails,
 // its probes are retried one by one so each failure is pinned on its probe.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "detect/straggler.h"
 #include "events/device_event.h"
@@ -46,10 +47,5 @@ struct TraceResult {
 };
 
 Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop);
-
-// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns().
-uint64_t monotonic_ns();
-// CLOCK_REALTIME - CLOCK_MONOTONIC, for putting kernel timestamps on the wall clock.
-int64_t wall_offset_ns();
 
 }  // namespace slowburn

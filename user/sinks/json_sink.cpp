@@ -1,8 +1,8 @@
 #include "sinks/json_sink.h"
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "rdma/verbs_names.h"
 
 namespace slowburn {
@@ -10,10 +10,6 @@ namespace slowburn {
 using nlohmann::json;
 
 namespace {
-
-double now_unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 json optional_number(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
@@ -29,7 +25,7 @@ void put_identity(json& j, const RankIdentity& id) {
 }  // namespace
 
 void JsonSink::probe_status(const ProbeStatus& s) {
-  json j{{"kind", "status"}, {"event", "probe"}, {"ts", now_unix_seconds()},
+  json j{{"kind", "status"}, {"event", "probe"}, {"ts", unix_now_s()},
          {"host", host_},    {"probe", s.probe}, {"state", probe_state_name(s.state)}};
   if (s.rank)
     put_identity(j, *s.rank);
@@ -48,7 +44,7 @@ void JsonSink::probe_status(const ProbeStatus& s) {
 }
 
 void JsonSink::probes_done(size_t attached, size_t processes) {
-  out_ << json{{"kind", "status"}, {"event", "tracing"},   {"ts", now_unix_seconds()},
+  out_ << json{{"kind", "status"}, {"event", "tracing"},   {"ts", unix_now_s()},
                {"host", host_},    {"attached", attached}, {"processes", processes}}
               .dump()
        << '\n';
@@ -56,8 +52,7 @@ void JsonSink::probes_done(size_t attached, size_t processes) {
 }
 
 void JsonSink::note(const std::string& text) {
-  out_ << json{{"kind", "status"}, {"event", "note"}, {"ts", now_unix_seconds()}, {"host", host_}, {"message", text}}
-              .dump()
+  out_ << json{{"kind", "status"}, {"event", "note"}, {"ts", unix_now_s()}, {"host", host_}, {"message", text}}.dump()
        << '\n';
 }
 
@@ -219,7 +214,7 @@ void JsonSink::finding(const Finding& f) {
   }
   json j{{"kind", "finding"},
          {"type", f.type},
-         {"ts", now_unix_seconds()},
+         {"ts", unix_now_s()},
          {"host", host_},
          {"evidence", std::move(evidence)},
          {"cost_ns", f.cost_ns},
@@ -240,9 +235,8 @@ void JsonSink::histogram(const HistogramReport& h) {
   for (size_t i = 0; i <= last && i < slots.size(); ++i)
     buckets.push_back(
         {{"low", Log2Histogram::slot_low(i)}, {"high", Log2Histogram::slot_high(i)}, {"count", slots[i]}});
-  json j{{"kind", "hist"},         {"ts", now_unix_seconds()},     {"host", host_},
-         {"probe", h.probe},       {"unit", h.hist.unit()},        {"count", h.hist.count()},
-         {"total_ns", h.total_ns}, {"buckets", std::move(buckets)}};
+  json j{{"kind", "hist"},        {"ts", unix_now_s()},      {"host", host_},          {"probe", h.probe},
+         {"unit", h.hist.unit()}, {"count", h.hist.count()}, {"total_ns", h.total_ns}, {"buckets", std::move(buckets)}};
   if (h.rank)
     put_identity(j, *h.rank);
   else
@@ -253,7 +247,7 @@ void JsonSink::histogram(const HistogramReport& h) {
 void JsonSink::summary(const SessionSummary& s) {
   json j{{"kind", "status"},
          {"event", "summary"},
-         {"ts", now_unix_seconds()},
+         {"ts", unix_now_s()},
          {"host", host_},
          {"traced_seconds", s.traced_seconds},
          {"calls", s.calls},
