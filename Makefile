@@ -66,6 +66,7 @@ CLI_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CLI_SRCS) $(TOOL_SRCS))
 LIB       := $(BUILD)/libslowburn.a
 CLI       := $(BUILD)/slowburn
 WORKLOAD  := $(BUILD)/libexec/slowburn-mpi-workload
+DDP_WORKLOAD := $(BUILD)/libexec/slowburn-ddp-workload.py
 
 # Skeletons are generated headers: every object waits for them.
 $(BUILD)/obj/%.o: %.cpp | $(SKELS)
@@ -83,6 +84,11 @@ $(LIB): $(LIB_OBJS)
 $(CLI): $(CLI_OBJS) $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+
+$(DDP_WORKLOAD): user/demo/ddp_workload.py
+	@mkdir -p $(@D)
+	$(call msg,INSTALL,$@)
+	$(Q)install -m 0755 $< $@
 
 $(WORKLOAD): user/demo/mpi_workload.c
 	@mkdir -p $(@D)
@@ -258,7 +264,7 @@ $(BENCH_TARGET): bench/call_loop.c
 # ---------------------------------------------------------------- phony
 .PHONY: all deps build tests test run-tests demo bench run-bench fuzz install format format-check clean
 
-all: $(CLI) $(WORKLOAD)
+all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD)
 
 build: all
 
@@ -302,6 +308,7 @@ DEPLOY_FILES := $(shell find deploy -type f ! -name '*.md' | sort)
 install: all
 	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn
 	install -D -m 0755 $(WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-mpi-workload
+	install -D -m 0755 $(DDP_WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-ddp-workload.py
 	$(Q)for f in $(DEPLOY_FILES); do \
 		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/slowburn/$${f#deploy/} || exit 1; \
 	done

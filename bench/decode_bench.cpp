@@ -8,6 +8,7 @@
 
 #include "detect/straggler.h"
 #include "events/decoder.h"
+#include "session/job_judges.h"
 #include "slowburn/callpair.h"
 
 using namespace slowburn;
@@ -53,28 +54,28 @@ void BM_DecodeAndDetect(benchmark::State& state) {
   size_t n = 1 << 20;
   auto records = make_records(n);
   EventDecoder decoder;
-  auto detector = std::make_unique<StragglerDetector>(
-      DetectorConfig{}, std::vector<ProbeInfo>{{1, "mpi.allreduce", CallKind::synchronizing}});
-  for (int r = 0; r < kRanks; ++r) {
-    detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
-    detector->add_participant(1, 1000 + r);
-  }
+  // What a session runs per call: the communicator registry, then the detector.
+  auto make_judges = [] {
+    std::vector<RankIdentity> ranks;
+    for (int r = 0; r < kRanks; ++r) ranks.push_back(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
+    auto judges = std::make_unique<JobJudges>(
+        DetectorConfig{}, std::vector<const ProbeSpec*>{find_probe(1)}, ranks,
+        CommRegistry([](int32_t) { return nullptr; }, [](int32_t) { return std::vector<uint64_t>{}; }));
+    for (int r = 0; r < kRanks; ++r) judges->attached(1, 1000 + r);
+    return judges;
+  };
+  auto judges = make_judges();
   size_t i = 0;
   for (auto _ : state) {
-    detector->ingest(*decoder.decode_call(std::as_bytes(std::span(&records[i], 1))));
+    judges->on_call(*decoder.decode_call(std::as_bytes(std::span(&records[i], 1))));
     if (++i == n) {
       state.PauseTiming();
-      detector->finish(records.back().exit_ns);
+      judges->finish(records.back().exit_ns);
       i = 0;
-      detector = std::make_unique<StragglerDetector>(
-          DetectorConfig{}, std::vector<ProbeInfo>{{1, "mpi.allreduce", CallKind::synchronizing}});
-      for (int r = 0; r < kRanks; ++r) {
-        detector->add_rank(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
-        detector->add_participant(1, 1000 + r);
-      }
+      judges = make_judges();
       state.ResumeTiming();
     } else if (i % 4096 == 0) {
-      detector->advance(records[i].exit_ns);  // the session advances every 100 ms; here every ~1.5 s of job time
+      judges->advance(records[i].exit_ns);  // the session advances every 100 ms; here every ~1.5 s of job time
     }
   }
   state.SetItemsProcessed(state.iterations());

@@ -15,6 +15,7 @@ packages=(
 	clang-format                              # make format
 	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
 	libcpp-httplib-dev                        # slowburn probe: the metrics endpoint
+	python3-torch libgloo-dev                 # the PyTorch DDP workload (gloo); gloo headers check the offsets we read
 	prometheus                                # tests: promtool and a real server scraping slowburn probe
 )
 

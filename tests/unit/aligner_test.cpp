@@ -64,7 +64,7 @@ TEST(CollectiveAligner, IdleParticipantsAreThoseOthersWentOnWithout) {
 }
 
 TEST(CollectiveAligner, QueueIsBounded) {
-  CollectiveAligner a(4);
+  CollectiveAligner a(AlignBy::exit_time, true, 4);
   a.add_participant(1);
   a.add_participant(2);
   for (uint64_t i = 0; i < 10; ++i) a.add({1, i * 10, i * 10 + 5, {}});

@@ -131,17 +131,34 @@ TEST(TextSink, GroupsProbeStatesAcrossRanks) {
             "nccl.allreduce           unavailable ranks 0,1,2,3: libnccl.so not loaded\n");
 }
 
-TEST(TextSink, VerdictNamesTheCulpritOrNobody) {
+TEST(TextSink, VerdictNamesTheCulpritNobodyOrSaysWhyItCannot) {
   std::ostringstream out;
   TextSink sink(out);
-  SessionSummary summary;
-  sink.summary(summary);
-  EXPECT_NE(out.str().find("Verdict: no straggler found."), std::string::npos);
+  SessionVerdict verdict;
+  verdict.judged = true;
+  verdict.instances = 1200;
+  verdict.windows_judged = 20;
+  sink.verdict(verdict);
+  EXPECT_NE(out.str().find("Verdict: no straggler found (1200 aligned collective instances in 20 judged windows)"),
+            std::string::npos)
+      << out.str();
   std::ostringstream out2;
   TextSink sink2(out2);
-  summary.findings.push_back(straggler());
-  sink2.summary(summary);
-  EXPECT_NE(out2.str().find("straggler: rank 2 (pid 4242) is the straggler"), std::string::npos);
+  verdict.stragglers.push_back(straggler());
+  Episode episode;
+  episode.summary = "rank 0 (pid 11) was late on mpi.allgather for 1.50 s";
+  verdict.episodes.push_back(episode);
+  sink2.verdict(verdict);
+  EXPECT_NE(out2.str().find("straggler: rank 2 (pid 4242) is the straggler"), std::string::npos) << out2.str();
+  EXPECT_NE(out2.str().find("episode: rank 0 (pid 11) was late"), std::string::npos) << out2.str();
+  // Too little to judge is said, never passed off as an all-clear.
+  std::ostringstream out3;
+  TextSink sink3(out3);
+  SessionVerdict thin;
+  thin.reason = "only 1 window(s) had 5 or more aligned collective instances";
+  sink3.verdict(thin);
+  EXPECT_EQ(out3.str().find("no straggler found"), std::string::npos) << out3.str();
+  EXPECT_NE(out3.str().find("Verdict: undetermined: only 1 window(s)"), std::string::npos) << out3.str();
 }
 
 }  // namespace

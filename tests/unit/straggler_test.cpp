@@ -68,6 +68,19 @@ std::vector<RankIdentity> identities(int ranks) {
   return ids;
 }
 
+// Every rank on one communicator, not told apart: how calls without a
+// communicator (or before communicators were known) are judged.
+CallComm job_comm() {
+  static CommunicatorRef comm = [] {
+    auto info = std::make_shared<CommunicatorInfo>();
+    info->id = 1;
+    info->key = "job:test";
+    info->label = "all ranks";
+    return CommunicatorRef(info);
+  }();
+  return {comm, std::nullopt, 0, false};
+}
+
 struct Feed {
   std::vector<Finding> findings;  // as raised
   std::vector<WindowReport> windows;
@@ -84,7 +97,7 @@ Feed feed(StragglerDetector& d, const std::vector<CallEvent>& events, bool finis
   };
   uint64_t next_advance = 0;
   for (const CallEvent& e : events) {
-    d.ingest(e);
+    d.ingest(e, job_comm());
     if (e.exit_ns >= next_advance) {
       take(d.advance(e.exit_ns));
       next_advance = e.exit_ns + 100'000'000;
@@ -291,7 +304,8 @@ TEST(StragglerDetector, RankWhoseProbeDidNotAttachDoesNotHoldAlignment) {
   EXPECT_EQ(culprits(run.findings), std::set<int>{1});
   // A hang among the attached ranks does not name rank 3.
   DetectorConfig config;
-  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 1'000'000'000}, {1001, 1001, kProbe, 1'000'000'000}};
+  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 1'000'000'000, 0, nullptr},
+                                      {1001, 1001, kProbe, 1'000'000'000, 0, nullptr}};
   auto hang = d.check_in_flight(20'000'000'000, inside);
   ASSERT_EQ(hang.findings.size(), 1u);
   EXPECT_EQ(hang.findings[0].culprit.rank, 2);
@@ -316,8 +330,9 @@ TEST(StragglerDetector, HangNamesTheRankThatNeverArrived) {
   DetectorConfig config;
   config.hang_ns = 5'000'000'000;
   StragglerDetector d = make_detector(4, config);
-  std::vector<InFlightCall> inside = {
-      {1000, 1000, kProbe, 10'000'000'000}, {1001, 1001, kProbe, 10'100'000'000}, {1003, 1003, kProbe, 10'200'000'000}};
+  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 10'000'000'000, 0, nullptr},
+                                      {1001, 1001, kProbe, 10'100'000'000, 0, nullptr},
+                                      {1003, 1003, kProbe, 10'200'000'000, 0, nullptr}};
   EXPECT_TRUE(d.check_in_flight(12'000'000'000, inside).findings.empty());  // 2 s: not yet
   auto out = d.check_in_flight(16'000'000'000, inside);
   ASSERT_EQ(out.findings.size(), 1u);
@@ -336,14 +351,16 @@ TEST(StragglerDetector, HangOnAnExitedRankAndAHangAfterRecovery) {
   StragglerDetector d = make_detector(3, config);
   DetectorOutput gone;
   d.remove_rank(1002, gone);  // rank 2 crashed
-  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 1'000'000'000}, {1001, 1001, kProbe, 1'000'000'000}};
+  std::vector<InFlightCall> inside = {{1000, 1000, kProbe, 1'000'000'000, 0, nullptr},
+                                      {1001, 1001, kProbe, 1'000'000'000, 0, nullptr}};
   auto out = d.check_in_flight(7'000'000'000, inside);
   ASSERT_EQ(out.findings.size(), 1u);
   EXPECT_EQ(out.findings[0].culprit.rank, 2);
   EXPECT_NE(out.findings[0].summary.find("exited and will never enter mpi.allreduce"), std::string::npos);
   // Once nobody waits any more the hang is over; a new one is reported again.
   EXPECT_TRUE(d.check_in_flight(8'000'000'000, {}).findings.empty());
-  std::vector<InFlightCall> again = {{1000, 1000, kProbe, 9'000'000'000}, {1001, 1001, kProbe, 9'000'000'000}};
+  std::vector<InFlightCall> again = {{1000, 1000, kProbe, 9'000'000'000, 0, nullptr},
+                                     {1001, 1001, kProbe, 9'000'000'000, 0, nullptr}};
   EXPECT_EQ(d.check_in_flight(15'000'000'000, again).findings.size(), 1u);
 }
 
@@ -351,7 +368,7 @@ TEST(StragglerDetector, CallsEnteredAfterTheClockWasReadAreNotHangs) {
   // The session reads its clock, then the kernel's in-flight map: a call
   // may have entered in between. Its wait is not negative (or 2^64 ns).
   StragglerDetector d = make_detector(4);
-  std::vector<InFlightCall> inside = {{1003, 1003, kProbe, 20'000'000'001}};
+  std::vector<InFlightCall> inside = {{1003, 1003, kProbe, 20'000'000'001, 0, nullptr}};
   EXPECT_TRUE(d.check_in_flight(20'000'000'000, inside).findings.empty());
 }
 

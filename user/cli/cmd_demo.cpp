@@ -1,11 +1,12 @@
-// slowburn demo: launch the bundled 4-rank MPI job with one slowed rank,
-// trace it live with the real probes, and check the verdict against the
-// injected rank.
+// slowburn demo: launch a bundled 4-rank job with one slowed rank (the
+// OpenMPI workload, or a PyTorch DDP job on gloo), trace it live with the
+// real probes, and check the verdict against the injected rank.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <set>
@@ -13,32 +14,120 @@
 #include "cli/command.h"
 #include "loader/privileges.h"
 #include "session/mpi_job.h"
+#include "session/torch_job.h"
 #include "session/trace_session.h"
 
 namespace slowburn::cli {
 
 namespace {
+constexpr int kRanks = 4;
+
 struct DemoArgs {
   int slow_rank = -1;
   double slowdown = 1.5;
+  double slow_ms = 8;
   bool healthy = false;
   double duration_s = 10;
   double interval_s = 2;
   double compute_us = 3000;
-  std::string workload;
+  std::string workload = "mpi";  // mpi, pytorch, or the path of an MPI workload binary
   bool json = false;
 };
 
+// A launched job, whatever launched it.
+struct DemoJob {
+  std::vector<int32_t> pids;
+  std::string description;  // what runs, and what was injected
+  std::string injected;
+  std::vector<std::string> probes;
+  std::function<void()> stop;
+};
+
+// mkstemp: a fixed name in /tmp would let another user plant a symlink.
+Result<std::string> temp_log() {
+  std::string path = "/tmp/slowburn-demo-XXXXXX.log";
+  int fd = mkstemps(path.data(), 4);
+  if (fd < 0) return make_sys_error(errno, "cannot create a log file in /tmp");
+  close(fd);
+  return path;
+}
+
+Result<std::shared_ptr<DemoJob>> launch_mpi(const DemoArgs& args) {
+  std::string program = args.workload;
+  if (program == "mpi") {
+    auto found = find_libexec("slowburn-mpi-workload");
+    if (!found)
+      return make_error(
+          "the demo workload (slowburn-mpi-workload) is not next to slowburn: run make, or give "
+          "--workload PATH");
+    program = *found;
+  }
+  auto log = temp_log();
+  if (!log) return log.error();
+  MpiJobOptions options;
+  options.program = demo_workload_argv(program, args.slow_rank, args.slowdown, args.compute_us, args.duration_s + 60);
+  options.ranks = kRanks;
+  options.log_path = *log;
+  auto job = MpiJob::launch(options);
+  if (!job) return job.error();
+  auto held = std::make_shared<MpiJob>(std::move(*job));
+  auto demo = std::make_shared<DemoJob>();
+  demo->pids = held->pids();
+  demo->injected = args.slow_rank >= 0
+                       ? fmt::format("rank {} does {:.2g}x the compute of the others", args.slow_rank, args.slowdown)
+                       : std::string("no straggler (healthy run)");
+  demo->description =
+      fmt::format("{} ranks of {} under mpirun (pid {}), each step = compute {:.0f} us, MPI_Allgather, MPI_Allreduce",
+                  kRanks, program, held->launcher_pid(), args.compute_us);
+  demo->probes = {"mpi.*"};
+  demo->stop = [held] { held->stop(); };
+  return demo;
+}
+
+Result<std::shared_ptr<DemoJob>> launch_pytorch(const DemoArgs& args) {
+  auto script = find_libexec("slowburn-ddp-workload.py");
+  if (!script) return make_error("the PyTorch workload (slowburn-ddp-workload.py) is not next to slowburn: run make");
+  TorchJobOptions options;
+  options.script = *script;
+  options.args = ddp_workload_args(args.slow_rank, args.slow_ms, 0, args.duration_s + 60);
+  options.ranks = kRanks;
+  auto job = TorchJob::launch(options);
+  if (!job) return job.error();
+  auto held = std::make_shared<TorchJob>(std::move(*job));
+  auto demo = std::make_shared<DemoJob>();
+  demo->pids = held->pids();
+  demo->injected = args.slow_rank >= 0
+                       ? fmt::format("rank {} stalls {:.0f} ms per step in its data path", args.slow_rank, args.slow_ms)
+                       : std::string("no straggler (healthy run)");
+  demo->description = fmt::format(
+      "{} ranks of a PyTorch DDP job on gloo ({} {}, torchrun environment), each step = a batch, forward, backward "
+      "(gloo all-reduces the gradients), a small all-reduce",
+      kRanks, options.python, *script);
+  demo->probes = {"gloo.*"};
+  demo->stop = [held] { held->stop(); };
+  return demo;
+}
+
+void print_outcome(const DemoArgs& args, const DemoJob& job, const TraceResult& result, bool match,
+                   const std::string& named) {
+  if (args.json) {
+    std::cout
+        << fmt::format(
+               R"({{"kind":"status","event":"demo","workload":"{}","injected_rank":{},"named":"{}","match":{},"first_finding_after_s":{}}})",
+               args.workload == "pytorch" ? "pytorch" : "mpi",
+               args.slow_rank >= 0 ? std::to_string(args.slow_rank) : "null", named, match ? "true" : "false",
+               result.first_finding_after_s ? fmt::format("{:.3f}", *result.first_finding_after_s) : "null")
+        << '\n';
+    return;
+  }
+  std::cout << fmt::format("\nInjected: {}. slowburn named: {}. {}\n", job.injected, named,
+                           match ? "MATCH" : "MISMATCH");
+  if (result.first_finding_after_s)
+    std::cout << fmt::format("First finding {:.1f} s after the probes were attached.\n", *result.first_finding_after_s);
+}
+
 int run_demo(DemoArgs args) {
   if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
-  constexpr int kRanks = 4;
-  if (args.workload.empty()) {
-    auto found = find_workload();
-    if (!found)
-      return fail(make_error(
-          "the demo workload (slowburn-mpi-workload) is not next to slowburn: run make, or give --workload"));
-    args.workload = *found;
-  }
   if (args.healthy)
     args.slow_rank = -1;
   else if (args.slow_rank < 0)
@@ -46,62 +135,34 @@ int run_demo(DemoArgs args) {
   if (args.slow_rank >= kRanks)
     return fail(make_error("--slow-rank {} is not a rank of the {}-rank job", args.slow_rank, kRanks));
 
-  MpiJobOptions job_options;
-  job_options.program =
-      demo_workload_argv(args.workload, args.slow_rank, args.slowdown, args.compute_us, args.duration_s + 60);
-  job_options.ranks = kRanks;
-  // mkstemp: a fixed name in /tmp would let another user plant a symlink.
-  std::string log_template = "/tmp/slowburn-demo-XXXXXX.log";
-  int log_fd = mkstemps(log_template.data(), 4);
-  if (log_fd < 0) return fail(make_sys_error(errno, "cannot create a log file in /tmp"));
-  close(log_fd);
-  job_options.log_path = log_template;
-  auto job = MpiJob::launch(job_options);
+  auto job = args.workload == "pytorch" ? launch_pytorch(args) : launch_mpi(args);
   if (!job) return fail(job.error());
-
-  std::string injected =
-      args.slow_rank >= 0 ? fmt::format("rank {} does {:.2g}x the compute of the others", args.slow_rank, args.slowdown)
-                          : std::string("no straggler (healthy run)");
   if (!args.json)
-    std::cout << fmt::format(
-        "slowburn demo: {} ranks of {} under mpirun (pid {}), each step = compute {:.0f} us, MPI_Allgather, "
-        "MPI_Allreduce; {}.\nTracing the real MPI probes for {:.0f} s...\n\n",
-        kRanks, args.workload, job->launcher_pid(), args.compute_us, injected, args.duration_s);
+    std::cout << fmt::format("slowburn demo: {}; {}.\nTracing the real {} probes for {:.0f} s...\n\n",
+                             (*job)->description, (*job)->injected, args.workload == "pytorch" ? "gloo" : "MPI",
+                             args.duration_s);
 
   TraceOptions trace;
-  trace.pids = job->pids();
-  trace.probe_patterns = {"mpi.*"};
+  trace.pids = (*job)->pids;
+  trace.probe_patterns = (*job)->probes;
   trace.duration_s = args.duration_s;
   trace.interval_s = args.interval_s;
   const auto& stop = install_stop_handlers();
   auto sink = make_stdout_sink(args.json);
   auto result = run_trace(trace, *sink, stop);
-  job->stop();
+  (*job)->stop();
   if (!result) return fail(result.error());
 
-  std::set<int> named;
-  for (const Finding& f : result->summary.findings) named.insert(f.culprit.rank);
-  std::set<int> expected;
+  // The verdict's stragglers: those that held, not a passing episode.
+  std::set<int> named, expected;
+  for (const Finding& f : result->verdict.stragglers) named.insert(f.culprit.rank);
   if (args.slow_rank >= 0) expected.insert(args.slow_rank);
-  bool match = named == expected;
   std::string named_text;
   for (int r : named) named_text += (named_text.empty() ? "rank " : ", rank ") + std::to_string(r);
-  if (named_text.empty()) named_text = "nobody";
-  if (args.json) {
-    std::cout
-        << fmt::format(
-               R"({{"kind":"status","event":"demo","injected_rank":{},"named":"{}","match":{},"first_finding_after_s":{}}})",
-               args.slow_rank >= 0 ? std::to_string(args.slow_rank) : "null", named_text, match ? "true" : "false",
-               result->first_finding_after_s ? fmt::format("{:.3f}", *result->first_finding_after_s) : "null")
-        << '\n';
-  } else {
-    std::cout << fmt::format("\nInjected: {}. slowburn named: {}. {}\n", injected, named_text,
-                             match ? "MATCH" : "MISMATCH");
-    if (result->first_finding_after_s)
-      std::cout << fmt::format("First finding {:.1f} s after the probes were attached.\n",
-                               *result->first_finding_after_s);
-  }
-  return match ? 0 : 3;
+  if (named_text.empty()) named_text = result->verdict.judged ? "nobody" : "nobody (undetermined)";
+  bool match = named == expected && result->verdict.judged;
+  print_outcome(args, **job, *result, match, named_text);
+  return match ? 0 : kExitMismatch;
 }
 }  // namespace
 
@@ -109,12 +170,17 @@ Command add_demo_command(CLI::App& app) {
   auto args = std::make_shared<DemoArgs>();
   CLI::App* sub = app.add_subcommand(
       "demo",
-      "Run the bundled 4-rank OpenMPI workload with one slowed rank (1.5x compute on a random rank by default), "
-      "trace it live and check that the verdict names the injected rank. Exit 0 on a match, 3 on a mismatch.\n\n"
-      "Examples:\n  slowburn demo\n  slowburn demo --slow-rank 2 --slowdown 1.3\n  slowburn demo --healthy");
+      "Run a bundled 4-rank job with one slowed rank, trace it live and check that the verdict names the injected "
+      "rank: the OpenMPI workload (1.5x compute on a random rank by default), or a PyTorch DDP job on gloo (a rank "
+      "stalling in its data path). Exit 0 on a match, 3 on a mismatch.\n\n"
+      "Examples:\n  slowburn demo\n  slowburn demo --slow-rank 2 --slowdown 1.3\n  slowburn demo --healthy\n"
+      "  slowburn demo --workload pytorch\n  slowburn demo --workload pytorch --slow-rank 1 --slow-ms 12");
   auto* slow = sub->add_option("--slow-rank", args->slow_rank, "Rank to slow down (default: random)");
-  sub->add_option("--slowdown", args->slowdown, "Compute multiplier of the slow rank")
+  sub->add_option("--slowdown", args->slowdown, "MPI: compute multiplier of the slow rank")
       ->check(CLI::Range(1.0, 100.0))
+      ->capture_default_str();
+  sub->add_option("--slow-ms", args->slow_ms, "PyTorch: the slow rank's stall per step, in ms")
+      ->check(CLI::Range(0.0, 10000.0))
       ->capture_default_str();
   sub->add_flag("--healthy", args->healthy, "No straggler: the verdict must name nobody")->excludes(slow);
   sub->add_option("-d,--duration", args->duration_s, "Seconds to trace")
@@ -123,10 +189,12 @@ Command add_demo_command(CLI::App& app) {
   sub->add_option("-i,--interval", args->interval_s, "Seconds between live tables")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--compute-us", args->compute_us, "Compute per step on a normal rank")
+  sub->add_option("--compute-us", args->compute_us, "MPI: compute per step on a normal rank")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_option("--workload", args->workload, "Path of slowburn-mpi-workload");
+  sub->add_option("--workload", args->workload,
+                  "mpi (the bundled OpenMPI job), pytorch (the bundled DDP job), or the path of an MPI workload")
+      ->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines");
   return {sub, [args] { return run_demo(*args); }};
 }

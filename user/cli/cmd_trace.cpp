@@ -69,7 +69,8 @@ Command add_trace_command(CLI::App& app) {
             auto sink = make_stdout_sink(args->json);
             auto result = run_trace(args->options, *sink, stop);
             if (!result) return fail(result.error());
-            return 0;
+            // Too little aligned to judge is not an all-clear.
+            return result->verdict.judged ? 0 : kExitUndetermined;
           }};
 }
 

@@ -41,6 +41,12 @@ Result<void> parse_persistence(const std::string& text, DetectorConfig& config);
 // Prints "slowburn: <message>" on stderr; returns the exit code for errors.
 int fail(const Error& error);
 
+// Exit codes: 0 done (a verdict was reached), 1 an error (nothing traced
+// is one), 2 a verdict could not be reached (too few aligned instances), 3
+// the demo's verdict did not match what it injected.
+constexpr int kExitUndetermined = 2;
+constexpr int kExitMismatch = 3;
+
 // The text or JSON-lines sink on stdout.
 std::unique_ptr<Sink> make_stdout_sink(bool json);
 

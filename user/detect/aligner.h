@@ -1,11 +1,20 @@
-// Groups the calls of one synchronizing collective into instances across
-// ranks. Per-thread counters cannot do this: a tracer that attaches to a
-// running job starts each rank's count at a different step. Exit times can:
-// a synchronizing collective releases all its ranks together, so every
-// rank's entry precedes every rank's exit. The heads of the per-rank queues
-// form an instance when max(entry) <= min(exit); otherwise the head that
-// exited first belongs to an instance the others did not record (attached
-// mid-call, or a record lost) and is discarded, counted.
+// Groups the calls of one collective on one communicator into instances
+// across its ranks. An instance is (communicator, sequence number): every
+// member issues a communicator's collectives in the same order.
+//
+// Two ways to find the k-th call on every rank, one per kind of evidence:
+//   - by sequence number, when every member's numbers count from the
+//     communicator's creation (gloo's tag, a creation slowburn saw): the
+//     calls numbered k form instance k, with no clock. For a synchronizing
+//     collective the clocks cross-check it: every entry must precede every
+//     exit, else the instance is dropped and counted.
+//   - by exit time otherwise (attached to a running job, each rank's count
+//     starts at a different step): a synchronizing collective releases all
+//     its ranks together, so the heads of the per-rank queues form an
+//     instance when max(entry) <= min(exit); otherwise the head that exited
+//     first belongs to an instance the others did not record (attached
+//     mid-call, or a record lost) and is discarded, counted.
+// Pure: fed calls, no clock of its own.
 #pragma once
 
 #include <cstdint>
@@ -21,21 +30,30 @@ struct RankCall {
   uint64_t entry_ns = 0;
   uint64_t exit_ns = 0;
   std::optional<uint64_t> gap_ns;  // entry - the thread's previous traced exit
+  uint64_t seq = 0;                // its number on (communicator, probe)
 };
 
 struct CollectiveInstance {
   std::vector<RankCall> calls;  // one per participating rank
   uint64_t release_ns = 0;      // earliest exit: when the collective released
+  std::optional<uint64_t> seq;  // the sequence number, when aligned by it
+  size_t missing = 0;           // participants with no call numbered seq (a record lost, or not traced)
 };
+
+enum class AlignBy { exit_time, sequence };
 
 class CollectiveAligner {
  public:
-  explicit CollectiveAligner(size_t max_queue = 4096) : max_queue_(max_queue) {}
+  // `check_overlap`: by sequence, drop instances whose calls do not all
+  // overlap (synchronizing collectives; NCCL's enqueues do not overlap).
+  explicit CollectiveAligner(AlignBy by = AlignBy::exit_time, bool check_overlap = true, size_t max_queue = 4096)
+      : by_(by), check_overlap_(check_overlap), max_queue_(max_queue) {}
 
   void add_participant(int32_t pid);
   void remove_participant(int32_t pid);
   bool has_participant(int32_t pid) const { return queues_.contains(pid); }
   size_t participant_count() const { return queues_.size(); }
+  AlignBy align_by() const { return by_; }
 
   void add(const RankCall& call);
   // Instances complete so far, oldest first.
@@ -47,11 +65,19 @@ class CollectiveAligner {
   std::vector<int32_t> idle_participants(uint64_t cutoff_ns) const;
 
   uint64_t discarded_calls() const { return discarded_; }
+  // By sequence: instances whose clocks disagreed with their numbers.
+  uint64_t order_mismatches() const { return order_mismatches_; }
 
  private:
+  std::optional<CollectiveInstance> next_by_exit_time();
+  std::optional<CollectiveInstance> next_by_sequence();
+
+  AlignBy by_;
+  bool check_overlap_;
   std::map<int32_t, std::deque<RankCall>> queues_;
   size_t max_queue_;
   uint64_t discarded_ = 0;
+  uint64_t order_mismatches_ = 0;
 };
 
 }  // namespace slowburn

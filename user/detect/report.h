@@ -8,24 +8,29 @@
 #include <vector>
 
 #include "core/rank_identity.h"
+#include "events/communicator.h"
 #include "probes/catalog.h"
 
 namespace slowburn {
 
 struct RankWindowStats {
   RankIdentity identity;
-  uint64_t calls = 0;  // completed calls in the window
+  std::optional<int> comm_rank;  // its position in the window's communicator
+  uint64_t calls = 0;            // completed calls in the window
   std::optional<double> wait_p50_ns;
   std::optional<double> wait_p99_ns;
   std::optional<double> wait_mean_ns;  // probe mode: the kernel keeps sums, not calls
   // Synchronizing collectives only (aligned across ranks):
   uint64_t instances = 0;                    // aligned instances this rank took part in
   std::optional<double> lateness_median_ns;  // entry - median entry over ranks
+  std::optional<double> lateness_p90_ns;     // its tail: a rank late in bursts shows here
   std::optional<double> gap_median_ns;       // entry - previous traced exit
   double blame_ns = 0;                       // sum of (last arrival - second-to-last), when last
   double blame_share = 0;                    // blame over the window's elapsed time
+  double blame_dominance = 0;                // its share of every rank's blame in the window
   double last_fraction = 0;                  // share of instances where this rank arrived last
   std::optional<double> z_lateness;          // robust z across ranks (>= 3 ranks)
+  std::optional<double> z_lateness_tail;     // robust z of its p90 lateness against its peers' calls
   std::optional<double> z_gap;
   double cusum_gap = 0;  // upper CUSUM of z_gap over windows
   bool flagged = false;  // passed every test in this window
@@ -37,7 +42,9 @@ struct WindowReport {
   uint32_t probe_id = 0;
   std::string probe;
   CallKind kind = CallKind::function;
-  uint64_t instances = 0;  // aligned instances (synchronizing probes)
+  CommunicatorRef comm;    // the communicator these calls ran on (null: not told apart)
+  bool aligned = false;    // its calls were grouped into instances across ranks
+  uint64_t instances = 0;  // aligned instances
   std::vector<RankWindowStats> ranks;
 };
 
@@ -45,11 +52,14 @@ struct Finding {
   std::string type;      // "straggler" or "hang"
   std::string detector;  // "persistence", "cusum" or "in-flight"
   RankIdentity culprit;
-  std::string probe;  // the collective carrying the signal
+  std::string probe;             // the collective carrying the signal
+  CommunicatorRef comm;          // on which communicator
+  std::optional<int> comm_rank;  // the culprit's position in it
   uint64_t detected_ns = 0;
   // Evidence (straggler):
   double lateness_median_ns = 0;
   double blame_share = 0;
+  double blame_dominance = 0;  // its share of all ranks' blame in the flagged window
   double last_fraction = 0;
   std::optional<double> z_lateness;
   std::optional<double> z_gap;
@@ -66,6 +76,30 @@ struct Finding {
   // switch or root port above them), most severe first: the likely cause.
   std::vector<std::string> likely_causes;
   std::string likely_cause_type;  // the first cause's event type ("link.downtrained"), "" when none
+};
+
+// A straggler that did not hold: flagged for a while, then not. What it
+// cost while it lasted; the session's verdict does not name it.
+struct Episode {
+  Finding finding;          // as first raised
+  uint64_t start_ns = 0;    // the first flagged window's start
+  uint64_t end_ns = 0;      // the last flagged window's end
+  int windows_flagged = 0;  // since it was raised
+  int windows_evaluated = 0;
+  uint64_t cost_ns = 0;  // blame charged to it from start to end
+  std::string summary;
+};
+
+// The closing verdict of a session: the stragglers that held, the hangs,
+// the episodes; or why there was not enough to judge.
+struct SessionVerdict {
+  bool judged = false;
+  std::string reason;  // why not judged ("only 3 aligned instances")
+  std::vector<Finding> stragglers;
+  std::vector<Finding> hangs;
+  std::vector<Episode> episodes;
+  uint64_t instances = 0;
+  int windows_judged = 0;
 };
 
 }  // namespace slowburn

@@ -1,64 +1,21 @@
+// Calls in: lanes per (probe, communicator), instances, hangs. Windows,
+// findings and the verdict are in straggler_windows.cpp.
 #include "detect/straggler.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/format.h"
 #include "core/strings.h"
+#include "detect/straggler_internal.h"
 #include "detect/verdict.h"
 #include "stats/robust.h"
 
 namespace slowburn {
 
-namespace {
-constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
-
-// Every value of every accumulator but one: a rank's peers.
-std::vector<double> peers_of(const std::vector<const std::vector<double>*>& per_rank, size_t except) {
-  std::vector<double> values;
-  for (size_t j = 0; j < per_rank.size(); ++j)
-    if (j != except) values.insert(values.end(), per_rank[j]->begin(), per_rank[j]->end());
-  return values;
-}
-
-}  // namespace
-
-struct StragglerDetector::RankAccum {
-  uint64_t calls = 0;
-  std::vector<double> waits_ns;
-  uint64_t instances = 0;
-  std::vector<double> lateness_ns;
-  std::vector<double> gaps_ns;
-  double blame_ns = 0;
-  uint64_t last_count = 0;
-};
-
-struct StragglerDetector::ProbeAccum {
-  uint64_t instances = 0;
-  std::map<int32_t, RankAccum> ranks;
-};
-
-struct StragglerDetector::Window {
-  uint64_t index = 0;
-  std::map<uint32_t, ProbeAccum> probes;
-};
-
-struct StragglerDetector::ProbeState {
-  ProbeInfo info;
-  std::set<int32_t> attached;  // ranks this probe is attached in
-  CollectiveAligner aligner;
-  std::map<int32_t, Cusum> cusum;
-  std::map<int32_t, uint64_t> total_blame_ns;
-};
-
 StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
-  for (ProbeInfo& info : probes) {
-    auto state = std::make_unique<ProbeState>();
-    state->info = std::move(info);
-    probes_.emplace(state->info.id, std::move(state));
-  }
+  for (ProbeInfo& info : probes) probes_.emplace(info.id, std::move(info));
 }
 
 StragglerDetector::~StragglerDetector() = default;
@@ -71,10 +28,10 @@ void StragglerDetector::add_rank(const RankIdentity& rank) {
 }
 
 void StragglerDetector::add_participant(uint32_t probe_id, int32_t pid) {
-  auto probe = probes_.find(probe_id);
-  if (probe == probes_.end() || !identities_.contains(pid)) return;
-  probe->second->attached.insert(pid);
-  if (probe->second->info.kind == CallKind::synchronizing) probe->second->aligner.add_participant(pid);
+  if (!probes_.contains(probe_id) || !identities_.contains(pid)) return;
+  attached_[probe_id].insert(pid);
+  for (auto& [key, lane] : lanes_)
+    if (key.probe_id == probe_id && lane->aligner && eligible(*lane, pid)) lane->aligner->add_participant(pid);
 }
 
 const RankIdentity& StragglerDetector::identity(int32_t pid) const { return identities_.at(pid); }
@@ -82,7 +39,43 @@ const RankIdentity& StragglerDetector::identity(int32_t pid) const { return iden
 void StragglerDetector::remove_rank(int32_t pid, DetectorOutput& out) {
   if (!alive_.erase(pid)) return;
   out.notes.push_back(fmt::format("{} exited", rank_label(identity(pid))));
-  for (auto& [id, state] : probes_) state->aligner.remove_participant(pid);
+  for (auto& [key, lane] : lanes_)
+    if (lane->aligner) lane->aligner->remove_participant(pid);
+}
+
+// A rank takes part in a lane's alignment when its probe is attached and it
+// belongs to the communicator: every rank for the job-wide one, the known
+// local members, or (members learnt from calls) the ranks seen on it.
+bool StragglerDetector::eligible(const Lane& lane, int32_t pid, bool alive) const {
+  if (alive && !alive_.contains(pid)) return false;
+  auto attached = attached_.find(lane.info.id);
+  if (attached == attached_.end() || !attached->second.contains(pid)) return false;
+  if (!lane.comm || lane.comm->source == CommSource::job) return true;
+  if (lane.comm->local_pids) return lane.comm->local_pids->contains(pid);
+  return lane.seen.contains(pid);
+}
+
+StragglerDetector::Lane& StragglerDetector::lane_for(uint32_t probe_id, const CallComm& comm) {
+  LaneKey key{probe_id, comm.comm ? comm.comm->id : 0};
+  auto& slot = lanes_[key];
+  if (slot) {
+    slot->comm = comm.comm;  // the registry may have learnt more about it
+    return *slot;
+  }
+  slot = std::make_unique<Lane>();
+  Lane& lane = *slot;
+  lane.info = probes_.at(probe_id);
+  lane.comm = comm.comm;
+  bool by_sequence = comm.comm && (comm.comm->seq_from_creation || comm.seq_absolute);
+  if (lane.info.kind == CallKind::synchronizing)
+    lane.aligner.emplace(by_sequence ? AlignBy::sequence : AlignBy::exit_time, true);
+  else if (lane.info.kind == CallKind::async_enqueue && by_sequence)
+    // NCCL returns at enqueue: its calls do not overlap, the numbers alone align them.
+    lane.aligner.emplace(AlignBy::sequence, false);
+  if (lane.aligner && lane.members_known())
+    for (int32_t pid : alive_)
+      if (eligible(lane, pid)) lane.aligner->add_participant(pid);
+  return lane;
 }
 
 StragglerDetector::Window* StragglerDetector::window_for(uint64_t ts_ns) {
@@ -101,10 +94,9 @@ StragglerDetector::Window* StragglerDetector::window_for(uint64_t ts_ns) {
   return slot.get();
 }
 
-void StragglerDetector::ingest(const CallEvent& call) {
+void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
   int32_t pid = static_cast<int32_t>(call.pid);
-  auto probe = probes_.find(call.probe_id);
-  if (!identities_.contains(pid) || probe == probes_.end()) {
+  if (!identities_.contains(pid) || !probes_.contains(call.probe_id)) {
     ++counters_.unknown_process;
     return;
   }
@@ -127,26 +119,38 @@ void StragglerDetector::ingest(const CallEvent& call) {
     exit_it->second = call.exit_ns;
   }
 
+  LaneKey key{call.probe_id, comm.comm ? comm.comm->id : 0};
+  Lane& lane = lane_for(call.probe_id, comm);
+  if (lane.first_call_ns == 0) lane.first_call_ns = call.exit_ns;
+  lane.seen.insert(pid);
+  lane.comm_ranks[pid] = comm.comm_rank;
+
   if (Window* window = window_for(call.exit_ns)) {
-    RankAccum& accum = window->probes[call.probe_id].ranks[pid];
+    RankAccum& accum = window->lanes[key].ranks[pid];
     ++accum.calls;
     accum.waits_ns.push_back(static_cast<double>(call.duration_ns()));
   }
 
-  ProbeState& state = *probe->second;
-  if (state.info.kind != CallKind::synchronizing) return;
+  if (!lane.aligner) return;
   // A rank left out as idle rejoins when it calls again.
-  if (!state.aligner.has_participant(pid)) {
-    if (!alive_.contains(pid) || !state.attached.contains(pid)) return;
-    state.aligner.add_participant(pid);
+  if (!lane.aligner->has_participant(pid)) {
+    if (!eligible(lane, pid)) return;
+    lane.aligner->add_participant(pid);
   }
-  state.aligner.add({pid, call.entry_ns, call.exit_ns, gap_ns});
-  for (const CollectiveInstance& instance : state.aligner.take_ready()) account_instance(call.probe_id, instance);
+  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, comm.seq});
+  take_instances(key, lane, call.exit_ns);
 }
 
-void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInstance& instance) {
+void StragglerDetector::take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns) {
+  // Members learnt from calls: the first ones to report would form
+  // instances without the others.
+  if (!lane.members_known() && now_ns < lane.first_call_ns + config_.settle_ns) return;
+  for (const CollectiveInstance& instance : lane.aligner->take_ready()) account_instance(key, lane, instance);
+}
+
+void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, const CollectiveInstance& instance) {
   ++counters_.instances;
-  ProbeState& state = *probes_.at(probe_id);
+  if (instance.seq) ++counters_.aligned_by_sequence;
 
   // The last to arrive is blamed for how much later than the second-to-last
   // it came: how much sooner the collective would have started without it.
@@ -161,11 +165,11 @@ void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInst
     }
   }
   uint64_t blame = last && second ? last->entry_ns - second->entry_ns : 0;
-  if (last && second) state.total_blame_ns[last->pid] += blame;
+  if (last && second) lane.total_blame_ns[last->pid] += blame;
 
   Window* window = window_for(instance.release_ns);
   if (!window) return;
-  ProbeAccum& accum = window->probes[probe_id];
+  LaneAccum& accum = window->lanes[key];
   ++accum.instances;
   std::vector<double> entries;
   entries.reserve(instance.calls.size());
@@ -184,205 +188,53 @@ void StragglerDetector::account_instance(uint32_t probe_id, const CollectiveInst
   }
 }
 
-WindowReport StragglerDetector::evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum,
-                                         uint64_t elapsed_ns) {
-  ProbeState& state = *probes_.at(probe_id);
-  WindowReport report;
-  report.start_ns = window.index * config_.window_ns;
-  report.end_ns = report.start_ns + config_.window_ns;
-  report.probe_id = probe_id;
-  report.probe = state.info.name;
-  report.kind = state.info.kind;
-  report.instances = accum.instances;
-
-  for (const auto& [pid, rank] : accum.ranks) {
-    RankWindowStats stats;
-    stats.identity = identity(pid);
-    stats.calls = rank.calls;
-    stats.wait_p50_ns = quantile(rank.waits_ns, 0.50);
-    stats.wait_p99_ns = quantile(rank.waits_ns, 0.99);
-    stats.instances = rank.instances;
-    stats.lateness_median_ns = median(rank.lateness_ns);
-    stats.gap_median_ns = median(rank.gaps_ns);
-    stats.blame_ns = rank.blame_ns;
-    stats.blame_share = elapsed_ns ? rank.blame_ns / static_cast<double>(elapsed_ns) : 0;
-    stats.last_fraction =
-        rank.instances ? static_cast<double>(rank.last_count) / static_cast<double>(rank.instances) : 0;
-    report.ranks.push_back(std::move(stats));
-  }
-  if (state.info.kind != CallKind::synchronizing || report.ranks.size() < 2) return report;
-
-  // Robust z of each rank's median against its peers' per-call values: with
-  // a handful of ranks, a MAD over one median per rank mostly measures how
-  // the healthy ranks happen to spread; the peers' calls measure how much a
-  // rank's arrival normally varies. Fewer than 3 ranks: no z at all.
-  std::vector<const std::vector<double>*> lateness_by_rank, gaps_by_rank;
-  for (const auto& [pid, rank] : accum.ranks) {
-    lateness_by_rank.push_back(&rank.lateness_ns);
-    gaps_by_rank.push_back(&rank.gaps_ns);
-  }
-  std::vector<std::vector<double>> peer_gaps(report.ranks.size());
-  for (size_t i = 0; i < report.ranks.size(); ++i) peer_gaps[i] = peers_of(gaps_by_rank, i);
-  size_t aligned_count = 0;
-  for (const RankWindowStats& stats : report.ranks) aligned_count += stats.lateness_median_ns.has_value();
-  if (aligned_count >= 3) {
-    for (size_t i = 0; i < report.ranks.size(); ++i) {
-      RankWindowStats& stats = report.ranks[i];
-      if (stats.lateness_median_ns)
-        stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peers_of(lateness_by_rank, i));
-      if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps[i]);
-    }
-  }
-
-  bool enough = accum.instances >= config_.min_instances && aligned_count >= 2;
-  if (enough) flag_straggler(report, config_, aligned_count);
-
-  // CUSUM input: how much longer this rank computes than its peers, as a
-  // share of the step period, in units of cusum_unit_share. Normalising by
-  // the step, not by the peers' spread, keeps a microsecond-scale gap before
-  // a back-to-back collective (tiny, but with a tinier MAD) from alarming.
-  double step_ns = accum.instances ? static_cast<double>(elapsed_ns) / static_cast<double>(accum.instances) : 0;
-  for (size_t i = 0; enough && step_ns > 0 && i < report.ranks.size(); ++i) {
-    RankWindowStats& stats = report.ranks[i];
-    auto peer_median = median(peer_gaps[i]);
-    if (!stats.gap_median_ns || !peer_median) continue;
-    Cusum& cusum =
-        state.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision).first->second;
-    double excess_share = (*stats.gap_median_ns - *peer_median) / step_ns;
-    cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
-    stats.cusum_gap = cusum.statistic();
-  }
-
-  return report;
-}
-
-void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOutput& out) {
-  uint64_t start = window.index * config_.window_ns;
-  uint64_t end = start + config_.window_ns;
-  // Traced time inside this window: the first and last windows are partial.
-  uint64_t from = std::max(start, first_ns_);
-  uint64_t to = std::min(end, std::max(last_ns_, from));  // not now: a stalled tail is not traced time
-  uint64_t elapsed = to > from ? to - from : 0;
-
-  std::map<int32_t, std::pair<const WindowReport*, const RankWindowStats*>> flagged;
-  std::set<int32_t> evaluated_ranks;
-  size_t first_report = out.windows.size();
-  for (const auto& [probe_id, accum] : window.probes) out.windows.push_back(evaluate(window, probe_id, accum, elapsed));
-
-  for (size_t i = first_report; i < out.windows.size(); ++i) {
-    const WindowReport& report = out.windows[i];
-    if (report.kind != CallKind::synchronizing || report.instances < config_.min_instances) continue;
-    for (const RankWindowStats& stats : report.ranks) {
-      evaluated_ranks.insert(stats.identity.pid);
-      if (!stats.flagged) continue;
-      auto& best = flagged[stats.identity.pid];
-      if (!best.second || stats.blame_share > best.second->blame_share) best = {&report, &stats};
-    }
-    // Slow onset: CUSUM alarm on a unique worst rank above the lower floor.
-    ProbeState& state = *probes_.at(report.probe_id);
-    for (const RankWindowStats& stats : report.ranks) {
-      auto cusum = state.cusum.find(stats.identity.pid);
-      if (cusum == state.cusum.end() || !cusum->second.alarmed() || stats.flagged ||
-          active_findings_.contains(stats.identity.pid))
-        continue;
-      bool worst = std::all_of(report.ranks.begin(), report.ranks.end(), [&](const RankWindowStats& o) {
-        return &o == &stats || stats.blame_ns >= config_.uniqueness_ratio * o.blame_ns;
-      });
-      if (!worst || stats.blame_share < config_.cusum_min_blame_share ||
-          stats.last_fraction < config_.min_last_fraction)
-        continue;
-      active_findings_.insert(stats.identity.pid);
-      raise_finding(straggler_finding("cusum", report, stats, now_ns), out);
-    }
-  }
-  for (int32_t pid : evaluated_ranks) {
-    auto it = flagged.find(pid);
-    update_persistence(pid, it != flagged.end(), it != flagged.end() ? it->second.first : nullptr,
-                       it != flagged.end() ? it->second.second : nullptr, now_ns, out);
-  }
-}
-
-void StragglerDetector::update_persistence(int32_t pid, bool flagged, const WindowReport* report,
-                                           const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out) {
-  std::deque<bool>& history = history_[pid];
-  history.push_back(flagged);
-  while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
-  int count = static_cast<int>(std::count(history.begin(), history.end(), true));
-  // Cleared once neither test holds any more: a recurrence is a new finding.
-  bool onset = std::any_of(probes_.begin(), probes_.end(), [&](const auto& probe) {
-    auto it = probe.second->cusum.find(pid);
-    return it != probe.second->cusum.end() && it->second.alarmed();
-  });
-  if (count == 0 && !onset) active_findings_.erase(pid);
-  if (!flagged || count < config_.persistence_m || active_findings_.contains(pid)) return;
-
-  Finding f = straggler_finding("persistence", *report, *evidence, now_ns);
-  f.windows_flagged = count;
-  f.windows_considered = static_cast<int>(history.size());
-  active_findings_.insert(pid);
-  raise_finding(std::move(f), out);
-}
-
 uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
-  auto probe = probes_.find(probe_id);
-  if (probe == probes_.end()) return 0;
-  auto it = probe->second->total_blame_ns.find(pid);
-  return it == probe->second->total_blame_ns.end() ? 0 : it->second;
-}
-
-void StragglerDetector::raise_finding(Finding finding, DetectorOutput& out) {
-  findings_.push_back(std::move(finding));
-  // Cost and summary as of now; findings() refreshes both later.
-  out.findings.push_back(findings().back());
-}
-
-std::vector<Finding> StragglerDetector::findings() const {
-  std::vector<Finding> result = findings_;
-  uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
-  for (Finding& f : result) {
-    if (f.type != "straggler") continue;
-    for (const auto& [id, state] : probes_) {
-      if (state->info.name != f.probe) continue;
-      f.cost_ns = blame_ns(id, f.culprit.pid);
-    }
-    f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
-    f.summary = straggler_summary(f);
+  uint64_t total = 0;
+  for (const auto& [key, lane] : lanes_) {
+    if (key.probe_id != probe_id) continue;
+    auto it = lane->total_blame_ns.find(pid);
+    if (it != lane->total_blame_ns.end()) total += it->second;
   }
-  return result;
+  return total;
+}
+
+uint64_t StragglerDetector::total_blame_ns(int32_t pid) const {
+  uint64_t total = 0;
+  for (const auto& [key, lane] : lanes_) {
+    auto it = lane->total_blame_ns.find(pid);
+    if (it != lane->total_blame_ns.end()) total += it->second;
+  }
+  return total;
 }
 
 DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
   DetectorOutput out;
-  // Ranks that others completed collectives without: not in this
-  // communicator (or not attached). They stop holding instances back.
-  if (now_ns > config_.idle_ns) {
-    for (auto& [id, state] : probes_) {
-      if (state->info.kind != CallKind::synchronizing) continue;
-      for (int32_t pid : state->aligner.idle_participants(now_ns - config_.idle_ns)) {
-        state->aligner.remove_participant(pid);
+  for (auto& [key, lane] : lanes_) {
+    if (!lane->aligner) continue;
+    // Ranks that others completed collectives without: not in this
+    // communicator (or not attached). They stop holding instances back.
+    if (now_ns > config_.idle_ns) {
+      for (int32_t pid : lane->aligner->idle_participants(now_ns - config_.idle_ns)) {
+        lane->aligner->remove_participant(pid);
         out.notes.push_back(
-            fmt::format("{} made no {} call while the other ranks completed theirs for {}: aligning without it "
-                        "(another communicator?)",
-                        rank_label(identity(pid)), state->info.name, format_ns(static_cast<double>(config_.idle_ns))));
+            fmt::format("{} made no {} call{} while the other ranks completed theirs for {}: aligning without it{}",
+                        rank_label(identity(pid)), lane->info.name,
+                        lane->comm && lane->comm->source != CommSource::job ? " on " + lane->comm->label : "",
+                        format_ns(static_cast<double>(config_.idle_ns)),
+                        lane->comm && lane->comm->source != CommSource::job ? "" : " (another communicator?)"));
       }
-      for (const CollectiveInstance& instance : state->aligner.take_ready()) account_instance(id, instance);
     }
+    take_instances(key, *lane, now_ns);
   }
   close_windows(now_ns, false, out);
   counters_.discarded_calls = 0;
-  for (const auto& [id, state] : probes_) counters_.discarded_calls += state->aligner.discarded_calls();
+  counters_.order_mismatches = 0;
+  for (const auto& [key, lane] : lanes_)
+    if (lane->aligner) {
+      counters_.discarded_calls += lane->aligner->discarded_calls();
+      counters_.order_mismatches += lane->aligner->order_mismatches();
+    }
   return out;
-}
-
-void StragglerDetector::close_windows(uint64_t now_ns, bool all, DetectorOutput& out) {
-  while (!windows_.empty()) {
-    auto it = windows_.begin();
-    uint64_t end = (it->first + 1) * config_.window_ns;
-    if (!all && end + config_.grace_ns > now_ns) break;
-    close_window(*it->second, now_ns, out);
-    closed_before_index_ = it->first + 1;
-    windows_.erase(it);
-  }
 }
 
 DetectorOutput StragglerDetector::finish(uint64_t now_ns) {
@@ -393,60 +245,78 @@ DetectorOutput StragglerDetector::finish(uint64_t now_ns) {
 
 DetectorOutput StragglerDetector::check_in_flight(uint64_t now_ns, const std::vector<InFlightCall>& calls) {
   DetectorOutput out;
-  for (const auto& [id, state] : probes_) {
-    if (state->info.kind != CallKind::synchronizing || state->attached.size() < 2) continue;
-    std::map<int32_t, uint64_t> waiting_since;  // rank pid -> earliest entry still inside
-    for (const InFlightCall& call : calls) {
-      int32_t pid = static_cast<int32_t>(call.tgid);
-      // A call entered after now_ns was read is not waiting yet (and would underflow).
-      if (call.probe_id != id || call.entry_ns > now_ns || !alive_.contains(pid)) continue;
-      auto [it, inserted] = waiting_since.try_emplace(pid, call.entry_ns);
-      if (!inserted) it->second = std::min(it->second, call.entry_ns);
-    }
-    // Among the ranks this probe is attached in: who has waited inside it for
-    // hang_ns, who is not inside at all (alive elsewhere, or exited).
-    std::set<int32_t> stuck, absent;
-    uint64_t longest = 0;
-    for (int32_t pid : state->attached) {
-      auto it = waiting_since.find(pid);
-      if (it == waiting_since.end()) {
-        absent.insert(pid);
-      } else if (now_ns - it->second >= config_.hang_ns) {
-        stuck.insert(pid);
-        longest = std::max(longest, now_ns - it->second);
-      }
-    }
-    // A hang: everyone else waits inside the collective for the absent ranks.
-    bool hang = !stuck.empty() && !absent.empty() && stuck.size() + absent.size() == state->attached.size();
-    if (!hang) {
-      reported_hangs_.erase(id);  // resolved: a later hang is reported again
+  // A hang seen before any call returned (attached during it) has no lane yet.
+  for (const InFlightCall& call : calls) {
+    int32_t pid = static_cast<int32_t>(call.tgid);
+    if (probes_.contains(call.probe_id) && identities_.contains(pid))
+      lane_for(call.probe_id, CallComm{call.communicator, std::nullopt, 0, false});
+  }
+  for (auto& [key, lane] : lanes_)
+    if (lane->info.kind == CallKind::synchronizing) check_lane_hang(key, *lane, now_ns, calls, out);
+  return out;
+}
+
+void StragglerDetector::check_lane_hang(const LaneKey& key, Lane& lane, uint64_t now_ns,
+                                        const std::vector<InFlightCall>& calls, DetectorOutput& out) {
+  // Members that exited count too: they will never enter.
+  std::set<int32_t> members;
+  for (const auto& [pid, id] : identities_)
+    if (eligible(lane, pid, false)) members.insert(pid);
+  if (members.size() < 2) return;
+  std::map<int32_t, uint64_t> waiting_since;  // rank pid -> earliest entry still inside
+  for (const InFlightCall& call : calls) {
+    int32_t pid = static_cast<int32_t>(call.tgid);
+    // A call entered after now_ns was read is not waiting yet (and would underflow).
+    if (call.probe_id != key.probe_id || (call.communicator ? call.communicator->id : 0) != key.comm_id ||
+        call.entry_ns > now_ns || !alive_.contains(pid))
       continue;
-    }
-    if (reported_hangs_[id] == absent) continue;
-    reported_hangs_[id] = absent;
-    std::vector<std::string> waiting;
-    std::vector<int> waiting_ranks;
-    for (int32_t pid : stuck) {
-      waiting_ranks.push_back(identity(pid).rank);
-      waiting.push_back(std::to_string(identity(pid).rank));
-    }
-    for (int32_t pid : absent) {
-      Finding f;
-      f.type = "hang";
-      f.detector = "in-flight";
-      f.culprit = identity(pid);
-      f.probe = state->info.name;
-      f.detected_ns = now_ns;
-      f.waited_ns = longest;
-      f.waiting_ranks = waiting_ranks;
-      f.summary = fmt::format("{} {} {}: rank(s) {} have waited inside it for {}", rank_label(f.culprit),
-                              alive_.contains(pid) ? "never entered" : "exited and will never enter", f.probe,
-                              join(waiting), format_ns(static_cast<double>(longest)));
-      findings_.push_back(f);
-      out.findings.push_back(std::move(f));
+    auto [it, inserted] = waiting_since.try_emplace(pid, call.entry_ns);
+    if (!inserted) it->second = std::min(it->second, call.entry_ns);
+  }
+  // Among the members: who has waited inside it for hang_ns, who is not
+  // inside at all (alive elsewhere, or exited).
+  std::set<int32_t> stuck, absent;
+  uint64_t longest = 0;
+  for (int32_t pid : members) {
+    auto it = waiting_since.find(pid);
+    if (it == waiting_since.end()) {
+      absent.insert(pid);
+    } else if (now_ns - it->second >= config_.hang_ns) {
+      stuck.insert(pid);
+      longest = std::max(longest, now_ns - it->second);
     }
   }
-  return out;
+  // A hang: everyone else waits inside the collective for the absent ranks.
+  bool hang = !stuck.empty() && !absent.empty() && stuck.size() + absent.size() == members.size();
+  if (!hang) {
+    reported_hangs_.erase(key);  // resolved: a later hang is reported again
+    return;
+  }
+  if (reported_hangs_[key] == absent) return;
+  reported_hangs_[key] = absent;
+  std::vector<std::string> waiting;
+  std::vector<int> waiting_ranks;
+  for (int32_t pid : stuck) {
+    waiting_ranks.push_back(identity(pid).rank);
+    waiting.push_back(std::to_string(identity(pid).rank));
+  }
+  for (int32_t pid : absent) {
+    Finding f;
+    f.type = "hang";
+    f.detector = "in-flight";
+    f.culprit = identity(pid);
+    f.probe = lane.info.name;
+    f.comm = lane.comm;
+    if (auto r = lane.comm_ranks.find(pid); r != lane.comm_ranks.end()) f.comm_rank = r->second;
+    f.detected_ns = now_ns;
+    f.waited_ns = longest;
+    f.waiting_ranks = waiting_ranks;
+    f.summary = fmt::format("{} {} {}{}: rank(s) {} have waited inside it for {}", rank_label(f.culprit),
+                            alive_.contains(pid) ? "never entered" : "exited and will never enter", f.probe,
+                            communicator_phrase(f), join(waiting), format_ns(static_cast<double>(longest)));
+    findings_.push_back(f);
+    out.findings.push_back(std::move(f));
+  }
 }
 
 }  // namespace slowburn

@@ -1,28 +1,34 @@
 // The straggler detector: names the rank that arrives last, not the ranks
-// that wait longest. Pure: fed decoded calls and a clock, no BPF, no files.
+// that wait longest. Pure: fed decoded calls with their communicator, and a
+// clock; no BPF, no files.
 //
-// Per window and per synchronizing probe, every aligned instance charges
-// `blame` (last arrival - second-to-last arrival) to the rank that arrived
-// last. A rank is flagged in a window when, on some probe, all hold:
-//   - enough instances (min_instances) for the window to mean anything;
-//   - effect size: its blame is at least min_blame_share of the window;
-//   - it arrived last in at least min_last_fraction of the instances;
-//   - it is the unique worst: blame >= uniqueness_ratio x the runner-up's;
-//   - with 3+ ranks, the robust z of its median arrival lateness or of its
-//     median compute gap, against its peers' calls, is >= z_threshold.
-// A finding needs persistence: flagged in persistence_m of the last
-// persistence_n evaluated windows. Healthy jobs have systematic per-rank
-// asymmetries (collective algorithm, CPU placement) that give large z on
-// small MADs; the effect-size floor and uniqueness are what keep them quiet.
+// Calls are grouped into lanes, one per (probe, communicator): a job's
+// tensor-parallel groups, data-parallel groups and the world are separate
+// collectives with separate instances. Per window and lane, every aligned
+// instance charges `blame` (last arrival - second-to-last arrival) to the
+// rank that arrived last. A rank is flagged in a window when, on some lane,
+// the tests of detect/verdict.h hold (enough instances, effect size, last
+// often or most of the blame, unique worst, robust z). A finding needs
+// persistence: flagged in persistence_m of the last persistence_n evaluated
+// windows. Healthy jobs have systematic per-rank asymmetries (collective
+// algorithm, CPU placement) that give large z on small MADs; the
+// effect-size floor and uniqueness are what keep them quiet.
 //
-// Slow onsets: a per-(probe, rank) upper CUSUM of the rank's normalised
+// Slow onsets: a per-(lane, rank) upper CUSUM of the rank's normalised
 // compute gap (its median gap minus its peers', as a share of the step
 // period, in units of cusum_unit_share) raises a finding ("cusum") when it
-// alarms while the rank is the unique worst with at least
-// cusum_min_blame_share, below the main floor.
+// alarms while the rank is the unique worst above cusum_min_blame_share in
+// persistence_m of the last persistence_n windows: a one-window spike never
+// does.
+//
+// Sustained or not: a finding opens a run that lasts until the rank is
+// clear for persistence_n windows. The session's verdict names the ranks
+// whose runs were flagged in at least sustained_fraction of the windows
+// since they began; shorter runs are episodes (when, how long, the cost).
 //
 // Hangs: when ranks sit inside a synchronizing collective for hang_ns while
-// others never entered it, the absent ranks are named ("in-flight").
+// other members of its communicator never entered it, the absent ranks are
+// named ("in-flight").
 #pragma once
 
 #include <cstdint>
@@ -37,6 +43,7 @@
 #include "detect/aligner.h"
 #include "detect/report.h"
 #include "events/call_event.h"
+#include "events/communicator.h"
 #include "probes/catalog.h"
 #include "stats/cusum.h"
 
@@ -50,14 +57,17 @@ struct DetectorConfig {
   int persistence_n = 5;
   double min_blame_share = 0.10;
   double min_last_fraction = 0.5;
+  double min_blame_dominance = 0.5;  // or: at least this share of every rank's blame (late in bursts)
   double uniqueness_ratio = 2.0;
   uint64_t min_instances = 5;
   double cusum_unit_share = 0.02;  // 1 CUSUM unit = a gap excess of 2% of the step
   double cusum_allowance = 0.5;    // excesses under 1% of the step never accumulate
   double cusum_decision = 20.0;    // a 4%-of-step excess (+1.5 a window) alarms in 14 windows, 2% in 40
   double cusum_min_blame_share = 0.05;
-  uint64_t idle_ns = 2'000'000'000;   // others completed calls this long ago without a rank
-  uint64_t hang_ns = 10'000'000'000;  // inside a collective this long while others are absent
+  double sustained_fraction = 0.5;     // a finding held when flagged in this share of the windows since it began
+  uint64_t idle_ns = 2'000'000'000;    // others completed calls this long ago without a rank
+  uint64_t hang_ns = 10'000'000'000;   // inside a collective this long while others are absent
+  uint64_t settle_ns = 1'000'000'000;  // a communicator whose members are learnt from its calls: wait for them
 };
 
 struct DetectorCounters {
@@ -67,6 +77,8 @@ struct DetectorCounters {
   uint64_t discarded_calls = 0;  // calls that matched no instance across ranks
   uint64_t late_calls = 0;       // calls or instances whose window had closed: left out of window statistics
   uint64_t instances = 0;
+  uint64_t aligned_by_sequence = 0;  // instances found by (communicator, sequence number)
+  uint64_t order_mismatches = 0;     // by sequence, whose clocks disagreed: dropped
 };
 
 struct DetectorOutput {
@@ -89,15 +101,17 @@ class StragglerDetector {
   StragglerDetector& operator=(StragglerDetector&&) noexcept;
 
   void add_rank(const RankIdentity& rank);
-  // The rank's probe is attached: for a synchronizing probe it takes part in
-  // the alignment from the start (otherwise the first ranks to report would
-  // form instances without the later ones) until it shows it does not.
+  // The rank's probe is attached: on the communicators it calls that probe
+  // on it takes part in the alignment from the start (otherwise the first
+  // ranks to report would form instances without the later ones) until it
+  // shows it does not.
   void add_participant(uint32_t probe_id, int32_t pid);
   // The process exited: it leaves every alignment; its identity and findings
   // stay (its last windows are still evaluated).
   void remove_rank(int32_t pid, DetectorOutput& out);
 
-  void ingest(const CallEvent& call);
+  // A completed call and the communicator it ran on.
+  void ingest(const CallEvent& call, const CallComm& comm);
 
   // Closes the windows that ended at least grace_ns before now_ns.
   DetectorOutput advance(uint64_t now_ns);
@@ -108,44 +122,73 @@ class StragglerDetector {
 
   // Every finding so far, costs brought up to date.
   std::vector<Finding> findings() const;
+  // What the session concludes (after finish()).
+  SessionVerdict verdict(uint64_t now_ns) const;
   const DetectorCounters& counters() const { return counters_; }
   const DetectorConfig& config() const { return config_; }
-  // Total blame charged to a rank on a probe since tracing began.
+  // Total blame charged to a rank on a probe (every communicator) since tracing began.
   uint64_t blame_ns(uint32_t probe_id, int32_t pid) const;
 
  private:
+  struct LaneKey {
+    uint32_t probe_id = 0;
+    uint32_t comm_id = 0;
+    auto operator<=>(const LaneKey&) const = default;
+  };
+  struct Mark {
+    bool flagged = false;      // passed every test on some lane
+    bool cusum_worst = false;  // unique worst above the CUSUM floor on some lane
+    double blame_ns = 0;       // its blame in the window, every lane
+    uint64_t start_ns = 0;
+  };
+  struct Lane;
   struct RankAccum;
-  struct ProbeAccum;
+  struct LaneAccum;
   struct Window;
-  struct ProbeState;
+  struct Run;
 
-  void account_instance(uint32_t probe_id, const CollectiveInstance& instance);
+  Lane& lane_for(uint32_t probe_id, const CallComm& comm);
+  // `alive`: only ranks still running (alignment); false: exited members too (hangs).
+  bool eligible(const Lane& lane, int32_t pid, bool alive = true) const;
+  void take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns);
+  void account_instance(const LaneKey& key, Lane& lane, const CollectiveInstance& instance);
   // The open window holding ts_ns, or nullptr (counted late) if it closed.
   Window* window_for(uint64_t ts_ns);
   // Closes the windows that ended grace_ns before now_ns, or all of them.
   void close_windows(uint64_t now_ns, bool all, DetectorOutput& out);
   void close_window(Window& window, uint64_t now_ns, DetectorOutput& out);
-  WindowReport evaluate(const Window& window, uint32_t probe_id, const ProbeAccum& accum, uint64_t elapsed_ns);
-  void update_persistence(int32_t pid, bool flagged, const WindowReport* evidence_report,
-                          const RankWindowStats* evidence, uint64_t now_ns, DetectorOutput& out);
-  void raise_finding(Finding finding, DetectorOutput& out);
+  WindowReport evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum, uint64_t elapsed_ns);
+  void cusum_findings(const WindowReport& report, std::set<int32_t>& cusum_flagged, uint64_t now_ns,
+                      DetectorOutput& out);
+  void update_persistence(int32_t pid, Mark mark, const RankWindowStats* evidence, const WindowReport* report,
+                          const WindowReport* cusum_report, const RankWindowStats* cusum_evidence, uint64_t now_ns,
+                          DetectorOutput& out);
+  void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
+  void track_runs(int32_t pid, const Mark& mark, bool cleared);
+  void check_lane_hang(const LaneKey& key, Lane& lane, uint64_t now_ns, const std::vector<InFlightCall>& calls,
+                       DetectorOutput& out);
+  uint64_t total_blame_ns(int32_t pid) const;
   const RankIdentity& identity(int32_t pid) const;
 
   DetectorConfig config_;
-  std::map<uint32_t, std::unique_ptr<ProbeState>> probes_;
+  std::map<uint32_t, ProbeInfo> probes_;
+  std::map<uint32_t, std::set<int32_t>> attached_;  // probe -> ranks it is attached in
+  std::map<LaneKey, std::unique_ptr<Lane>> lanes_;
   std::map<int32_t, RankIdentity> identities_;  // every rank ever added, exited ones too
   std::set<int32_t> alive_;
   std::map<uint64_t, std::unique_ptr<Window>> windows_;  // by window index, open ones
   std::map<uint64_t, uint64_t> last_seq_;                // (tid << 32 | probe) -> seq
   std::map<uint32_t, uint64_t> last_exit_by_tid_;
-  std::map<int32_t, std::deque<bool>> history_;           // per rank: flagged, last N evaluated windows
-  std::set<int32_t> active_findings_;                     // ranks with a standing finding (either test)
-  std::map<uint32_t, std::set<int32_t>> reported_hangs_;  // probe -> absent ranks already reported
+  std::map<int32_t, std::deque<Mark>> history_;          // per rank: the last persistence_n evaluated windows
+  std::set<int32_t> active_findings_;                    // ranks with a standing finding (either test)
+  std::map<int32_t, std::vector<Run>> runs_;             // per rank: its findings' lives
+  std::map<LaneKey, std::set<int32_t>> reported_hangs_;  // lane -> absent ranks already reported
   std::vector<Finding> findings_;
   DetectorCounters counters_;
   uint64_t first_ns_ = 0;             // first call entry seen: the traced time starts here
   uint64_t last_ns_ = 0;              // latest call exit seen
   uint64_t closed_before_index_ = 0;  // windows below this index are closed
+  int windows_judged_ = 0;            // windows with a lane that had enough instances to judge
 };
 
 }  // namespace slowburn

@@ -11,8 +11,9 @@ namespace slowburn {
 RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t aligned_count) {
   // The candidate: most blame; the runner-up bounds how unique it is.
   RankWindowStats* worst = nullptr;
-  double runner_up_blame = 0;
+  double runner_up_blame = 0, total_blame = 0;
   for (RankWindowStats& stats : report.ranks) {
+    total_blame += stats.blame_ns;
     if (!worst || stats.blame_ns > worst->blame_ns) {
       if (worst) runner_up_blame = std::max(runner_up_blame, worst->blame_ns);
       worst = &stats;
@@ -21,13 +22,20 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
     }
   }
   if (!worst) return nullptr;
+  for (RankWindowStats& stats : report.ranks)
+    stats.blame_dominance = total_blame > 0 ? stats.blame_ns / total_blame : 0;
   bool unique = worst->blame_ns > 0 && worst->blame_ns >= config.uniqueness_ratio * runner_up_blame;
   bool last_often = worst->last_fraction >= config.min_last_fraction;
+  // A rank late in bursts (a throttled cgroup, periodic stalls) is last in
+  // few calls but carries most of the job's lost time: judged by its share
+  // of the blame and by its tail, not by how often it is last.
+  bool dominant = worst->blame_dominance >= config.min_blame_dominance;
   // Lateness and compute gap are two views of arriving last; on a loaded
   // node the previous release skews lateness, the gap is immune to that.
-  bool z_ok = aligned_count < 3 || (worst->z_lateness && *worst->z_lateness >= config.z_threshold) ||
-              (worst->z_gap && *worst->z_gap >= config.z_threshold);
-  if (unique && last_often && z_ok && worst->blame_share >= config.min_blame_share) worst->flagged = true;
+  auto at_least = [&](const std::optional<double>& z) { return z && *z >= config.z_threshold; };
+  bool z_ok = aligned_count < 3 || at_least(worst->z_lateness) || at_least(worst->z_gap) ||
+              (dominant && at_least(worst->z_lateness_tail));
+  if (unique && (last_often || dominant) && z_ok && worst->blame_share >= config.min_blame_share) worst->flagged = true;
   return worst;
 }
 
@@ -38,13 +46,21 @@ Finding straggler_finding(const char* detector, const WindowReport& report, cons
   f.detector = detector;
   f.culprit = evidence.identity;
   f.probe = report.probe;
+  f.comm = report.comm;
+  f.comm_rank = evidence.comm_rank;
   f.detected_ns = now_ns;
   f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
   f.blame_share = evidence.blame_share;
+  f.blame_dominance = evidence.blame_dominance;
   f.last_fraction = evidence.last_fraction;
   f.z_lateness = evidence.z_lateness;
   f.z_gap = evidence.z_gap;
   return f;
+}
+
+std::string communicator_phrase(const Finding& f) {
+  if (!f.comm || f.comm->source == CommSource::job) return "";
+  return fmt::format(" on {}{}", f.comm->label, f.comm_rank ? fmt::format(" as its rank {}", *f.comm_rank) : "");
 }
 
 std::string straggler_summary(const Finding& f) {
@@ -56,10 +72,12 @@ std::string straggler_summary(const Finding& f) {
                                                                       f.windows_flagged, f.windows_considered)
                                                         : std::string("sustained compute-gap excess (CUSUM)");
   return fmt::format(
-      "{} is the straggler: arrives last in {:.0f}% of {} calls, {} after the median rank{}; "
-      "blame {:.0f}% of the window; {}; the job lost {} waiting for it ({:.1f}% of traced time)",
-      rank_label(f.culprit), f.last_fraction * 100, f.probe, format_ns(f.lateness_median_ns), z, f.blame_share * 100,
-      persistence, format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
+      "{} is the straggler: arrives last in {:.0f}% of {} calls{}, {} after the median rank{}; "
+      "blame {:.0f}% of the window ({:.0f}% of all ranks' blame); {}; the job lost {} waiting for it ({:.1f}% of "
+      "traced time)",
+      rank_label(f.culprit), f.last_fraction * 100, f.probe, communicator_phrase(f), format_ns(f.lateness_median_ns), z,
+      f.blame_share * 100, f.blame_dominance * 100, persistence, format_ns(static_cast<double>(f.cost_ns)),
+      f.cost_share * 100);
 }
 
 }  // namespace slowburn

@@ -26,4 +26,7 @@ Finding straggler_finding(const char* detector, const WindowReport& report, cons
 // One line, culprit first: "rank 3 (pid 42) is the straggler: ...".
 std::string straggler_summary(const Finding& finding);
 
+// " on cid 3 (ranks 2,3) as its rank 1", or "" for the job-wide communicator.
+std::string communicator_phrase(const Finding& finding);
+
 }  // namespace slowburn

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "events/communicator.h"
+
 namespace slowburn {
 
 struct CallEvent {
@@ -33,6 +35,8 @@ struct InFlightCall {
   uint32_t tid = 0;
   uint32_t probe_id = 0;
   uint64_t entry_ns = 0;
+  uint64_t comm = 0;             // the communicator handle it entered with
+  CommunicatorRef communicator;  // which communicator that is (the registry's), null: not told apart
 };
 
 }  // namespace slowburn

@@ -83,7 +83,7 @@ std::vector<InFlightCall> CallpairProgram::in_flight() const {
   for (const sb_call_key& key : map_keys<sb_call_key>(fd)) {
     sb_call_state state;
     if (bpf_map_lookup_elem(fd, &key, &state) != 0) continue;  // returned meanwhile
-    calls.push_back({state.tgid, key.tid, key.probe_id, state.entry_ns});
+    calls.push_back({state.tgid, key.tid, key.probe_id, state.entry_ns, state.args.comm, nullptr});
   }
   return calls;
 }

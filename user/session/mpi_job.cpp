@@ -12,21 +12,9 @@
 
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
+#include "session/torch_job.h"
 
 namespace slowburn {
-
-std::optional<std::string> find_workload() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::nullopt;
-  auto dir = self.parent_path();
-  for (const auto& candidate :
-       {dir / "libexec/slowburn-mpi-workload", dir / "../libexec/slowburn/slowburn-mpi-workload",
-        dir / "../libexec/slowburn-mpi-workload"}) {
-    if (access(candidate.c_str(), X_OK) == 0) return std::filesystem::weakly_canonical(candidate, ec).string();
-  }
-  return std::nullopt;
-}
 
 int MpiJob::stop() {
   for (const RankIdentity& r : ranks_) kill(r.pid, SIGTERM);

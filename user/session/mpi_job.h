@@ -44,8 +44,4 @@ class MpiJob {
   std::vector<RankIdentity> ranks_;
 };
 
-// Where the workload binary is: next to the slowburn executable (build/) or
-// under PREFIX/libexec/slowburn when installed.
-std::optional<std::string> find_workload();
-
 }  // namespace slowburn

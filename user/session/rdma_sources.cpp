@@ -106,9 +106,9 @@ Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankId
   return sources;
 }
 
-Result<void> RdmaSources::add_to(RingBufferReader& reader) {
+Result<void> RdmaSources::add_to(const std::function<Result<void>(int fd, RingBufferReader::Handler handler)>& add) {
   if (!verbs_) return {};
-  return reader.add(verbs_->events_fd(), [this](std::span<const std::byte> record) {
+  return add(verbs_->events_fd(), [this](std::span<const std::byte> record) {
     auto call = decoder_.decode_verbs(record);
     if (!call) return;
     for (const QpEvent& e : inventory_.apply(*call)) pending_.push_back(builder_.qp(e, rank_of(e.pid)));

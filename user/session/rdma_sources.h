@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -16,6 +17,7 @@
 #include "core/rank_identity.h"
 #include "events/decoder.h"
 #include "hw/device_events.h"
+#include "loader/ring_buffer.h"
 #include "probes/resolver.h"
 #include "rdma/ib_connections.h"
 #include "rdma/qp_inventory.h"
@@ -42,7 +44,7 @@ class RdmaSources {
   ~RdmaSources();
 
   // Adds the verbs ring buffer to the session's reader.
-  Result<void> add_to(RingBufferReader& reader);
+  Result<void> add_to(const std::function<Result<void>(int fd, RingBufferReader::Handler handler)>& add);
   // Events since the last call: QP events as they were read, slow NCCL IB
   // connections as they become slow (checked once a second, each
   // connection reported once).

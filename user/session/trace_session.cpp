@@ -1,23 +1,22 @@
 #include "session/trace_session.h"
 
 #include <fmt/format.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
-#include <memory>
 #include <tuple>
 
+#include "comm/comm_registry.h"
 #include "detect/causes.h"
-#include "events/decoder.h"
 #include "hw/hw_monitor.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
-#include "loader/ring_buffer.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
 #include "session/attach.h"
+#include "session/call_stream.h"
+#include "session/discover.h"
+#include "session/job_judges.h"
 #include "session/rdma_sources.h"
 
 namespace slowburn {
@@ -28,265 +27,305 @@ constexpr int kPollTimeoutMs = 100;
 constexpr uint64_t kAdvancePeriodNs = 100'000'000;
 constexpr uint64_t kLivenessPeriodNs = 1'000'000'000;
 
-Result<std::vector<RankIdentity>> find_ranks(const TraceOptions& options) {
-  std::vector<RankIdentity> ranks;
-  if (!options.pids.empty()) {
-    for (int32_t pid : options.pids) {
-      auto rank = read_rank(options.proc_root, pid);
-      if (!rank) return rank.error();
-      ranks.push_back(std::move(*rank));
-    }
-    return ranks;
+// Work due every period.
+struct Every {
+  uint64_t period_ns;
+  uint64_t next_ns;
+  bool due(uint64_t now_ns) {
+    if (now_ns < next_ns) return false;
+    next_ns += period_ns;
+    if (next_ns <= now_ns) next_ns = now_ns + period_ns;  // late: no burst to catch up
+    return true;
   }
-  ranks = discover_ranks(options.proc_root, getpid());
-  if (ranks.empty())
-    return make_error(
-        "no rank processes found on this node (looked for {} in /proc/*/environ); start the job first, or "
-        "name processes with --pid",
-        rank_variable_names());
-  return ranks;
+};
+
+bool is_collective(const ProbeSpec& spec) {
+  return spec.backend != CommBackend::none && spec.kind != CallKind::comm_lifecycle;
 }
 
-// Routes calls of each job to that job's detector: ranks of different jobs
-// on one node never wait for each other.
-class JobDetectors {
+class TraceSession {
  public:
-  JobDetectors(const DetectorConfig& config, const std::vector<ProbeInfo>& probes,
-               const std::vector<RankIdentity>& ranks) {
-    for (const RankIdentity& rank : ranks) {
-      auto& detector = by_job_[rank.job];
-      if (!detector) detector = std::make_unique<StragglerDetector>(config, probes);
-      detector->add_rank(rank);
-      by_pid_[rank.pid] = detector.get();
-    }
-  }
-  StragglerDetector* for_pid(uint32_t pid) {
-    auto it = by_pid_.find(static_cast<int32_t>(pid));
-    return it == by_pid_.end() ? nullptr : it->second;
-  }
-  template <typename F>
-  void each(F&& f) {
-    for (auto& [job, detector] : by_job_) f(*detector);
-  }
+  TraceSession(const TraceOptions& options, Sink& sink) : o_(options), sink_(sink) {}
+  ~TraceSession();
+  Result<void> start();
+  Result<void> run(const std::atomic<bool>& stop);
+  TraceResult finish();
 
  private:
-  std::map<std::string, std::unique_ptr<StragglerDetector>> by_job_;
-  std::map<int32_t, StragglerDetector*> by_pid_;
+  Result<void> start_hardware();
+  void attach_rank(const RankIdentity& rank, SymbolCache& symbols);
+  Result<void> start_rdma(SymbolCache& symbols);
+  Result<void> open_stream();
+  Result<void> poll_hardware(uint64_t now_ns, bool final = false);
+  // False once every traced rank has exited.
+  Result<bool> check_ranks(uint64_t now_ns);
+  void emit(const DetectorOutput& out, uint64_t now_ns);
+  void report_histograms();
+  void report_summary(uint64_t now_ns);
+
+  const TraceOptions& o_;
+  Sink& sink_;
+  TraceResult result_;
+  std::vector<const ProbeSpec*> probes_;
+  std::unique_ptr<CallpairProgram> program_;
+  std::unique_ptr<HwMonitor> hw_;
+  std::unique_ptr<RdmaSources> rdma_;
+  std::unique_ptr<JobJudges> judges_;
+  std::unique_ptr<CallStream> stream_;
+  std::map<int32_t, bool> alive_;
+  uint64_t start_ns_ = 0;
 };
+
+// Consumers before producers: the stream reads the programs' maps, the
+// links run the programs.
+TraceSession::~TraceSession() {
+  stream_.reset();
+  rdma_.reset();
+  hw_.reset();
+  program_.reset();
+}
+
+Result<void> TraceSession::start() {
+  if (auto ok = check_tracing_privileges(); !ok) return ok.error();
+  auto ranks = find_ranks(o_.pids, o_.proc_root);
+  if (!ranks) return ranks.error();
+  result_.ranks = *ranks;
+  auto probes = select_probes(o_.probe_patterns);
+  if (!probes) return probes.error();
+  probes_ = *probes;
+  auto program = CallpairProgram::load(CallpairConfig{});
+  if (!program) return program.error();
+  program_ = std::move(*program);
+  judges_ = std::make_unique<JobJudges>(o_.detector, probes_, result_.ranks, CommRegistry::for_processes(o_.proc_root));
+  if (auto ok = start_hardware(); !ok) return ok;
+  SymbolCache symbols;
+  for (const RankIdentity& rank : result_.ranks) attach_rank(rank, symbols);
+  if (auto ok = start_rdma(symbols); !ok) return ok;
+  if (hw_)
+    for (const ProbeStatus& status : hw_->statuses()) sink_.probe_status(status);
+  sink_.probes_done(result_.attached + (rdma_ ? rdma_->attached() : 0), result_.ranks.size());
+  if (result_.attached == 0)
+    return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
+                      result_.ranks.size());
+  // A verbs probe alone (libibverbs in a PyTorch rank) is no straggler verdict.
+  if (result_.collectives_attached == 0 && !o_.library) return nothing_traced_error(result_.ranks, o_.proc_root);
+  return open_stream();
+}
+
+// The hardware side: which device is whose, and what goes wrong with it.
+Result<void> TraceSession::start_hardware() {
+  if (!o_.hardware_events) return {};
+  auto topology = std::make_shared<Topology>(Topology::read(o_.sysfs_root, o_.proc_root));
+  topology->assign_ranks(result_.ranks);
+  HwMonitorOptions hw_options;
+  hw_options.fabric = o_.rdma;
+  hw_options.sysfs_root = o_.sysfs_root;
+  hw_options.procfs_root = o_.proc_root;
+  auto started = HwMonitor::start(hw_options, std::move(topology));
+  if (!started) return started.error();
+  hw_ = std::move(*started);
+  return {};
+}
+
+void TraceSession::attach_rank(const RankIdentity& rank, SymbolCache& symbols) {
+  auto maps = read_process_maps(o_.proc_root, rank.pid);
+  std::vector<ProbeResolution> resolutions;
+  for (const ProbeSpec* spec : probes_) {
+    ProbeResolution where;
+    where.spec = spec;
+    if (o_.library)
+      where = resolve_in_file(*spec, *o_.library, symbols);
+    else if (maps)
+      where = resolve_in_process(*spec, o_.proc_root, rank.pid, *maps, symbols);
+    else
+      where.reason = maps.error().message;
+    resolutions.push_back(std::move(where));
+  }
+  auto statuses = attach_probes(*program_, rank.pid, rank, resolutions);
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (statuses[i].state == ProbeState::attached) {
+      ++result_.attached;
+      result_.collectives_attached += is_collective(*resolutions[i].spec);
+      judges_->attached(resolutions[i].spec->id, rank.pid);
+    }
+    sink_.probe_status(statuses[i]);
+  }
+}
+
+Result<void> TraceSession::start_rdma(SymbolCache& symbols) {
+  if (!o_.rdma) return {};
+  auto started = RdmaSources::start(result_.ranks, o_.proc_root, symbols, hw_ ? &hw_->topology() : nullptr, sink_);
+  if (!started) return started.error();
+  rdma_ = std::move(*started);
+  return {};
+}
+
+Result<void> TraceSession::open_stream() {
+  auto stream = CallStream::open(program_->events_fd(), [this](const CallEvent& call) { judges_->on_call(call); });
+  if (!stream) return stream.error();
+  stream_ = std::move(*stream);
+  if (rdma_)
+    if (auto added = rdma_->add_to(
+            [this](int fd, RingBufferReader::Handler handler) { return stream_->add(fd, std::move(handler)); });
+        !added)
+      return added.error();
+  for (const RankIdentity& rank : result_.ranks) alive_[rank.pid] = true;
+  start_ns_ = monotonic_ns();
+  return {};
+}
+
+void TraceSession::emit(const DetectorOutput& out, uint64_t now_ns) {
+  for (const std::string& note : judges_->take_notes()) sink_.note(note);
+  for (const std::string& note : out.notes) sink_.note(note);
+  for (const WindowReport& window : out.windows) sink_.window(window);
+  for (Finding finding : out.findings) {
+    if (!result_.first_finding_after_s) result_.first_finding_after_s = static_cast<double>(now_ns - start_ns_) / 1e9;
+    attach_likely_causes(finding, result_.device_events);
+    sink_.finding(finding);
+  }
+}
+
+Result<void> TraceSession::poll_hardware(uint64_t now_ns, bool final) {
+  std::vector<DeviceEvent> events;
+  if (hw_ && !final) {
+    auto polled = hw_->poll(0, now_ns);
+    if (!polled) return polled.error();
+    events = std::move(*polled);
+    for (const std::string& note : hw_->take_notes()) sink_.note(note);
+  }
+  // At the end, the per-connection view as it ended, for the findings.
+  if (rdma_)
+    for (DeviceEvent& e : rdma_->poll(now_ns, final)) events.push_back(std::move(e));
+  for (DeviceEvent& e : events) {
+    sink_.device_event(e);
+    result_.device_events.push_back(std::move(e));
+  }
+  return {};
+}
+
+Result<bool> TraceSession::check_ranks(uint64_t now_ns) {
+  emit(judges_->check_in_flight(now_ns, program_->in_flight()), now_ns);
+  size_t alive_count = 0;
+  for (auto& [pid, is_alive] : alive_) {
+    if (is_alive && !process_alive(o_.proc_root, pid)) {
+      // Its last records first, while it still counts as a rank.
+      auto drained = stream_->drain();
+      if (!drained) return drained.error();
+      is_alive = false;
+      emit(judges_->retire(pid, *drained), now_ns);
+    }
+    alive_count += is_alive;
+  }
+  if (alive_count == 0) sink_.note("every traced rank has exited");
+  return alive_count > 0;
+}
+
+Result<void> TraceSession::run(const std::atomic<bool>& stop) {
+  const uint64_t end_ns = o_.duration_s > 0 ? start_ns_ + static_cast<uint64_t>(o_.duration_s * 1e9) : 0;
+  const uint64_t interval_ns = static_cast<uint64_t>(std::max(o_.interval_s, 0.1) * 1e9);
+  Every advance{kAdvancePeriodNs, start_ns_ + kAdvancePeriodNs};
+  Every table{interval_ns, start_ns_ + interval_ns};
+  Every liveness{kLivenessPeriodNs, start_ns_ + kLivenessPeriodNs};
+  while (!stop.load()) {
+    if (auto polled = stream_->poll(kPollTimeoutMs); !polled) return polled;
+    uint64_t now = monotonic_ns();
+    if (auto ok = poll_hardware(now); !ok) return ok;
+    if (end_ns && now >= end_ns) break;
+    if (advance.due(now)) emit(judges_->advance(now), now);
+    if (table.due(now)) sink_.tick(now);
+    if (liveness.due(now)) {
+      auto any_alive = check_ranks(now);
+      if (!any_alive) return any_alive.error();
+      if (!*any_alive) break;
+    }
+    if (o_.stop_on_finding && result_.first_finding_after_s) break;
+  }
+  return {};
+}
+
+void TraceSession::report_histograms() {
+  std::map<int32_t, RankIdentity> by_pid;
+  for (const RankIdentity& rank : result_.ranks) by_pid[rank.pid] = rank;
+  std::map<uint32_t, const ProbeSpec*> specs;
+  for (const ProbeSpec* spec : probes_) specs[spec->id] = spec;
+  auto hists = program_->histograms("usecs");
+  auto rank_of = [&](uint32_t tgid) {
+    auto it = by_pid.find(static_cast<int32_t>(tgid));
+    return it == by_pid.end() ? -1 : it->second.rank;
+  };
+  std::sort(hists.begin(), hists.end(), [&](const KernelHistogram& a, const KernelHistogram& b) {
+    return std::make_tuple(a.probe_id, a.comm, rank_of(a.tgid), a.tgid) <
+           std::make_tuple(b.probe_id, b.comm, rank_of(b.tgid), b.tgid);
+  });
+  for (KernelHistogram& h : hists) {
+    HistogramReport report;
+    report.pid = static_cast<int32_t>(h.tgid);
+    if (auto rank = by_pid.find(report.pid); rank != by_pid.end()) report.rank = rank->second;
+    auto spec = specs.find(h.probe_id);
+    report.probe = spec != specs.end() ? spec->second->name : fmt::format("probe {}", h.probe_id);
+    if (spec != specs.end() && h.comm)
+      report.comm = judges_->communicator_of(report.pid, spec->second->backend, h.comm);
+    report.hist = std::move(h.hist);
+    report.total_ns = h.total_ns;
+    sink_.histogram(report);
+  }
+  if (rdma_) {
+    for (const HistogramReport& h : rdma_->ib_histograms()) sink_.histogram(h);
+    if (uint64_t lost = rdma_->lost())
+      sink_.note(fmt::format("{} libibverbs call record(s) lost or undecodable", lost));
+  }
+}
+
+void TraceSession::report_summary(uint64_t now_ns) {
+  CallpairCounters kernel = program_->counters();
+  DetectorCounters c = judges_->counters();
+  SessionSummary& summary = result_.summary;
+  summary.traced_seconds = static_cast<double>(now_ns - start_ns_) / 1e9;
+  summary.ringbuf_drops = kernel.ringbuf_drops;
+  summary.orphan_returns = kernel.orphan_returns;
+  summary.untimed_calls = kernel.state_failures;
+  summary.decode_rejected = stream_->decode_stats().rejected();
+  summary.calls = c.calls;
+  summary.sequence_gaps = c.sequence_gaps;
+  summary.discarded_calls = c.discarded_calls;
+  summary.instances = c.instances;
+  summary.unknown_process = c.unknown_process;
+  summary.late_calls = c.late_calls;
+  summary.aligned_by_sequence = c.aligned_by_sequence;
+  summary.order_mismatches = c.order_mismatches;
+  result_.communicators = judges_->communicators();
+  summary.communicators = result_.communicators.size();
+  for (Finding& f : judges_->findings()) {
+    attach_likely_causes(f, result_.device_events);  // events that came after the finding count too
+    summary.findings.push_back(std::move(f));
+  }
+  sink_.communicators(result_.communicators);
+  sink_.summary(summary);
+}
+
+TraceResult TraceSession::finish() {
+  // Records already in the ring buffer still count.
+  if (auto drained = stream_->drain(); !drained) sink_.note(drained.error().message);
+  uint64_t now = monotonic_ns();
+  if (auto ok = poll_hardware(now, true); !ok) sink_.note(ok.error().message);
+  emit(judges_->finish(now), now);
+  sink_.tick(now);
+  report_histograms();
+  report_summary(now);
+  result_.verdict = judges_->verdict(now);
+  for (Finding& f : result_.verdict.stragglers) attach_likely_causes(f, result_.device_events);
+  for (Finding& f : result_.verdict.hangs) attach_likely_causes(f, result_.device_events);
+  sink_.verdict(result_.verdict);
+  return std::move(result_);
+}
 
 }  // namespace
 
 Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop) {
-  if (auto ok = check_tracing_privileges(); !ok) return ok.error();
-  auto ranks = find_ranks(options);
-  if (!ranks) return ranks.error();
-  auto probes = select_probes(options.probe_patterns);
-  if (!probes) return probes.error();
-
-  CallpairConfig config;
-  config.hist_unit_ns = 1000;
-  auto program = CallpairProgram::load(config);
-  if (!program) return program.error();
-
-  TraceResult result;
-  result.ranks = *ranks;
-  SymbolCache symbols;
-  std::vector<ProbeInfo> probe_infos;
-  for (const ProbeSpec* spec : *probes) probe_infos.push_back({spec->id, spec->name, spec->kind});
-  JobDetectors detectors(options.detector, probe_infos, *ranks);
-
-  // The hardware side: which device is whose, and what goes wrong with it.
-  std::unique_ptr<HwMonitor> hw;
-  if (options.hardware_events) {
-    auto topology = std::make_shared<Topology>(Topology::read(options.sysfs_root, options.proc_root));
-    topology->assign_ranks(*ranks);
-    HwMonitorOptions hw_options;
-    hw_options.fabric = options.rdma;
-    hw_options.sysfs_root = options.sysfs_root;
-    hw_options.procfs_root = options.proc_root;
-    auto started = HwMonitor::start(hw_options, std::move(topology));
-    if (!started) return started.error();
-    hw = std::move(*started);
-  }
-
-  for (const RankIdentity& rank : *ranks) {
-    auto maps = read_process_maps(options.proc_root, rank.pid);
-    std::vector<ProbeResolution> resolutions;
-    for (const ProbeSpec* spec : *probes) {
-      ProbeResolution where;
-      where.spec = spec;
-      if (options.library)
-        where = resolve_in_file(*spec, *options.library, symbols);
-      else if (maps)
-        where = resolve_in_process(*spec, options.proc_root, rank.pid, *maps, symbols);
-      else
-        where.reason = maps.error().message;
-      resolutions.push_back(std::move(where));
-    }
-    auto statuses = attach_probes(**program, rank.pid, rank, resolutions);
-    for (size_t i = 0; i < statuses.size(); ++i) {
-      if (statuses[i].state == ProbeState::attached) {
-        ++result.attached;
-        detectors.for_pid(static_cast<uint32_t>(rank.pid))->add_participant(resolutions[i].spec->id, rank.pid);
-      }
-      sink.probe_status(statuses[i]);
-    }
-  }
-  std::unique_ptr<RdmaSources> rdma;
-  if (options.rdma) {
-    auto started = RdmaSources::start(*ranks, options.proc_root, symbols, hw ? &hw->topology() : nullptr, sink);
-    if (!started) return started.error();
-    rdma = std::move(*started);
-  }
-  if (hw)
-    for (const ProbeStatus& status : hw->statuses()) sink.probe_status(status);
-  sink.probes_done(result.attached + (rdma ? rdma->attached() : 0), ranks->size());
-  if (result.attached == 0)
-    return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
-                      ranks->size());
-
-  EventDecoder decoder;
-  auto reader = RingBufferReader::open((*program)->events_fd(), [&](std::span<const std::byte> record) {
-    auto call = decoder.decode_call(record);
-    if (!call) return;
-    if (StragglerDetector* detector = detectors.for_pid(call->pid)) detector->ingest(*call);
-  });
-  if (!reader) return reader.error();
-  if (rdma)
-    if (auto added = rdma->add_to(**reader); !added) return added.error();
-
-  const uint64_t start_ns = monotonic_ns();
-  const uint64_t end_ns = options.duration_s > 0 ? start_ns + static_cast<uint64_t>(options.duration_s * 1e9) : 0;
-  const uint64_t interval_ns = static_cast<uint64_t>(std::max(options.interval_s, 0.1) * 1e9);
-  uint64_t next_advance = start_ns + kAdvancePeriodNs;
-  uint64_t next_tick = start_ns + interval_ns;
-  uint64_t next_liveness = start_ns + kLivenessPeriodNs;
-  std::map<int32_t, bool> alive;
-  for (const RankIdentity& rank : *ranks) alive[rank.pid] = true;
-
-  auto emit = [&](const DetectorOutput& out, uint64_t now) {
-    for (const std::string& note : out.notes) sink.note(note);
-    for (const WindowReport& window : out.windows) sink.window(window);
-    for (Finding finding : out.findings) {
-      if (!result.first_finding_after_s) result.first_finding_after_s = static_cast<double>(now - start_ns) / 1e9;
-      attach_likely_causes(finding, result.device_events);
-      sink.finding(finding);
-    }
-  };
-  auto poll_hardware = [&](uint64_t now) -> Result<void> {
-    std::vector<DeviceEvent> events;
-    if (hw) {
-      auto polled = hw->poll(0, now);
-      if (!polled) return polled.error();
-      events = std::move(*polled);
-      for (const std::string& note : hw->take_notes()) sink.note(note);
-    }
-    if (rdma)
-      for (DeviceEvent& e : rdma->poll(now)) events.push_back(std::move(e));
-    for (DeviceEvent& e : events) {
-      sink.device_event(e);
-      result.device_events.push_back(std::move(e));
-    }
-    return {};
-  };
-
-  while (!stop.load()) {
-    if (auto polled = reader->get()->poll(kPollTimeoutMs); !polled) return polled.error();
-    uint64_t now = monotonic_ns();
-    if (auto ok = poll_hardware(now); !ok) return ok.error();
-    if (end_ns && now >= end_ns) break;
-    if (now >= next_advance) {
-      detectors.each([&](StragglerDetector& d) { emit(d.advance(now), now); });
-      next_advance = now + kAdvancePeriodNs;
-    }
-    if (now >= next_tick) {
-      sink.tick(now);
-      next_tick += interval_ns;
-    }
-    if (now >= next_liveness) {
-      next_liveness = now + kLivenessPeriodNs;
-      auto in_flight = (*program)->in_flight();
-      detectors.each([&](StragglerDetector& d) { emit(d.check_in_flight(now, in_flight), now); });
-      size_t alive_count = 0;
-      for (auto& [pid, is_alive] : alive) {
-        if (is_alive && !process_alive(options.proc_root, pid)) {
-          // Its last records first, while it still counts as a rank.
-          if (auto drained = reader->get()->drain(); !drained) return drained.error();
-          is_alive = false;
-          DetectorOutput out;
-          if (StragglerDetector* d = detectors.for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out);
-          emit(out, now);
-        }
-        alive_count += is_alive;
-      }
-      if (alive_count == 0) {
-        sink.note("every traced rank has exited");
-        break;
-      }
-    }
-    if (options.stop_on_finding && result.first_finding_after_s) break;
-  }
-
-  // Records already in the ring buffer still count.
-  if (auto drained = reader->get()->drain(); !drained) sink.note(drained.error().message);
-  uint64_t now = monotonic_ns();
-  if (rdma)  // the per-connection view as it ended, for the findings below
-    for (DeviceEvent& e : rdma->poll(now, true)) {
-      sink.device_event(e);
-      result.device_events.push_back(std::move(e));
-    }
-  detectors.each([&](StragglerDetector& d) { emit(d.finish(now), now); });
-  sink.tick(now);
-
-  std::map<int32_t, RankIdentity> by_pid;
-  for (const RankIdentity& rank : *ranks) by_pid[rank.pid] = rank;
-  std::map<uint32_t, std::string> probe_names;
-  for (const ProbeSpec* spec : *probes) probe_names[spec->id] = spec->name;
-  auto hists = (*program)->histograms("usecs");
-  auto rank_of = [&](uint32_t tgid) {
-    return by_pid.contains(static_cast<int32_t>(tgid)) ? by_pid[static_cast<int32_t>(tgid)].rank : -1;
-  };
-  std::sort(hists.begin(), hists.end(), [&](const KernelHistogram& a, const KernelHistogram& b) {
-    return std::make_tuple(a.probe_id, rank_of(a.tgid), a.tgid) < std::make_tuple(b.probe_id, rank_of(b.tgid), b.tgid);
-  });
-  for (KernelHistogram& h : hists) {
-    HistogramReport report;
-    auto rank = by_pid.find(static_cast<int32_t>(h.tgid));
-    if (rank != by_pid.end()) report.rank = rank->second;
-    report.pid = static_cast<int32_t>(h.tgid);
-    report.probe = probe_names.contains(h.probe_id) ? probe_names[h.probe_id] : fmt::format("probe {}", h.probe_id);
-    report.hist = std::move(h.hist);
-    report.total_ns = h.total_ns;
-    sink.histogram(report);
-  }
-
-  if (rdma) {
-    for (const HistogramReport& h : rdma->ib_histograms()) sink.histogram(h);
-    if (uint64_t lost = rdma->lost()) sink.note(fmt::format("{} libibverbs call record(s) lost or undecodable", lost));
-  }
-
-  CallpairCounters kernel = (*program)->counters();
-  SessionSummary& summary = result.summary;
-  summary.traced_seconds = static_cast<double>(now - start_ns) / 1e9;
-  summary.ringbuf_drops = kernel.ringbuf_drops;
-  summary.orphan_returns = kernel.orphan_returns;
-  summary.untimed_calls = kernel.state_failures;
-  summary.decode_rejected = decoder.stats().rejected();
-  detectors.each([&](StragglerDetector& d) {
-    const DetectorCounters& c = d.counters();
-    summary.calls += c.calls;
-    summary.sequence_gaps += c.sequence_gaps;
-    summary.discarded_calls += c.discarded_calls;
-    summary.instances += c.instances;
-    summary.unknown_process += c.unknown_process;
-    summary.late_calls += c.late_calls;
-    for (Finding& f : d.findings()) {
-      attach_likely_causes(f, result.device_events);  // events that came after the finding count too
-      summary.findings.push_back(std::move(f));
-    }
-  });
-  sink.summary(summary);
-  return result;
+  TraceSession session(options, sink);
+  if (auto started = session.start(); !started) return started.error();
+  if (auto ran = session.run(stop); !ran) return ran.error();
+  return session.finish();
 }
 
 }  // namespace slowburn

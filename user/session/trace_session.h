@@ -1,12 +1,19 @@
-// An ad-hoc tracing session: find the ranks, attach the probes, stream calls
-// through the detector into a sink until the duration ends, a stop is
-// requested (SIGINT/SIGTERM) or every rank has exited; then histograms, the
-// verdict and the loss accounting.
+// An ad-hoc tracing session, as a pipeline of stages with one owner each:
+//   discover (session/discover)  -> the rank processes
+//   resolve + attach (session/attach) -> the call-pair probes in each rank
+//   consume (session/call_stream)    -> decoded calls
+//   align + judge (session/job_judges, comm/comm_registry, detect/)
+//   report (the Sink)                -> tables, findings, histograms, verdict
+// with the hardware and RDMA sources beside them. It runs until the
+// duration ends, a stop is requested (SIGINT/SIGTERM) or every rank has
+// exited; then histograms, the communicators, the loss accounting and the
+// verdict.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,12 +47,17 @@ struct TraceOptions {
 
 struct TraceResult {
   SessionSummary summary;
+  SessionVerdict verdict;
   std::vector<RankIdentity> ranks;
   size_t attached = 0;                          // (probe, rank) pairs attached
+  size_t collectives_attached = 0;              // of them, collective probes (mpi.*, nccl.*, gloo.*)
   std::optional<double> first_finding_after_s;  // since the probes were attached
   std::vector<DeviceEvent> device_events;
+  std::vector<CommunicatorRef> communicators;
 };
 
+// Runs a whole session. An error when nothing could be attached or traced
+// (the error says what the ranks load and what to try).
 Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop);
 
 }  // namespace slowburn

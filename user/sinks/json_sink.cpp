@@ -22,6 +22,21 @@ void put_identity(json& j, const RankIdentity& id) {
   j["launcher"] = id.launcher;
 }
 
+// {"id":3,"key":"mpi:job:cid=3:ranks=2,3","label":"cid 3 (ranks 2,3)","library":"mpi","size":2,
+//  "source":"memory","rank":1}: the communicator, and the rank's position in it.
+json communicator_json(const CommunicatorRef& comm, const std::optional<int>& comm_rank) {
+  if (!comm) return nullptr;
+  json j{{"id", comm->id},
+         {"key", comm->key},
+         {"label", comm->label},
+         {"library", comm_backend_name(comm->backend)},
+         {"source", comm_source_name(comm->source)}};
+  j["size"] = comm->size ? json(*comm->size) : json(nullptr);
+  j["rank"] = comm_rank ? json(*comm_rank) : json(nullptr);
+  if (!comm->members.empty()) j["members"] = comm->members;
+  return j;
+}
+
 }  // namespace
 
 void JsonSink::probe_status(const ProbeStatus& s) {
@@ -176,13 +191,17 @@ void JsonSink::window(const WindowReport& r) {
            {"probe", r.probe},
            {"window_start", start},
            {"window_end", end},
+           {"communicator", communicator_json(r.comm, s.comm_rank)},
            {"calls", s.calls},
            {"wait_p50_ns", optional_number(s.wait_p50_ns)},
            {"wait_p99_ns", optional_number(s.wait_p99_ns)}};
     put_identity(j, s.identity);
-    if (r.kind == CallKind::synchronizing) {
+    if (r.aligned) {
       j["instances"] = s.instances;
       j["lateness_median_ns"] = optional_number(s.lateness_median_ns);
+      j["lateness_p90_ns"] = optional_number(s.lateness_p90_ns);
+      j["blame_dominance"] = s.blame_dominance;
+      j["z_lateness_tail"] = optional_number(s.z_lateness_tail);
       j["gap_median_ns"] = optional_number(s.gap_median_ns);
       j["blame_ns"] = s.blame_ns;
       j["blame_share"] = s.blame_share;
@@ -198,7 +217,8 @@ void JsonSink::window(const WindowReport& r) {
 
 void JsonSink::tick(uint64_t) { out_.flush(); }
 
-void JsonSink::finding(const Finding& f) {
+namespace {
+json finding_json(const Finding& f) {
   json evidence{{"detector", f.detector}, {"probe", f.probe}};
   if (f.type == "hang") {
     evidence["waiting_ranks"] = f.waiting_ranks;
@@ -211,17 +231,63 @@ void JsonSink::finding(const Finding& f) {
     evidence["z_gap"] = optional_number(f.z_gap);
     evidence["windows_flagged"] = f.windows_flagged;
     evidence["windows_considered"] = f.windows_considered;
+    evidence["blame_dominance"] = f.blame_dominance;
   }
-  json j{{"kind", "finding"},
-         {"type", f.type},
-         {"ts", unix_now_s()},
-         {"host", host_},
+  json j{{"type", f.type},
          {"evidence", std::move(evidence)},
+         {"communicator", communicator_json(f.comm, f.comm_rank)},
          {"cost_ns", f.cost_ns},
          {"cost_share", f.cost_share},
          {"likely_causes", f.likely_causes},
          {"summary", f.summary}};
   put_identity(j, f.culprit);
+  return j;
+}
+}  // namespace
+
+void JsonSink::finding(const Finding& f) {
+  json j = finding_json(f);
+  j["kind"] = "finding";
+  j["ts"] = unix_now_s();
+  j["host"] = host_;
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
+void JsonSink::communicators(const std::vector<CommunicatorRef>& comms) {
+  for (const CommunicatorRef& c : comms) {
+    json j{{"kind", "status"}, {"event", "communicator"}, {"ts", unix_now_s()}, {"host", host_}};
+    j.update(communicator_json(c, std::nullopt));
+    j.erase("rank");
+    out_ << j.dump() << '\n';
+  }
+}
+
+void JsonSink::verdict(const SessionVerdict& v) {
+  json stragglers = json::array(), hangs = json::array(), episodes = json::array();
+  for (const Finding& f : v.stragglers) stragglers.push_back(finding_json(f));
+  for (const Finding& f : v.hangs) hangs.push_back(finding_json(f));
+  for (const Episode& e : v.episodes) {
+    json j = finding_json(e.finding);
+    j["start"] = static_cast<double>(static_cast<int64_t>(e.start_ns) + wall_offset_ns_) / 1e9;
+    j["end"] = static_cast<double>(static_cast<int64_t>(e.end_ns) + wall_offset_ns_) / 1e9;
+    j["duration_s"] = static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns)) / 1e9;
+    j["windows_flagged"] = e.windows_flagged;
+    j["windows_evaluated"] = e.windows_evaluated;
+    j["cost_ns"] = e.cost_ns;
+    j["summary"] = e.summary;
+    episodes.push_back(std::move(j));
+  }
+  json j{{"kind", "verdict"},
+         {"ts", unix_now_s()},
+         {"host", host_},
+         {"judged", v.judged},
+         {"reason", v.judged ? json(nullptr) : json(v.reason)},
+         {"instances", v.instances},
+         {"windows_judged", v.windows_judged},
+         {"stragglers", std::move(stragglers)},
+         {"hangs", std::move(hangs)},
+         {"episodes", std::move(episodes)}};
   out_ << j.dump() << '\n';
   out_.flush();
 }
@@ -241,6 +307,7 @@ void JsonSink::histogram(const HistogramReport& h) {
     put_identity(j, *h.rank);
   else
     j["pid"] = h.pid;
+  if (h.comm) j["communicator"] = communicator_json(h.comm, h.comm_rank);
   out_ << j.dump() << '\n';
 }
 
@@ -256,6 +323,9 @@ void JsonSink::summary(const SessionSummary& s) {
          {"decode_rejected", s.decode_rejected},
          {"sequence_gaps", s.sequence_gaps},
          {"discarded_calls", s.discarded_calls},
+         {"aligned_by_sequence", s.aligned_by_sequence},
+         {"order_mismatches", s.order_mismatches},
+         {"communicators", s.communicators},
          {"orphan_returns", s.orphan_returns},
          {"untimed_calls", s.untimed_calls},
          {"unknown_process", s.unknown_process},

@@ -23,7 +23,9 @@ class JsonSink : public Sink {
   void tick(uint64_t now_ns) override;
   void finding(const Finding& finding) override;
   void histogram(const HistogramReport& report) override;
+  void communicators(const std::vector<CommunicatorRef>& comms) override;
   void summary(const SessionSummary& summary) override;
+  void verdict(const SessionVerdict& verdict) override;
 
  private:
   std::ostream& out_;

@@ -32,6 +32,8 @@ struct HistogramReport {
   std::optional<RankIdentity> rank;
   int32_t pid = 0;
   std::string probe;
+  CommunicatorRef comm;  // the communicator of these calls, when told apart
+  std::optional<int> comm_rank;
   Log2Histogram hist{"usecs"};
   uint64_t total_ns = 0;
 };
@@ -48,6 +50,9 @@ struct SessionSummary {
   uint64_t sequence_gaps = 0;
   uint64_t discarded_calls = 0;
   uint64_t instances = 0;
+  uint64_t aligned_by_sequence = 0;  // instances found by (communicator, sequence number)
+  uint64_t order_mismatches = 0;     // by sequence number, but not by the clocks: dropped
+  size_t communicators = 0;          // told apart, the job-wide one included
   std::vector<Finding> findings;
 };
 
@@ -66,7 +71,11 @@ class Sink {
   virtual void tick(uint64_t now_ns) = 0;
   virtual void finding(const Finding& finding) = 0;
   virtual void histogram(const HistogramReport& report) = 0;
+  // The communicators the session told apart, once, before the summary.
+  virtual void communicators(const std::vector<CommunicatorRef>& comms) = 0;
   virtual void summary(const SessionSummary& summary) = 0;
+  // The session's conclusion, last.
+  virtual void verdict(const SessionVerdict& verdict) = 0;
 };
 
 }  // namespace slowburn

@@ -80,20 +80,26 @@ void TextSink::device_event(const DeviceEvent& event) {
   out_.flush();
 }
 
-void TextSink::window(const WindowReport& report) { latest_[report.probe] = report; }
+void TextSink::window(const WindowReport& report) {
+  latest_[{report.probe, report.comm ? report.comm->id : 0}] = report;
+}
 
 std::string format_window_table(const WindowReport& r) {
-  bool aligned = r.kind == CallKind::synchronizing;
+  bool aligned = r.aligned;
+  bool named_comm = r.comm && r.comm->source != CommSource::job;
   std::string out =
-      fmt::format("{} {} {:.2f} s window", wall_clock(), r.probe, static_cast<double>(r.end_ns - r.start_ns) / 1e9);
+      fmt::format("{} {}{} {:.2f} s window", wall_clock(), r.probe, named_comm ? " on " + r.comm->label : "",
+                  static_cast<double>(r.end_ns - r.start_ns) / 1e9);
   out += aligned ? fmt::format(", {} aligned calls\n", r.instances) : fmt::format(" ({})\n", call_kind_name(r.kind));
-  out += fmt::format("{:>5} {:>8} {:>7} {:>10} {:>10}", "RANK", "PID", "CALLS", "P50 WAIT", "P99 WAIT");
+  out += fmt::format("{:>5} {:>8}{} {:>7} {:>10} {:>10}", "RANK", "PID", named_comm ? fmt::format(" {:>5}", "IN") : "",
+                     "CALLS", "P50 WAIT", "P99 WAIT");
   if (aligned)
     out += fmt::format(" {:>11} {:>10} {:>6} {:>5} {:>7} {:>7}", "LATENESS", "GAP", "BLAME", "LAST", "Z LATE", "Z GAP");
   out += '\n';
   for (const RankWindowStats& s : r.ranks) {
-    out += fmt::format("{:>5} {:>8} {:>7} {:>10} {:>10}", s.identity.rank, s.identity.pid, s.calls,
-                       format_ns(s.wait_p50_ns), format_ns(s.wait_p99_ns));
+    out += fmt::format("{:>5} {:>8}{} {:>7} {:>10} {:>10}", s.identity.rank, s.identity.pid,
+                       named_comm ? fmt::format(" {:>5}", s.comm_rank ? std::to_string(*s.comm_rank) : "-") : "",
+                       s.calls, format_ns(s.wait_p50_ns), format_ns(s.wait_p99_ns));
     if (aligned)
       out += fmt::format(" {:>11} {:>10} {:>5.0f}% {:>4.0f}% {:>7} {:>7}{}", format_ns(s.lateness_median_ns, true),
                          format_ns(s.gap_median_ns), s.blame_share * 100, s.last_fraction * 100, format_z(s.z_lateness),
@@ -117,7 +123,9 @@ void TextSink::finding(const Finding& f) {
 void TextSink::histogram(const HistogramReport& h) {
   uint64_t count = h.hist.count();
   if (count == 0) return;
-  out_ << fmt::format("\n{} {}: {} calls, mean {}\n", who(h.rank, h.pid), h.probe, count,
+  bool named_comm = h.comm && h.comm->source != CommSource::job;
+  out_ << fmt::format("\n{} {}{}: {} calls, mean {}\n", who(h.rank, h.pid), h.probe,
+                      named_comm ? " on " + h.comm->label : "", count,
                       format_ns(static_cast<double>(h.total_ns) / static_cast<double>(count)));
   out_ << format_log2_hist(h.hist);
 }
@@ -125,18 +133,42 @@ void TextSink::histogram(const HistogramReport& h) {
 void TextSink::summary(const SessionSummary& s) {
   out_ << fmt::format("\nTraced {:.1f} s: {} calls, {} aligned collective instances.\n", s.traced_seconds, s.calls,
                       s.instances);
+  if (s.aligned_by_sequence || s.order_mismatches)
+    out_ << fmt::format(
+        "Aligned by (communicator, sequence number): {} instances ({} dropped: their clocks disagreed).\n",
+        s.aligned_by_sequence, s.order_mismatches);
   out_ << fmt::format(
       "Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, {} calls unmatched across "
       "ranks, {} returns without entry, {} calls not timed, {} records from untraced processes, {} late for their "
       "window.\n",
       s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns, s.untimed_calls,
       s.unknown_process, s.late_calls);
-  if (s.findings.empty()) {
-    out_ << "Verdict: no straggler found.\n";
+}
+
+void TextSink::communicators(const std::vector<CommunicatorRef>& comms) {
+  bool any =
+      std::any_of(comms.begin(), comms.end(), [](const CommunicatorRef& c) { return c->source != CommSource::job; });
+  if (!any) return;
+  out_ << fmt::format("\n{:>4} {:<8} {:>5} {:<10} {}\n", "ID", "LIBRARY", "SIZE", "FROM", "COMMUNICATOR");
+  for (const CommunicatorRef& c : comms)
+    out_ << fmt::format("{:>4} {:<8} {:>5} {:<10} {}\n", c->id, comm_backend_name(c->backend),
+                        c->size ? std::to_string(*c->size) : "-", comm_source_name(c->source), c->label);
+}
+
+void TextSink::verdict(const SessionVerdict& v) {
+  if (!v.judged) {
+    out_ << fmt::format("Verdict: undetermined: {}.\n", v.reason);
     return;
   }
-  out_ << "Verdict:\n";
-  for (const Finding& f : s.findings) out_ << fmt::format("  {}: {}\n", f.type, f.summary);
+  if (v.stragglers.empty() && v.hangs.empty())
+    out_ << fmt::format("Verdict: no straggler found ({} aligned collective instances in {} judged windows).\n",
+                        v.instances, v.windows_judged);
+  else
+    out_ << "Verdict:\n";
+  for (const Finding& f : v.hangs) out_ << fmt::format("  hang: {}\n", f.summary);
+  for (const Finding& f : v.stragglers) out_ << fmt::format("  straggler: {}\n", f.summary);
+  for (const Episode& e : v.episodes) out_ << fmt::format("  episode: {}\n", e.summary);
+  out_.flush();
 }
 
 }  // namespace slowburn

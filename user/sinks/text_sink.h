@@ -21,12 +21,14 @@ class TextSink : public Sink {
   void tick(uint64_t now_ns) override;
   void finding(const Finding& finding) override;
   void histogram(const HistogramReport& report) override;
+  void communicators(const std::vector<CommunicatorRef>& comms) override;
   void summary(const SessionSummary& summary) override;
+  void verdict(const SessionVerdict& verdict) override;
 
  private:
   std::ostream& out_;
-  std::map<std::string, WindowReport> latest_;  // per probe, since the last tick
-  std::vector<ProbeStatus> statuses_;           // until probes_done()
+  std::map<std::pair<std::string, uint32_t>, WindowReport> latest_;  // per (probe, communicator), since the last tick
+  std::vector<ProbeStatus> statuses_;                                // until probes_done()
 };
 
 std::string format_window_table(const WindowReport& report);

@@ -20,7 +20,8 @@ namespace slowburn {
 
 struct ElfSymbols::Table {
   std::vector<ElfSymbol> functions;
-  std::unordered_multimap<std::string_view, size_t> by_name;  // views into functions[i].name
+  std::unordered_multimap<std::string_view, size_t> by_name;   // views into functions[i].name
+  std::unordered_map<std::string, uint64_t> exported_objects;  // .dynsym data: name -> st_value
   std::string build_id;
   std::optional<std::filesystem::path> debug_file;
   bool has_symtab = false;  // its own .symtab, or one from a debug file
@@ -182,9 +183,10 @@ std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path
   return std::nullopt;
 }
 
-// Collects STT_FUNC / STT_GNU_IFUNC definitions of one symbol table.
+// Collects STT_FUNC / STT_GNU_IFUNC definitions of one symbol table, and
+// its STT_OBJECT definitions into `objects` when given.
 void read_symbol_table(Elf* elf, Elf_Scn* scn, bool dynamic, const std::vector<LoadSegment>& segments, Elf_Data* versym,
-                       std::vector<ElfSymbol>& out) {
+                       std::vector<ElfSymbol>& out, std::unordered_map<std::string, uint64_t>* objects = nullptr) {
   GElf_Shdr shdr;
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!gelf_getshdr(scn, &shdr) || !data || shdr.sh_entsize == 0) return;
@@ -193,9 +195,13 @@ void read_symbol_table(Elf* elf, Elf_Scn* scn, bool dynamic, const std::vector<L
     GElf_Sym sym;
     if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
     int type = GELF_ST_TYPE(sym.st_info);
-    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
-        sym.st_value == 0)
+    if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || sym.st_value == 0) continue;
+    if (type == STT_OBJECT && objects) {
+      if (const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name); name && *name)
+        objects->emplace(name, sym.st_value);
       continue;
+    }
+    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
     const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
     auto offset = file_offset_of(segments, sym.st_value);
     if (!name || !*name || !offset) continue;
@@ -242,6 +248,12 @@ ElfSymbols& ElfSymbols::operator=(ElfSymbols&&) noexcept = default;
 ElfSymbols::~ElfSymbols() = default;
 
 size_t ElfSymbols::function_count() const { return table_->functions.size(); }
+
+std::optional<uint64_t> ElfSymbols::exported_object(const std::string& name) const {
+  auto it = table_->exported_objects.find(name);
+  if (it == table_->exported_objects.end()) return std::nullopt;
+  return it->second;
+}
 const std::string& ElfSymbols::build_id() const { return table_->build_id; }
 const std::optional<std::filesystem::path>& ElfSymbols::debug_file() const { return table_->debug_file; }
 bool ElfSymbols::stripped() const { return !table_->has_symtab; }
@@ -257,7 +269,7 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const Deb
   if (Elf_Scn* dynsym = find_section(main.elf, SHT_DYNSYM)) {
     Elf_Scn* versym = find_section(main.elf, SHT_GNU_versym);
     read_symbol_table(main.elf, dynsym, true, segments, versym ? elf_getdata(versym, nullptr) : nullptr,
-                      table->functions);
+                      table->functions, &table->exported_objects);
   }
   std::vector<ElfSymbol> symtab;
   if (Elf_Scn* scn = find_section(main.elf, SHT_SYMTAB)) {

@@ -48,6 +48,10 @@ class ElfSymbols {
   // a name that has a default version hides its compat versions.
   std::vector<ElfSymbol> lookup(std::string_view query) const;
 
+  // An exported data object's link-time address (st_value): its address in
+  // a process is that plus the load base (where offset 0 is mapped).
+  std::optional<uint64_t> exported_object(const std::string& name) const;
+
   const std::filesystem::path& path() const { return path_; }
   size_t function_count() const;
   const std::string& build_id() const;  // hex, empty when the file has none

@@ -1,0 +1,59 @@
+// The detector's state, shared by its two source files (straggler.cpp:
+// calls, lanes, instances, hangs; straggler_windows.cpp: windows, findings,
+// the verdict). Not for use outside them.
+#pragma once
+
+#include <optional>
+
+#include "detect/straggler.h"
+
+namespace slowburn {
+
+struct StragglerDetector::Lane {
+  ProbeInfo info;
+  CommunicatorRef comm;
+  std::optional<CollectiveAligner> aligner;  // lanes whose calls align across ranks
+  uint64_t first_call_ns = 0;                // members learnt from calls settle after this
+  std::set<int32_t> seen;                    // ranks that called on it
+  std::map<int32_t, std::optional<int>> comm_ranks;
+  std::map<int32_t, Cusum> cusum;
+  std::map<int32_t, uint64_t> total_blame_ns;
+
+  // Whether its members are known up front (the job, or read / created);
+  // else they are learnt from the calls during settle_ns.
+  bool members_known() const { return !comm || comm->source == CommSource::job || comm->local_pids.has_value(); }
+};
+
+struct StragglerDetector::RankAccum {
+  uint64_t calls = 0;
+  std::vector<double> waits_ns;
+  uint64_t instances = 0;
+  std::vector<double> lateness_ns;
+  std::vector<double> gaps_ns;
+  double blame_ns = 0;
+  uint64_t last_count = 0;
+};
+
+struct StragglerDetector::LaneAccum {
+  uint64_t instances = 0;
+  std::map<int32_t, RankAccum> ranks;
+};
+
+struct StragglerDetector::Window {
+  uint64_t index = 0;
+  std::map<LaneKey, LaneAccum> lanes;
+};
+
+// A finding's life: from the window it was raised in until the rank has
+// been clear for persistence_n windows.
+struct StragglerDetector::Run {
+  size_t finding = 0;  // index into findings_
+  uint64_t start_ns = 0;
+  uint64_t last_flagged_end_ns = 0;
+  int evaluated = 0;
+  int flagged = 0;
+  double cost_ns = 0;  // its blame in the windows of the run
+  bool open = true;
+};
+
+}  // namespace slowburn

@@ -1,0 +1,294 @@
+// Windows out: per-lane statistics, the tests, persistence and CUSUM
+// findings, each finding's run, and the session's verdict.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/format.h"
+#include "detect/straggler.h"
+#include "detect/straggler_internal.h"
+#include "detect/verdict.h"
+#include "stats/robust.h"
+
+namespace slowburn {
+
+namespace {
+constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
+constexpr double kTailQuantile = 0.9;
+
+// Every value of every accumulator but one: a rank's peers.
+std::vector<double> peers_of(const std::vector<const std::vector<double>*>& per_rank, size_t except) {
+  std::vector<double> values;
+  for (size_t j = 0; j < per_rank.size(); ++j)
+    if (j != except) values.insert(values.end(), per_rank[j]->begin(), per_rank[j]->end());
+  return values;
+}
+}  // namespace
+
+WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum,
+                                         uint64_t elapsed_ns) {
+  Lane& lane = *lanes_.at(key);
+  WindowReport report;
+  report.start_ns = window.index * config_.window_ns;
+  report.end_ns = report.start_ns + config_.window_ns;
+  report.probe_id = key.probe_id;
+  report.probe = lane.info.name;
+  report.kind = lane.info.kind;
+  report.comm = lane.comm;
+  report.aligned = lane.aligner.has_value();
+  report.instances = accum.instances;
+
+  for (const auto& [pid, rank] : accum.ranks) {
+    RankWindowStats stats;
+    stats.identity = identity(pid);
+    if (auto r = lane.comm_ranks.find(pid); r != lane.comm_ranks.end()) stats.comm_rank = r->second;
+    stats.calls = rank.calls;
+    stats.wait_p50_ns = quantile(rank.waits_ns, 0.50);
+    stats.wait_p99_ns = quantile(rank.waits_ns, 0.99);
+    stats.instances = rank.instances;
+    stats.lateness_median_ns = median(rank.lateness_ns);
+    stats.lateness_p90_ns = quantile(rank.lateness_ns, kTailQuantile);
+    stats.gap_median_ns = median(rank.gaps_ns);
+    stats.blame_ns = rank.blame_ns;
+    stats.blame_share = elapsed_ns ? rank.blame_ns / static_cast<double>(elapsed_ns) : 0;
+    stats.last_fraction =
+        rank.instances ? static_cast<double>(rank.last_count) / static_cast<double>(rank.instances) : 0;
+    report.ranks.push_back(std::move(stats));
+  }
+  if (!report.aligned || report.ranks.size() < 2) return report;
+
+  // Robust z of each rank's median (and tail) against its peers' per-call
+  // values: with a handful of ranks, a MAD over one median per rank mostly
+  // measures how the healthy ranks happen to spread; the peers' calls
+  // measure how much a rank's arrival normally varies. Fewer than 3 ranks:
+  // no z at all.
+  std::vector<const std::vector<double>*> lateness_by_rank, gaps_by_rank;
+  for (const auto& [pid, rank] : accum.ranks) {
+    lateness_by_rank.push_back(&rank.lateness_ns);
+    gaps_by_rank.push_back(&rank.gaps_ns);
+  }
+  std::vector<std::vector<double>> peer_gaps(report.ranks.size());
+  for (size_t i = 0; i < report.ranks.size(); ++i) peer_gaps[i] = peers_of(gaps_by_rank, i);
+  size_t aligned_count = 0;
+  for (const RankWindowStats& stats : report.ranks) aligned_count += stats.lateness_median_ns.has_value();
+  if (aligned_count >= 3) {
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      RankWindowStats& stats = report.ranks[i];
+      std::vector<double> peer_lateness = peers_of(lateness_by_rank, i);
+      if (stats.lateness_median_ns) stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peer_lateness);
+      if (stats.lateness_p90_ns) stats.z_lateness_tail = robust_z_against(*stats.lateness_p90_ns, peer_lateness);
+      if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps[i]);
+    }
+  }
+
+  bool enough = accum.instances >= config_.min_instances && aligned_count >= 2;
+  if (enough) flag_straggler(report, config_, aligned_count);
+
+  // CUSUM input: how much longer this rank computes than its peers, as a
+  // share of the step period, in units of cusum_unit_share. Normalising by
+  // the step, not by the peers' spread, keeps a microsecond-scale gap before
+  // a back-to-back collective (tiny, but with a tinier MAD) from alarming.
+  double step_ns = accum.instances ? static_cast<double>(elapsed_ns) / static_cast<double>(accum.instances) : 0;
+  for (size_t i = 0; enough && step_ns > 0 && i < report.ranks.size(); ++i) {
+    RankWindowStats& stats = report.ranks[i];
+    auto peer_median = median(peer_gaps[i]);
+    if (!stats.gap_median_ns || !peer_median) continue;
+    Cusum& cusum =
+        lane.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision).first->second;
+    double excess_share = (*stats.gap_median_ns - *peer_median) / step_ns;
+    cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
+    stats.cusum_gap = cusum.statistic();
+  }
+  return report;
+}
+
+void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOutput& out) {
+  uint64_t start = window.index * config_.window_ns;
+  uint64_t end = start + config_.window_ns;
+  // Traced time inside this window: the first and last windows are partial.
+  uint64_t from = std::max(start, first_ns_);
+  uint64_t to = std::min(end, std::max(last_ns_, from));  // not now: a stalled tail is not traced time
+  uint64_t elapsed = to > from ? to - from : 0;
+
+  size_t first_report = out.windows.size();
+  for (const auto& [key, accum] : window.lanes) out.windows.push_back(evaluate(window, key, accum, elapsed));
+
+  struct Best {
+    Mark mark;
+    const WindowReport* report = nullptr;
+    const RankWindowStats* evidence = nullptr;
+    const WindowReport* cusum_report = nullptr;
+    const RankWindowStats* cusum_evidence = nullptr;
+  };
+  std::map<int32_t, Best> ranks;
+  bool judged = false;
+  for (size_t i = first_report; i < out.windows.size(); ++i) {
+    const WindowReport& report = out.windows[i];
+    if (!report.aligned || report.instances < config_.min_instances) continue;
+    judged = true;
+    const RankWindowStats* worst = nullptr;
+    for (const RankWindowStats& stats : report.ranks)
+      if (!worst || stats.blame_ns > worst->blame_ns) worst = &stats;
+    for (const RankWindowStats& stats : report.ranks) {
+      Best& best = ranks[stats.identity.pid];
+      best.mark.start_ns = start;
+      best.mark.blame_ns += stats.blame_ns;
+      if (stats.flagged) {
+        best.mark.flagged = true;
+        if (!best.evidence || stats.blame_share > best.evidence->blame_share)
+          best = {best.mark, &report, &stats, best.cusum_report, best.cusum_evidence};
+      }
+      // The slow-onset test: the unique worst above the lower floor.
+      bool unique = &stats == worst && std::all_of(report.ranks.begin(), report.ranks.end(), [&](const auto& o) {
+        return &o == &stats || stats.blame_ns >= config_.uniqueness_ratio * o.blame_ns;
+      });
+      bool often =
+          stats.last_fraction >= config_.min_last_fraction || stats.blame_dominance >= config_.min_blame_dominance;
+      if (unique && often && stats.blame_ns > 0 && stats.blame_share >= config_.cusum_min_blame_share) {
+        best.mark.cusum_worst = true;
+        auto cusum = lanes_.at({report.probe_id, report.comm ? report.comm->id : 0})->cusum.find(stats.identity.pid);
+        bool alarmed = cusum != lanes_.at({report.probe_id, report.comm ? report.comm->id : 0})->cusum.end() &&
+                       cusum->second.alarmed();
+        if (alarmed && (!best.cusum_evidence || stats.blame_share > best.cusum_evidence->blame_share)) {
+          best.cusum_report = &report;
+          best.cusum_evidence = &stats;
+        }
+      }
+    }
+  }
+  if (judged) ++windows_judged_;
+  for (const auto& [pid, best] : ranks)
+    update_persistence(pid, best.mark, best.evidence, best.report, best.cusum_report, best.cusum_evidence, now_ns, out);
+}
+
+void StragglerDetector::update_persistence(int32_t pid, Mark mark, const RankWindowStats* evidence,
+                                           const WindowReport* report, const WindowReport* cusum_report,
+                                           const RankWindowStats* cusum_evidence, uint64_t now_ns,
+                                           DetectorOutput& out) {
+  std::deque<Mark>& history = history_[pid];
+  history.push_back(mark);
+  while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
+  int flagged =
+      static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.flagged; }));
+  int worst =
+      static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.cusum_worst; }));
+  // Cleared once neither test holds any more: a recurrence is a new finding.
+  bool cleared = flagged == 0 && worst == 0;
+  track_runs(pid, mark, cleared);
+  if (cleared) active_findings_.erase(pid);
+  if (active_findings_.contains(pid)) return;
+
+  if (evidence && flagged >= config_.persistence_m) {
+    Finding f = straggler_finding("persistence", *report, *evidence, now_ns);
+    f.windows_flagged = flagged;
+    f.windows_considered = static_cast<int>(history.size());
+    raise_finding(std::move(f), pid, out);
+  } else if (cusum_evidence && worst >= config_.persistence_m) {
+    // A slow onset below the main floor, named as it grows; never from one window.
+    Finding f = straggler_finding("cusum", *cusum_report, *cusum_evidence, now_ns);
+    f.windows_flagged = worst;
+    f.windows_considered = static_cast<int>(history.size());
+    raise_finding(std::move(f), pid, out);
+  }
+}
+
+void StragglerDetector::raise_finding(Finding finding, int32_t pid, DetectorOutput& out) {
+  active_findings_.insert(pid);
+  const std::deque<Mark>& history = history_[pid];
+  Run run;
+  run.finding = findings_.size();
+  // The run begins at the first window of the evidence.
+  auto first = std::find_if(history.begin(), history.end(), [](const Mark& m) { return m.flagged || m.cusum_worst; });
+  for (auto it = first; it != history.end(); ++it) {
+    ++run.evaluated;
+    run.flagged += it->flagged || it->cusum_worst;
+    run.cost_ns += it->blame_ns;
+    if (it->flagged || it->cusum_worst) run.last_flagged_end_ns = it->start_ns + config_.window_ns;
+  }
+  run.start_ns = first != history.end() ? first->start_ns : history.back().start_ns;
+  runs_[pid].push_back(run);
+  findings_.push_back(std::move(finding));
+  // Cost and summary as of now; findings() refreshes both later.
+  out.findings.push_back(findings().back());
+}
+
+void StragglerDetector::track_runs(int32_t pid, const Mark& mark, bool cleared) {
+  auto it = runs_.find(pid);
+  if (it == runs_.end() || it->second.empty() || !it->second.back().open) return;
+  Run& run = it->second.back();
+  ++run.evaluated;
+  run.cost_ns += mark.blame_ns;
+  if (mark.flagged || mark.cusum_worst) {
+    ++run.flagged;
+    run.last_flagged_end_ns = mark.start_ns + config_.window_ns;
+  }
+  if (cleared) run.open = false;
+}
+
+void StragglerDetector::close_windows(uint64_t now_ns, bool all, DetectorOutput& out) {
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    uint64_t end = (it->first + 1) * config_.window_ns;
+    if (!all && end + config_.grace_ns > now_ns) break;
+    close_window(*it->second, now_ns, out);
+    closed_before_index_ = it->first + 1;
+    windows_.erase(it);
+  }
+}
+
+std::vector<Finding> StragglerDetector::findings() const {
+  std::vector<Finding> result = findings_;
+  uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
+  for (Finding& f : result) {
+    if (f.type != "straggler") continue;
+    for (const auto& [id, info] : probes_)
+      if (info.name == f.probe) f.cost_ns = blame_ns(id, f.culprit.pid);
+    f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
+    f.summary = straggler_summary(f);
+  }
+  return result;
+}
+
+SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
+  SessionVerdict v;
+  v.instances = counters_.instances;
+  v.windows_judged = windows_judged_;
+  std::vector<Finding> all = findings();
+  for (const Finding& f : all)
+    if (f.type == "hang") v.hangs.push_back(f);
+  for (const auto& [pid, runs] : runs_) {
+    const Run* held = nullptr;
+    for (const Run& run : runs) {
+      if (run.evaluated > 0 && run.flagged >= config_.sustained_fraction * run.evaluated) {
+        held = &run;  // the latest that held
+        continue;
+      }
+      Episode e;
+      e.finding = all[run.finding];
+      e.start_ns = run.start_ns;
+      e.end_ns = run.last_flagged_end_ns ? run.last_flagged_end_ns : now_ns;
+      e.windows_flagged = run.flagged;
+      e.windows_evaluated = run.evaluated;
+      e.cost_ns = static_cast<uint64_t>(run.cost_ns);
+      e.summary = fmt::format(
+          "{} was late on {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, so the verdict "
+          "does not name it",
+          rank_label(e.finding.culprit), e.finding.probe, communicator_phrase(e.finding),
+          format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
+          e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)));
+      v.episodes.push_back(std::move(e));
+    }
+    if (held) v.stragglers.push_back(all[held->finding]);
+  }
+  std::sort(v.stragglers.begin(), v.stragglers.end(),
+            [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
+  v.judged = windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.hangs.empty();
+  if (!v.judged)
+    v.reason = fmt::format(
+        "only {} window(s) had {} or more aligned collective instances ({} instances in all); {} are needed to "
+        "judge",
+        windows_judged_, config_.min_instances, counters_.instances, config_.persistence_m);
+  return v;
+}
+
+}  // namespace slowburn

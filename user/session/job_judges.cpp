@@ -1,0 +1,124 @@
+#include "session/job_judges.h"
+
+namespace slowburn {
+
+namespace {
+void append(DetectorOutput& into, DetectorOutput&& from) {
+  for (auto& n : from.notes) into.notes.push_back(std::move(n));
+  for (auto& w : from.windows) into.windows.push_back(std::move(w));
+  for (auto& f : from.findings) into.findings.push_back(std::move(f));
+}
+}  // namespace
+
+JobJudges::JobJudges(const DetectorConfig& config, const std::vector<const ProbeSpec*>& probes,
+                     const std::vector<RankIdentity>& ranks, CommRegistry registry)
+    : registry_(std::move(registry)) {
+  std::vector<ProbeInfo> infos;
+  for (const ProbeSpec* spec : probes) {
+    probes_[spec->id] = spec;
+    infos.push_back({spec->id, spec->name, spec->kind});
+  }
+  for (const RankIdentity& rank : ranks) {
+    auto& detector = by_job_[rank.job];
+    if (!detector) detector = std::make_unique<StragglerDetector>(config, infos);
+    detector->add_rank(rank);
+    by_pid_[rank.pid] = detector.get();
+    registry_.add_rank(rank);
+  }
+}
+
+StragglerDetector* JobJudges::for_pid(uint32_t pid) {
+  auto it = by_pid_.find(static_cast<int32_t>(pid));
+  return it == by_pid_.end() ? nullptr : it->second;
+}
+
+template <typename F>
+DetectorOutput JobJudges::each(F&& f) {
+  DetectorOutput out;
+  for (auto& [job, detector] : by_job_) append(out, f(*detector));
+  return out;
+}
+
+void JobJudges::attached(uint32_t probe_id, int32_t pid) {
+  if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->add_participant(probe_id, pid);
+}
+
+void JobJudges::on_call(const CallEvent& call) {
+  StragglerDetector* detector = for_pid(call.pid);
+  auto spec = probes_.find(call.probe_id);
+  if (!detector || spec == probes_.end()) return;
+  if (spec->second->kind == CallKind::comm_lifecycle) {
+    registry_.on_lifecycle(call, *spec->second);
+    return;
+  }
+  detector->ingest(call, registry_.classify(call, *spec->second));
+}
+
+DetectorOutput JobJudges::advance(uint64_t now_ns) {
+  return each([&](StragglerDetector& d) { return d.advance(now_ns); });
+}
+
+DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls) {
+  for (InFlightCall& call : calls) {
+    auto spec = probes_.find(call.probe_id);
+    if (spec == probes_.end()) continue;
+    CommBackend backend = call.comm ? spec->second->backend : CommBackend::none;
+    call.communicator = registry_.lookup(static_cast<int32_t>(call.tgid), backend, call.comm);
+  }
+  return each([&](StragglerDetector& d) { return d.check_in_flight(now_ns, calls); });
+}
+
+DetectorOutput JobJudges::retire(int32_t pid, const Drained&) {
+  DetectorOutput out;
+  if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out);
+  registry_.remove_rank(pid);
+  return out;
+}
+
+DetectorOutput JobJudges::finish(uint64_t now_ns) {
+  return each([&](StragglerDetector& d) { return d.finish(now_ns); });
+}
+
+SessionVerdict JobJudges::verdict(uint64_t now_ns) const {
+  SessionVerdict all;
+  all.judged = true;
+  for (const auto& [job, detector] : by_job_) {
+    SessionVerdict v = detector->verdict(now_ns);
+    if (!v.judged) {
+      all.judged = false;
+      all.reason += (all.reason.empty() ? "" : "; ") + (by_job_.size() > 1 ? "job " + job + ": " : "") + v.reason;
+    }
+    all.instances += v.instances;
+    all.windows_judged += v.windows_judged;
+    for (auto& f : v.stragglers) all.stragglers.push_back(std::move(f));
+    for (auto& f : v.hangs) all.hangs.push_back(std::move(f));
+    for (auto& e : v.episodes) all.episodes.push_back(std::move(e));
+  }
+  if (by_job_.empty()) all.judged = false;
+  return all;
+}
+
+std::vector<Finding> JobJudges::findings() const {
+  std::vector<Finding> all;
+  for (const auto& [job, detector] : by_job_)
+    for (Finding& f : detector->findings()) all.push_back(std::move(f));
+  return all;
+}
+
+DetectorCounters JobJudges::counters() const {
+  DetectorCounters sum;
+  for (const auto& [job, detector] : by_job_) {
+    const DetectorCounters& c = detector->counters();
+    sum.calls += c.calls;
+    sum.unknown_process += c.unknown_process;
+    sum.sequence_gaps += c.sequence_gaps;
+    sum.discarded_calls += c.discarded_calls;
+    sum.late_calls += c.late_calls;
+    sum.instances += c.instances;
+    sum.aligned_by_sequence += c.aligned_by_sequence;
+    sum.order_mismatches += c.order_mismatches;
+  }
+  return sum;
+}
+
+}  // namespace slowburn
