@@ -30,10 +30,10 @@ namespace {
 // these non-standard-layout classes is what the compiler lays out (GCC).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
-#define SB_TAG_OFFSET(Options)                                            \
-  struct Options##Probe : gloo::Options {                                 \
-    static size_t tag() { return offsetof(Options##Probe, tag); }         \
-    static size_t context() { return offsetof(Options##Probe, context); } \
+#define SB_TAG_OFFSET(Options)                                                   \
+  struct Options##Probe : gloo::Options {                                        \
+    static size_t tag_offset() { return offsetof(Options##Probe, tag); }         \
+    static size_t context_offset() { return offsetof(Options##Probe, context); } \
   }
 SB_TAG_OFFSET(AllgatherOptions);
 SB_TAG_OFFSET(AllgathervOptions);
@@ -45,10 +45,10 @@ SB_TAG_OFFSET(GatherOptions);
 SB_TAG_OFFSET(ReduceOptions);
 SB_TAG_OFFSET(ScatterOptions);
 struct AllreduceOptionsProbe : gloo::AllreduceOptions {
-  static size_t tag() {
+  static size_t tag_offset() {
     return offsetof(AllreduceOptionsProbe, impl_) + offsetof(gloo::detail::AllreduceOptionsImpl, tag);
   }
-  static size_t context() {
+  static size_t context_offset() {
     return offsetof(AllreduceOptionsProbe, impl_) + offsetof(gloo::detail::AllreduceOptionsImpl, context);
   }
 };
@@ -64,16 +64,16 @@ TEST(GlooLayout, TheCatalogReadsTheTagWhereTheHeadersPutIt) {
 #ifndef SLOWBURN_HAVE_GLOO_HEADERS
   GTEST_SKIP() << "libgloo-dev is not installed (make deps installs it): gloo's headers are needed to check offsets";
 #else
-  EXPECT_EQ(catalog_tag_offset("gloo.allreduce"), AllreduceOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.allgather"), AllgatherOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.allgatherv"), AllgathervOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.alltoall"), AlltoallOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.alltoallv"), AlltoallvOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.barrier"), BarrierOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.broadcast"), BroadcastOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.gather"), GatherOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.reduce"), ReduceOptionsProbe::tag());
-  EXPECT_EQ(catalog_tag_offset("gloo.scatter"), ScatterOptionsProbe::tag());
+  EXPECT_EQ(catalog_tag_offset("gloo.allreduce"), AllreduceOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.allgather"), AllgatherOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.allgatherv"), AllgathervOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.alltoall"), AlltoallOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.alltoallv"), AlltoallvOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.barrier"), BarrierOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.broadcast"), BroadcastOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.gather"), GatherOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.reduce"), ReduceOptionsProbe::tag_offset());
+  EXPECT_EQ(catalog_tag_offset("gloo.scatter"), ScatterOptionsProbe::tag_offset());
 #endif
 }
 
@@ -82,11 +82,11 @@ TEST(GlooLayout, TheContextIsTheOptionsFirstWordAndHoldsRankThenSize) {
   GTEST_SKIP() << "libgloo-dev is not installed (make deps installs it): gloo's headers are needed to check offsets";
 #else
   // Every options object starts with its std::shared_ptr<Context>, whose first word is the pointer (libstdc++).
-  EXPECT_EQ(AllreduceOptionsProbe::context(), 0u);
-  EXPECT_EQ(AllgatherOptionsProbe::context(), 0u);
-  EXPECT_EQ(BarrierOptionsProbe::context(), 0u);
-  EXPECT_EQ(BroadcastOptionsProbe::context(), 0u);
-  EXPECT_EQ(ScatterOptionsProbe::context(), 0u);
+  EXPECT_EQ(AllreduceOptionsProbe::context_offset(), 0u);
+  EXPECT_EQ(AllgatherOptionsProbe::context_offset(), 0u);
+  EXPECT_EQ(BarrierOptionsProbe::context_offset(), 0u);
+  EXPECT_EQ(BroadcastOptionsProbe::context_offset(), 0u);
+  EXPECT_EQ(ScatterOptionsProbe::context_offset(), 0u);
   EXPECT_EQ(offsetof(gloo::Context, rank), 8u) << "comm/comm_registry.cpp reads the rank at +8";
   EXPECT_EQ(offsetof(gloo::Context, size), 12u) << "and the size at +12";
 #endif
