@@ -7,9 +7,17 @@
  * Compute is a fixed amount of arithmetic, the same on every rank (rank 0
  * calibrates it and broadcasts it), scaled on the slow rank: a slower rank
  * does more work, as a rank on a throttled or contended device does.
+ * --ramp-s grows the slow rank's extra work from nothing over that many
+ * seconds (the seed's "Operation Slowburn": a slow onset no alert sees).
  *
- *   slowburn-mpi-workload [--slow-rank R] [--slowdown F] [--compute-us C]
-  *                         [--seconds S] [--steps N] [--warmup-s W]
+ * --tp K lays the ranks out as Megatron-style jobs do (MPI_Comm_split): a
+ * step is then compute, MPI_Allreduce inside the tensor-parallel group of K
+ * consecutive ranks, MPI_Allgather inside the data-parallel group of ranks
+ * K apart, and the world MPI_Allreduce that carries the stop flag.
+ *
+ *   slowburn-mpi-workload [--slow-rank R] [--slowdown F] [--ramp-s S]
+ *                         [--compute-us C] [--tp K] [--seconds S]
+ *                         [--steps N] [--warmup-s W]
  *
  * --warmup-s waits after MPI_Init before the first collective, so a tracer
  * that discovers processes on a timer (slowburn probe) sees every call: the
@@ -82,7 +90,9 @@ static uint64_t calibrate_iterations_per_us(void)
 int main(int argc, char **argv)
 {
 	int slow_rank = -1, rank, size;
-	double slowdown = 1.0, seconds = 60, compute_us = 3000, warmup_s = 0;
+	double slowdown = 1.0, seconds = 60, compute_us = 3000, warmup_s = 0, ramp_s = 0;
+	int tp = 0;
+	MPI_Comm tp_comm = MPI_COMM_NULL, dp_comm = MPI_COMM_NULL;
 	long steps = -1;
 	uint64_t per_us, iterations, acc = 0;
 
@@ -99,9 +109,13 @@ int main(int argc, char **argv)
 			steps = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--warmup-s") && i + 1 < argc)
 			warmup_s = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--ramp-s") && i + 1 < argc)
+			ramp_s = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--tp") && i + 1 < argc)
+			tp = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--compute-us C] "
-					"[--seconds S] [--steps N] [--warmup-s W]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
+					"[--tp K] [--seconds S] [--steps N] [--warmup-s W]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -111,6 +125,10 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (tp > 1) {
+		MPI_Comm_split(MPI_COMM_WORLD, rank / tp, rank, &tp_comm);
+		MPI_Comm_split(MPI_COMM_WORLD, rank % tp, rank, &dp_comm);
+	}
 	if (warmup_s > 0) {
 		struct timespec pause = { (time_t)warmup_s, (long)((warmup_s - (time_t)warmup_s) * 1e9) };
 
@@ -121,18 +139,27 @@ int main(int argc, char **argv)
 	per_us = rank == 0 ? calibrate_iterations_per_us() : 0;
 	MPI_Bcast(&per_us, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	iterations = (uint64_t)(per_us * compute_us);
-	if (rank == slow_rank)
-		iterations = (uint64_t)(iterations * slowdown);
 
 	double start = now_s();
 	double *gathered = calloc((size_t)size, sizeof(double));
 	long step;
 	for (step = 0; steps < 0 || step < steps; step++) {
-		double mine, sums[2], local[2];
+		double mine, sums[2], local[2], part;
+		uint64_t todo = iterations;
 
-		acc ^= work(iterations, acc + (uint64_t)step);
+		if (rank == slow_rank) {
+			double share = ramp_s > 0 ? (now_s() - start) / ramp_s : 1.0;
+
+			todo = (uint64_t)(iterations * (1.0 + (slowdown - 1.0) * (share < 1.0 ? share : 1.0)));
+		}
+		acc ^= work(todo, acc + (uint64_t)step);
 		mine = (double)(acc & 0xffff);
-		MPI_Allgather(&mine, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+		if (tp > 1) {
+			MPI_Allreduce(&mine, &part, 1, MPI_DOUBLE, MPI_SUM, tp_comm);
+			MPI_Allgather(&part, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, dp_comm);
+		} else {
+			MPI_Allgather(&mine, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+		}
 		/* Any rank asked to stop (or rank 0's clock ran out): everyone
 		 * learns it from the same Allreduce and leaves in the same step, so
 		 * no rank is left waiting in a collective. */
@@ -147,6 +174,10 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("workload done: %ld steps in %.1f s\n", step, now_s() - start);
 	free(gathered);
+	if (tp > 1) {
+		MPI_Comm_free(&tp_comm);
+		MPI_Comm_free(&dp_comm);
+	}
 	MPI_Finalize();
 	return 0;
 }

@@ -14,6 +14,13 @@
 
 namespace slowburn {
 
+uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second) {
+  uint64_t lead = last.entry_ns - second.entry_ns;
+  if (!last.gap_ns || !second.gap_ns) return lead;
+  uint64_t own = *last.gap_ns > *second.gap_ns ? *last.gap_ns - *second.gap_ns : 0;
+  return std::min(lead, own);
+}
+
 StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
   for (ProbeInfo& info : probes) probes_.emplace(info.id, std::move(info));
 }
@@ -112,11 +119,13 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
     seq_it->second = call.seq;
   }
 
+  // The compute gap: since the rank's latest traced return, on any thread
+  // (gloo runs a group's collectives on whichever worker thread is free).
   std::optional<uint64_t> gap_ns;
-  auto [exit_it, first_exit] = last_exit_by_tid_.try_emplace(call.tid, call.exit_ns);
+  auto [exit_it, first_exit] = last_exit_by_pid_.try_emplace(pid, call.exit_ns);
   if (!first_exit) {
     if (call.entry_ns >= exit_it->second) gap_ns = call.entry_ns - exit_it->second;
-    exit_it->second = call.exit_ns;
+    exit_it->second = std::max(exit_it->second, call.exit_ns);
   }
 
   LaneKey key{call.probe_id, comm.comm ? comm.comm->id : 0};
@@ -153,7 +162,9 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, const C
   if (instance.seq) ++counters_.aligned_by_sequence;
 
   // The last to arrive is blamed for how much later than the second-to-last
-  // it came: how much sooner the collective would have started without it.
+  // it came (how much sooner the collective would have started without it),
+  // as far as its own longer compute gap explains it: entry = previous
+  // release + gap, and a release delayed by another collective is inherited.
   const RankCall* last = nullptr;
   const RankCall* second = nullptr;
   for (const RankCall& call : instance.calls) {
@@ -164,7 +175,7 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, const C
       second = &call;
     }
   }
-  uint64_t blame = last && second ? last->entry_ns - second->entry_ns : 0;
+  uint64_t blame = last && second ? self_caused_lead_ns(*last, *second) : 0;
   if (last && second) lane.total_blame_ns[last->pid] += blame;
 
   Window* window = window_for(instance.release_ns);

@@ -5,8 +5,10 @@
 // Calls are grouped into lanes, one per (probe, communicator): a job's
 // tensor-parallel groups, data-parallel groups and the world are separate
 // collectives with separate instances. Per window and lane, every aligned
-// instance charges `blame` (last arrival - second-to-last arrival) to the
-// rank that arrived last. A rank is flagged in a window when, on some lane,
+// instance charges `blame` to the rank that arrived last: how much later than
+// the second-to-last it came, counting only what its own longer compute gap
+// explains (a rank released late by another communicator's collective is
+// late there, not here: the culprit upstream carries that blame). A rank is flagged in a window when, on some lane,
 // the tests of detect/verdict.h hold (enough instances, effect size, last
 // often or most of the blame, unique worst, robust z). A finding needs
 // persistence: flagged in persistence_m of the last persistence_n evaluated
@@ -93,6 +95,10 @@ struct ProbeInfo {
   CallKind kind = CallKind::function;
 };
 
+// The part of the last arrival's lead over the second-to-last that its own
+// longer compute gap explains (all of it when a gap is unknown).
+uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second);
+
 class StragglerDetector {
  public:
   StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes);
@@ -157,7 +163,15 @@ class StragglerDetector {
   // Closes the windows that ended grace_ns before now_ns, or all of them.
   void close_windows(uint64_t now_ns, bool all, DetectorOutput& out);
   void close_window(Window& window, uint64_t now_ns, DetectorOutput& out);
-  WindowReport evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum, uint64_t elapsed_ns);
+  // A probe's calls in a window on communicators of one size, per rank:
+  // what a rank's lateness and gap are judged against (a tensor-parallel
+  // group of 2 has no peers of its own; the other groups of 2 doing the same
+  // step do, the world all-reduce a step later does not compare).
+  struct PeerPool {
+    std::map<int32_t, std::vector<double>> lateness_ns, gaps_ns;
+  };
+  WindowReport evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum, const PeerPool& pool,
+                        uint64_t elapsed_ns);
   void cusum_findings(const WindowReport& report, std::set<int32_t>& cusum_flagged, uint64_t now_ns,
                       DetectorOutput& out);
   void update_persistence(int32_t pid, Mark mark, const RankWindowStats* evidence, const WindowReport* report,
@@ -178,7 +192,7 @@ class StragglerDetector {
   std::set<int32_t> alive_;
   std::map<uint64_t, std::unique_ptr<Window>> windows_;  // by window index, open ones
   std::map<uint64_t, uint64_t> last_seq_;                // (tid << 32 | probe) -> seq
-  std::map<uint32_t, uint64_t> last_exit_by_tid_;
+  std::map<int32_t, uint64_t> last_exit_by_pid_;  // the rank's latest traced return: its compute gap starts there
   std::map<int32_t, std::deque<Mark>> history_;          // per rank: the last persistence_n evaluated windows
   std::set<int32_t> active_findings_;                    // ranks with a standing finding (either test)
   std::map<int32_t, std::vector<Run>> runs_;             // per rank: its findings' lives

@@ -16,17 +16,17 @@ namespace {
 constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
 constexpr double kTailQuantile = 0.9;
 
-// Every value of every accumulator but one: a rank's peers.
-std::vector<double> peers_of(const std::vector<const std::vector<double>*>& per_rank, size_t except) {
+// Every value of every rank but one: a rank's peers.
+std::vector<double> peers_of(const std::map<int32_t, std::vector<double>>& per_rank, int32_t except) {
   std::vector<double> values;
-  for (size_t j = 0; j < per_rank.size(); ++j)
-    if (j != except) values.insert(values.end(), per_rank[j]->begin(), per_rank[j]->end());
+  for (const auto& [pid, v] : per_rank)
+    if (pid != except) values.insert(values.end(), v.begin(), v.end());
   return values;
 }
 }  // namespace
 
 WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum,
-                                         uint64_t elapsed_ns) {
+                                         const PeerPool& pool, uint64_t elapsed_ns) {
   Lane& lane = *lanes_.at(key);
   WindowReport report;
   report.start_ns = window.index * config_.window_ns;
@@ -60,21 +60,18 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
   // Robust z of each rank's median (and tail) against its peers' per-call
   // values: with a handful of ranks, a MAD over one median per rank mostly
   // measures how the healthy ranks happen to spread; the peers' calls
-  // measure how much a rank's arrival normally varies. Fewer than 3 ranks:
-  // no z at all.
-  std::vector<const std::vector<double>*> lateness_by_rank, gaps_by_rank;
-  for (const auto& [pid, rank] : accum.ranks) {
-    lateness_by_rank.push_back(&rank.lateness_ns);
-    gaps_by_rank.push_back(&rank.gaps_ns);
-  }
+  // measure how much a rank's arrival normally varies. The peers are every
+  // other rank calling this probe in the window, on any communicator. Fewer
+  // than 3 such ranks: no z at all.
   std::vector<std::vector<double>> peer_gaps(report.ranks.size());
-  for (size_t i = 0; i < report.ranks.size(); ++i) peer_gaps[i] = peers_of(gaps_by_rank, i);
+  for (size_t i = 0; i < report.ranks.size(); ++i) peer_gaps[i] = peers_of(pool.gaps_ns, report.ranks[i].identity.pid);
   size_t aligned_count = 0;
   for (const RankWindowStats& stats : report.ranks) aligned_count += stats.lateness_median_ns.has_value();
-  if (aligned_count >= 3) {
+  size_t pool_ranks = pool.lateness_ns.size();
+  if (pool_ranks >= 3) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       RankWindowStats& stats = report.ranks[i];
-      std::vector<double> peer_lateness = peers_of(lateness_by_rank, i);
+      std::vector<double> peer_lateness = peers_of(pool.lateness_ns, stats.identity.pid);
       if (stats.lateness_median_ns) stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peer_lateness);
       if (stats.lateness_p90_ns) stats.z_lateness_tail = robust_z_against(*stats.lateness_p90_ns, peer_lateness);
       if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps[i]);
@@ -82,7 +79,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
   }
 
   bool enough = accum.instances >= config_.min_instances && aligned_count >= 2;
-  if (enough) flag_straggler(report, config_, aligned_count);
+  if (enough) flag_straggler(report, config_, pool_ranks);
 
   // CUSUM input: how much longer this rank computes than its peers, as a
   // share of the step period, in units of cusum_unit_share. Normalising by
@@ -110,8 +107,25 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   uint64_t to = std::min(end, std::max(last_ns_, from));  // not now: a stalled tail is not traced time
   uint64_t elapsed = to > from ? to - from : 0;
 
+  // Per (probe, communicator size): lanes that do the same step.
+  auto pool_key = [&](const LaneKey& key) {
+    const Lane& lane = *lanes_.at(key);
+    int size = lane.comm && lane.comm->size ? *lane.comm->size : 0;
+    return std::make_pair(key.probe_id, size);
+  };
+  std::map<std::pair<uint32_t, int>, PeerPool> pools;
+  for (const auto& [key, accum] : window.lanes)
+    for (const auto& [pid, rank] : accum.ranks) {
+      PeerPool& pool = pools[pool_key(key)];
+      if (rank.lateness_ns.empty()) continue;
+      auto& lateness = pool.lateness_ns[pid];
+      lateness.insert(lateness.end(), rank.lateness_ns.begin(), rank.lateness_ns.end());
+      auto& gaps = pool.gaps_ns[pid];
+      gaps.insert(gaps.end(), rank.gaps_ns.begin(), rank.gaps_ns.end());
+    }
   size_t first_report = out.windows.size();
-  for (const auto& [key, accum] : window.lanes) out.windows.push_back(evaluate(window, key, accum, elapsed));
+  for (const auto& [key, accum] : window.lanes)
+    out.windows.push_back(evaluate(window, key, accum, pools[pool_key(key)], elapsed));
 
   struct Best {
     Mark mark;

@@ -8,7 +8,7 @@
 
 namespace slowburn {
 
-RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t aligned_count) {
+RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t peer_ranks) {
   // The candidate: most blame; the runner-up bounds how unique it is.
   RankWindowStats* worst = nullptr;
   double runner_up_blame = 0, total_blame = 0;
@@ -28,12 +28,15 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
   bool last_often = worst->last_fraction >= config.min_last_fraction;
   // A rank late in bursts (a throttled cgroup, periodic stalls) is last in
   // few calls but carries most of the job's lost time: judged by its share
-  // of the blame and by its tail, not by how often it is last.
-  bool dominant = worst->blame_dominance >= config.min_blame_dominance;
+  // of the blame and by its tail, not by how often it is last. That needs
+  // peers to judge the tail against: between two ranks one always "carries
+  // most of the blame".
+  bool z_possible = peer_ranks >= 3;
+  bool dominant = z_possible && worst->blame_dominance >= config.min_blame_dominance;
   // Lateness and compute gap are two views of arriving last; on a loaded
   // node the previous release skews lateness, the gap is immune to that.
   auto at_least = [&](const std::optional<double>& z) { return z && *z >= config.z_threshold; };
-  bool z_ok = aligned_count < 3 || at_least(worst->z_lateness) || at_least(worst->z_gap) ||
+  bool z_ok = !z_possible || at_least(worst->z_lateness) || at_least(worst->z_gap) ||
               (dominant && at_least(worst->z_lateness_tail));
   if (unique && (last_often || dominant) && z_ok && worst->blame_share >= config.min_blame_share) worst->flagged = true;
   return worst;

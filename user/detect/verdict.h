@@ -11,12 +11,14 @@
 
 namespace slowburn {
 
-// On one synchronizing probe's window: picks the rank with the most blame and
-// sets its `flagged` when every test of DetectorConfig holds (enough
-// instances, effect size, arrives last often, unique worst, robust z with 3+
-// ranks). `aligned_count` is how many ranks have a lateness in the window.
-// Returns the candidate (flagged or not), nullptr when there is none.
-RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t aligned_count);
+// On one lane's window: picks the rank with the most blame and sets its
+// `flagged` when every test of DetectorConfig holds (enough instances,
+// effect size, arrives last often or carries most of the blame, unique
+// worst, robust z with 3+ ranks). `peer_ranks` is how many ranks the
+// z-scores were judged among (under 3: no z, and only a rank that is last
+// most of the time can pass). Returns the candidate (flagged or not),
+// nullptr when there is none.
+RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t peer_ranks);
 
 // A straggler finding from a flagged window's evidence (cost and summary are
 // the caller's: they depend on what it has seen so far).
