@@ -29,8 +29,14 @@ struct RankCall {
   int32_t pid = 0;
   uint64_t entry_ns = 0;
   uint64_t exit_ns = 0;
-  std::optional<uint64_t> gap_ns;  // entry - the thread's previous traced exit
-  uint64_t seq = 0;                // its number on (communicator, probe)
+  std::optional<uint64_t> gap_ns;        // entry - the rank's previous traced exit (its compute gap)
+  std::optional<uint64_t> prev_exit_ns;  // that previous exit
+  uint64_t seq = 0;                      // its number on (communicator, probe)
+  // Set when the instance is accounted: entry - when the rank's previous
+  // collective released its members (its earliest exit). A rank slow to
+  // leave that collective (descheduled inside it) is late by its own doing;
+  // one released late with everyone else is not.
+  std::optional<uint64_t> since_release_ns;
 };
 
 struct CollectiveInstance {

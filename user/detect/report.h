@@ -58,10 +58,12 @@ struct Finding {
   uint64_t detected_ns = 0;
   // Evidence (straggler):
   double lateness_median_ns = 0;
+  std::optional<double> lateness_p90_ns;  // its tail: how late it is in its bursts
   double blame_share = 0;
   double blame_dominance = 0;  // its share of all ranks' blame in the flagged window
   double last_fraction = 0;
   std::optional<double> z_lateness;
+  std::optional<double> z_lateness_tail;
   std::optional<double> z_gap;
   int windows_flagged = 0;
   int windows_considered = 0;

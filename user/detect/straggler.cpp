@@ -14,10 +14,15 @@
 
 namespace slowburn {
 
+namespace {
+constexpr size_t kKeptReleases = 64;  // per rank: a few steps of every lane
+}  // namespace
+
 uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second) {
   uint64_t lead = last.entry_ns - second.entry_ns;
-  if (!last.gap_ns || !second.gap_ns) return lead;
-  uint64_t own = *last.gap_ns > *second.gap_ns ? *last.gap_ns - *second.gap_ns : 0;
+  if (!last.since_release_ns || !second.since_release_ns) return lead;
+  uint64_t own =
+      *last.since_release_ns > *second.since_release_ns ? *last.since_release_ns - *second.since_release_ns : 0;
   return std::min(lead, own);
 }
 
@@ -121,10 +126,13 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
 
   // The compute gap: since the rank's latest traced return, on any thread
   // (gloo runs a group's collectives on whichever worker thread is free).
-  std::optional<uint64_t> gap_ns;
+  std::optional<uint64_t> gap_ns, prev_exit_ns;
   auto [exit_it, first_exit] = last_exit_by_pid_.try_emplace(pid, call.exit_ns);
   if (!first_exit) {
-    if (call.entry_ns >= exit_it->second) gap_ns = call.entry_ns - exit_it->second;
+    if (call.entry_ns >= exit_it->second) {
+      gap_ns = call.entry_ns - exit_it->second;
+      prev_exit_ns = exit_it->second;
+    }
     exit_it->second = std::max(exit_it->second, call.exit_ns);
   }
 
@@ -146,7 +154,7 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
     if (!eligible(lane, pid)) return;
     lane.aligner->add_participant(pid);
   }
-  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, comm.seq});
+  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, prev_exit_ns, comm.seq, std::nullopt});
   take_instances(key, lane, call.exit_ns);
 }
 
@@ -154,12 +162,26 @@ void StragglerDetector::take_instances(const LaneKey& key, Lane& lane, uint64_t 
   // Members learnt from calls: the first ones to report would form
   // instances without the others.
   if (!lane.members_known() && now_ns < lane.first_call_ns + config_.settle_ns) return;
-  for (const CollectiveInstance& instance : lane.aligner->take_ready()) account_instance(key, lane, instance);
+  for (CollectiveInstance& instance : lane.aligner->take_ready()) account_instance(key, lane, std::move(instance));
 }
 
-void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, const CollectiveInstance& instance) {
+void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, CollectiveInstance instance) {
   ++counters_.instances;
   if (instance.seq) ++counters_.aligned_by_sequence;
+  // Where each member's own delay began: its previous collective's release
+  // (or its previous call's exit, when that call was not aligned).
+  for (RankCall& call : instance.calls) {
+    if (!call.prev_exit_ns) continue;
+    auto& known = releases_[call.pid];
+    auto it = known.find(*call.prev_exit_ns);
+    uint64_t base = it != known.end() ? it->second : *call.prev_exit_ns;
+    if (call.entry_ns >= base) call.since_release_ns = call.entry_ns - base;
+  }
+  for (const RankCall& call : instance.calls) {
+    auto& known = releases_[call.pid];
+    known[call.exit_ns] = instance.release_ns;
+    while (known.size() > kKeptReleases) known.erase(known.begin());
+  }
 
   // The last to arrive is blamed for how much later than the second-to-last
   // it came (how much sooner the collective would have started without it),

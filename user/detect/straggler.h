@@ -95,8 +95,9 @@ struct ProbeInfo {
   CallKind kind = CallKind::function;
 };
 
-// The part of the last arrival's lead over the second-to-last that its own
-// longer compute gap explains (all of it when a gap is unknown).
+// The part of the last arrival's lead over the second-to-last that it caused
+// itself: how much longer it took since its previous collective released it
+// (all of the lead when that is unknown).
 uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second);
 
 class StragglerDetector {
@@ -157,7 +158,7 @@ class StragglerDetector {
   // `alive`: only ranks still running (alignment); false: exited members too (hangs).
   bool eligible(const Lane& lane, int32_t pid, bool alive = true) const;
   void take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns);
-  void account_instance(const LaneKey& key, Lane& lane, const CollectiveInstance& instance);
+  void account_instance(const LaneKey& key, Lane& lane, CollectiveInstance instance);
   // The open window holding ts_ns, or nullptr (counted late) if it closed.
   Window* window_for(uint64_t ts_ns);
   // Closes the windows that ended grace_ns before now_ns, or all of them.
@@ -193,6 +194,9 @@ class StragglerDetector {
   std::map<uint64_t, std::unique_ptr<Window>> windows_;  // by window index, open ones
   std::map<uint64_t, uint64_t> last_seq_;                // (tid << 32 | probe) -> seq
   std::map<int32_t, uint64_t> last_exit_by_pid_;  // the rank's latest traced return: its compute gap starts there
+  // Per rank, recent calls' exit -> the release of the instance they were
+  // in (its earliest exit): where the next call's own delay starts.
+  std::map<int32_t, std::map<uint64_t, uint64_t>> releases_;
   std::map<int32_t, std::deque<Mark>> history_;          // per rank: the last persistence_n evaluated windows
   std::set<int32_t> active_findings_;                    // ranks with a standing finding (either test)
   std::map<int32_t, std::vector<Run>> runs_;             // per rank: its findings' lives

@@ -53,6 +53,8 @@ Finding straggler_finding(const char* detector, const WindowReport& report, cons
   f.comm_rank = evidence.comm_rank;
   f.detected_ns = now_ns;
   f.lateness_median_ns = evidence.lateness_median_ns.value_or(0);
+  f.lateness_p90_ns = evidence.lateness_p90_ns;
+  f.z_lateness_tail = evidence.z_lateness_tail;
   f.blame_share = evidence.blame_share;
   f.blame_dominance = evidence.blame_dominance;
   f.last_fraction = evidence.last_fraction;
@@ -74,13 +76,20 @@ std::string straggler_summary(const Finding& f) {
   std::string persistence = f.detector == "persistence" ? fmt::format("flagged in {} of the last {} windows",
                                                                       f.windows_flagged, f.windows_considered)
                                                         : std::string("sustained compute-gap excess (CUSUM)");
+  // Late in bursts: last in few calls, but very late in those.
+  std::string arrival =
+      f.last_fraction < 0.5 && f.lateness_p90_ns
+          ? fmt::format("is late in bursts: last in {:.0f}% of {} calls{}, {} after the median rank in its latest "
+                        "10% (tail z {})",
+                        f.last_fraction * 100, f.probe, communicator_phrase(f), format_ns(*f.lateness_p90_ns),
+                        f.z_lateness_tail ? fmt::format("{:.1f}", *f.z_lateness_tail) : "-")
+          : fmt::format("arrives last in {:.0f}% of {} calls{}, {} after the median rank", f.last_fraction * 100,
+                        f.probe, communicator_phrase(f), format_ns(f.lateness_median_ns));
   return fmt::format(
-      "{} is the straggler: arrives last in {:.0f}% of {} calls{}, {} after the median rank{}; "
-      "blame {:.0f}% of the window ({:.0f}% of all ranks' blame); {}; the job lost {} waiting for it ({:.1f}% of "
-      "traced time)",
-      rank_label(f.culprit), f.last_fraction * 100, f.probe, communicator_phrase(f), format_ns(f.lateness_median_ns), z,
-      f.blame_share * 100, f.blame_dominance * 100, persistence, format_ns(static_cast<double>(f.cost_ns)),
-      f.cost_share * 100);
+      "{} is the straggler: {}{}; blame {:.0f}% of the window ({:.0f}% of all ranks' blame); {}; the job lost {} "
+      "waiting for it ({:.1f}% of traced time)",
+      rank_label(f.culprit), arrival, z, f.blame_share * 100, f.blame_dominance * 100, persistence,
+      format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
 }
 
 }  // namespace slowburn

@@ -80,21 +80,19 @@ DetectorOutput JobJudges::finish(uint64_t now_ns) {
 }
 
 SessionVerdict JobJudges::verdict(uint64_t now_ns) const {
+  // Judged when some job could be; a job that ended before it could is said.
   SessionVerdict all;
-  all.judged = true;
   for (const auto& [job, detector] : by_job_) {
     SessionVerdict v = detector->verdict(now_ns);
-    if (!v.judged) {
-      all.judged = false;
+    all.judged = all.judged || v.judged;
+    if (!v.judged)
       all.reason += (all.reason.empty() ? "" : "; ") + (by_job_.size() > 1 ? "job " + job + ": " : "") + v.reason;
-    }
     all.instances += v.instances;
     all.windows_judged += v.windows_judged;
     for (auto& f : v.stragglers) all.stragglers.push_back(std::move(f));
     for (auto& f : v.hangs) all.hangs.push_back(std::move(f));
     for (auto& e : v.episodes) all.episodes.push_back(std::move(e));
   }
-  if (by_job_.empty()) all.judged = false;
   return all;
 }
 

@@ -232,6 +232,8 @@ json finding_json(const Finding& f) {
     evidence["windows_flagged"] = f.windows_flagged;
     evidence["windows_considered"] = f.windows_considered;
     evidence["blame_dominance"] = f.blame_dominance;
+    evidence["lateness_p90_ns"] = optional_number(f.lateness_p90_ns);
+    evidence["z_lateness_tail"] = optional_number(f.z_lateness_tail);
   }
   json j{{"type", f.type},
          {"evidence", std::move(evidence)},

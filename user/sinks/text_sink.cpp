@@ -165,6 +165,7 @@ void TextSink::verdict(const SessionVerdict& v) {
                         v.instances, v.windows_judged);
   else
     out_ << "Verdict:\n";
+  if (!v.reason.empty()) out_ << fmt::format("  not judged: {}\n", v.reason);
   for (const Finding& f : v.hangs) out_ << fmt::format("  hang: {}\n", f.summary);
   for (const Finding& f : v.stragglers) out_ << fmt::format("  straggler: {}\n", f.summary);
   for (const Episode& e : v.episodes) out_ << fmt::format("  episode: {}\n", e.summary);
