@@ -79,10 +79,11 @@ std::string straggler_summary(const Finding& f) {
   // Late in bursts: last in few calls, but very late in those.
   std::string arrival =
       f.last_fraction < 0.5 && f.lateness_p90_ns
-          ? fmt::format("is late in bursts: last in {:.0f}% of {} calls{}, {} after the median rank in its latest "
-                        "10% (tail z {})",
-                        f.last_fraction * 100, f.probe, communicator_phrase(f), format_ns(*f.lateness_p90_ns),
-                        f.z_lateness_tail ? fmt::format("{:.1f}", *f.z_lateness_tail) : "-")
+          ? fmt::format(
+                "is late in bursts: last in {:.0f}% of {} calls{}, {} after the median rank in its latest "
+                "10% (tail z {})",
+                f.last_fraction * 100, f.probe, communicator_phrase(f), format_ns(*f.lateness_p90_ns),
+                f.z_lateness_tail ? fmt::format("{:.1f}", *f.z_lateness_tail) : "-")
           : fmt::format("arrives last in {:.0f}% of {} calls{}, {} after the median rank", f.last_fraction * 100,
                         f.probe, communicator_phrase(f), format_ns(f.lateness_median_ns));
   return fmt::format(

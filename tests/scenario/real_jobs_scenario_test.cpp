@@ -1,0 +1,250 @@
+// The jobs users run, traced as they run them: MPI jobs with tensor- and
+// data-parallel sub-communicators (MPI_Comm_split), PyTorch DDP on gloo
+// with and without dist.new_group sub-groups, a rank throttled by its
+// cgroup's CPU quota, and a healthy job beside a CPU hog. Each asserts the
+// session's verdict (the stragglers that held), not a deadline: on a loaded
+// machine the windows have fewer calls, and the verdict must still be right.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/subprocess.h"
+#include "session/mpi_job.h"
+#include "session/torch_job.h"
+#include "session/trace_session.h"
+#include "sinks/json_sink.h"
+#include "support/cpu_quota.h"
+#include "support/test_support.h"
+
+namespace slowburn {
+namespace {
+
+using testing::TempDir;
+
+struct Traced {
+  std::set<int> named;  // the verdict's stragglers
+  TraceResult result;
+  std::string summaries;  // every finding and episode, for failure messages
+};
+
+Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds) {
+  Traced out;
+  TraceOptions options;
+  options.pids = pids;
+  options.probe_patterns = probes;
+  options.duration_s = seconds;
+  options.hardware_events = false;
+  options.rdma = false;
+  std::ostringstream json;
+  JsonSink sink(json, "test", 0);
+  std::atomic<bool> stop{false};
+  auto result = run_trace(options, sink, stop);
+  EXPECT_TRUE(result.ok()) << result.error().message;
+  if (!result) return out;
+  out.result = std::move(*result);
+  for (const Finding& f : out.result.verdict.stragglers) out.named.insert(f.culprit.rank);
+  for (const Finding& f : out.result.summary.findings) out.summaries += "finding: " + f.summary + "\n";
+  for (const Episode& e : out.result.verdict.episodes) out.summaries += "episode: " + e.summary + "\n";
+  if (!out.result.verdict.judged) out.summaries += "not judged: " + out.result.verdict.reason + "\n";
+  return out;
+}
+
+std::optional<std::string> workload(const std::string& name) {
+  auto path = testing::target_path("../../libexec/" + name).lexically_normal();
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return path.string();
+}
+
+// A 6-rank MPI job, optionally laid out in tensor-parallel groups of `tp`.
+std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5) {
+  MpiJobOptions options;
+  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, 3000, 90);
+  if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
+  options.ranks = ranks;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  EXPECT_TRUE(job.ok()) << job.error().message;
+  if (!job) return std::nullopt;
+  return std::move(*job);
+}
+
+#define SKIP_UNLESS_MPI()                                                                              \
+  do {                                                                                                 \
+    SKIP_UNLESS_ROOT();                                                                                \
+    if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)"; \
+  } while (0)
+
+double discarded_share(const SessionSummary& s) {
+  return s.calls ? static_cast<double>(s.discarded_calls) / static_cast<double>(s.calls) : 1.0;
+}
+
+// Sub-communicators of an MPI job: each call on its own communicator, read
+// from the ranks' memory, so almost nothing is thrown away.
+void expect_communicators_told_apart(const Traced& t, int tp) {
+  int groups = 0;
+  for (const CommunicatorRef& c : t.result.communicators)
+    if (c->source == CommSource::memory && c->size == tp) ++groups;
+  EXPECT_EQ(groups, 6 / tp) << "one communicator per tensor-parallel group of " << tp;
+  EXPECT_LE(discarded_share(t.result.summary), 0.05)
+      << t.result.summary.discarded_calls << " of " << t.result.summary.calls << " calls discarded";
+}
+
+TEST(MpiSubCommunicators, TheSlowRankOfATensorParallelPairIsNamed) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = mpi_job(6, 2, 3, dir);
+  ASSERT_TRUE(job);
+  Traced t = trace(job->pids(), {"mpi.*"}, 12);
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{3}) << t.summaries;
+  expect_communicators_told_apart(t, 2);
+  ASSERT_FALSE(t.result.verdict.stragglers.empty());
+  const Finding& f = t.result.verdict.stragglers.front();
+  ASSERT_TRUE(f.comm);
+  EXPECT_EQ(f.comm->members, (std::vector<int>{2, 3})) << "named on its tensor-parallel communicator";
+  EXPECT_EQ(f.comm_rank, 1);
+}
+
+TEST(MpiSubCommunicators, TheSlowRankOfATripleIsNamedAndItsPartnersAreNot) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = mpi_job(6, 3, 4, dir);
+  ASSERT_TRUE(job);
+  Traced t = trace(job->pids(), {"mpi.*"}, 12);
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{4}) << t.summaries;
+  expect_communicators_told_apart(t, 3);
+}
+
+TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = mpi_job(6, 2, -1, dir);
+  ASSERT_TRUE(job);
+  Traced t = trace(job->pids(), {"mpi.*"}, 12);
+  job->stop();
+  EXPECT_TRUE(t.result.verdict.judged) << t.summaries;
+  EXPECT_TRUE(t.named.empty()) << t.summaries;
+  expect_communicators_told_apart(t, 2);
+}
+
+// PyTorch DDP on gloo, 4 ranks launched with the torchrun environment.
+std::optional<TorchJob> ddp_job(int slow_rank, int group_size, const TempDir& dir) {
+  auto script = workload("slowburn-ddp-workload.py");
+  EXPECT_TRUE(script.has_value());
+  TorchJobOptions options;
+  options.script = script.value_or("");
+  options.args = ddp_workload_args(slow_rank, 8, group_size, 90);
+  options.ranks = 4;
+  options.log_dir = dir.path().string();
+  auto job = TorchJob::launch(options);
+  EXPECT_TRUE(job.ok()) << job.error().message;
+  if (!job) return std::nullopt;
+  return std::move(*job);
+}
+
+#define SKIP_UNLESS_TORCH()                                                                                    \
+  do {                                                                                                         \
+    SKIP_UNLESS_ROOT();                                                                                        \
+    if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)                                 \
+      GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)"; \
+  } while (0)
+
+TEST(PytorchDdp, ARankStallingInItsDataPathIsNamed) {
+  SKIP_UNLESS_TORCH();
+  TempDir dir;
+  auto job = ddp_job(2, 0, dir);
+  ASSERT_TRUE(job);
+  Traced t = trace(job->pids(), {"gloo.*"}, 12);
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{2}) << t.summaries;
+  ASSERT_FALSE(t.result.verdict.stragglers.empty());
+  const Finding& f = t.result.verdict.stragglers.front();
+  EXPECT_EQ(f.probe, "gloo.allreduce");
+  ASSERT_TRUE(f.comm);
+  EXPECT_EQ(f.comm->backend, CommBackend::gloo);
+  EXPECT_GT(t.result.summary.aligned_by_sequence, 100u) << "instances found by (process group, tag)";
+}
+
+TEST(PytorchDdp, WithSubGroupsTheSlowRankIsNamedAndTheGroupsToldApart) {
+  SKIP_UNLESS_TORCH();
+  TempDir dir;
+  auto job = ddp_job(1, 2, dir);
+  ASSERT_TRUE(job);
+  Traced t = trace(job->pids(), {"gloo.*"}, 12);
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries;
+  // dist.new_group([0,1]) and ([2,3]): two process groups of 2, each with its members.
+  std::set<std::vector<int>> pairs;
+  for (const CommunicatorRef& c : t.result.communicators)
+    if (c->backend == CommBackend::gloo && c->size == 2 && c->local_pids) {
+      std::vector<int> ranks;
+      for (int32_t pid : *c->local_pids)
+        for (const RankIdentity& r : t.result.ranks)
+          if (r.pid == pid) ranks.push_back(r.rank);
+      std::sort(ranks.begin(), ranks.end());
+      pairs.insert(ranks);
+    }
+  EXPECT_EQ(pairs, (std::set<std::vector<int>>{{0, 1}, {2, 3}})) << t.summaries;
+}
+
+TEST(PytorchDdp, AHealthyJobNamesNobody) {
+  SKIP_UNLESS_TORCH();
+  TempDir dir;
+  auto job = ddp_job(-1, 2, dir);
+  ASSERT_TRUE(job);
+  Traced t = trace(job->pids(), {"gloo.*"}, 12);
+  job->stop();
+  EXPECT_TRUE(t.result.verdict.judged) << t.summaries;
+  EXPECT_TRUE(t.named.empty()) << t.summaries;
+}
+
+TEST(CpuQuota, ARankThrottledByItsCgroupIsNamed) {
+  SKIP_UNLESS_MPI();
+  std::string why;
+  auto group = testing::CpuQuotaGroup::create(0.25, why);
+  if (!group) GTEST_SKIP() << why;
+  TempDir dir;
+  auto job = mpi_job(5, 0, -1, dir);
+  ASSERT_TRUE(job);
+  const RankIdentity* throttled = nullptr;
+  for (const RankIdentity& r : job->ranks())
+    if (r.rank == 3) throttled = &r;
+  ASSERT_NE(throttled, nullptr);
+  ASSERT_TRUE(group->add(throttled->pid)) << "cannot move rank 3 into " << group->path();
+  Traced t = trace(job->pids(), {"mpi.*"}, 15);
+  EXPECT_GT(group->throttled_periods(), 0) << "the quota never bit";
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{3}) << t.summaries;
+}
+
+TEST(CpuHog, AHogOutsideTheJobNamesNobody) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = mpi_job(5, 0, -1, dir);
+  ASSERT_TRUE(job);
+  // Busy loops on each core in turn while the job runs: every rank is
+  // slowed by turns, none is the job's straggler.
+  std::atomic<bool> done{false};
+  std::thread hogs([&] {
+    for (int core = 0; !done.load(); core = 1 - core) {
+      auto hog =
+          Subprocess::spawn({"taskset", "-c", std::to_string(core), "timeout", "3", "sh", "-c", "while :; do :; done"});
+      if (!hog) return;
+      for (int i = 0; i < 30 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      hog->terminate();
+    }
+  });
+  Traced t = trace(job->pids(), {"mpi.*"}, 15);
+  done.store(true);
+  hogs.join();
+  job->stop();
+  EXPECT_TRUE(t.named.empty()) << t.summaries;
+}
+
+}  // namespace
+}  // namespace slowburn
