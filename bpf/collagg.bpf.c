@@ -2,23 +2,36 @@
 /*
  * Collective aggregation for `slowburn probe`: one uprobe/uretprobe pair on
  * every traced collective, nothing per call sent to user space. Per
- * (process, probe) the kernel keeps cumulative sums in a per-CPU map: calls,
- * wait, compute gap, and for synchronizing collectives the arrival lateness
- * and the blame of arriving last. User space reads them once per window.
+ * (process, probe, communicator) the kernel keeps cumulative sums in a
+ * per-CPU map: calls, wait, compute gap, and for synchronizing collectives
+ * the arrival lateness and the blame of arriving last. User space reads
+ * them once per window.
  *
- * Instances: a synchronizing collective releases all its ranks together, so
- * the first return after a run of entries ends the instance; the next entry
- * opens the next one. A rank returning late from instance k (its entry is
- * older than k+1's first arrival) is placed in k by the previous instance's
- * first arrival. The instance record is shared across CPUs without a lock
- * (tracing programs cannot take bpf_spin_lock): two ranks entering at the same
+ * Communicators: a call's handle (read as its cookie says, callargs.bpf.h)
+ * is looked up in comm_slots, which user space fills once it has named the
+ * handle (the same slot on every member); a handle without a slot is left
+ * in new_comms for it and counted under slot 0 meanwhile.
+ *
+ * Instances (the same meaning as user space's detect/aligner.h, exit-time
+ * side; tests/bpf/conformance_test.cpp holds them to it): a synchronizing
+ * collective releases all its ranks together, so the first return after a
+ * run of entries ends the instance (its release); the next entry opens the
+ * next one. A rank returning late from instance k (its entry is older than
+ * k+1's first arrival) is placed in k by the previous instance's first
+ * arrival. The instance record is shared across CPUs without a lock (tracing
+ * programs cannot take bpf_spin_lock): two ranks entering at the same
  * instant may swap last and second-to-last, which moves nanoseconds of blame.
+ *
+ * Blame: the last arrival's lead over the second-to-last, as far as its own
+ * delay since its previous collective released it explains it (a rank
+ * released late by another collective is not the culprit here).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "slowburn/collagg.h"
 #include "bits.bpf.h"
+#include "callargs.bpf.h"
 #include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -40,24 +53,40 @@ struct {
 	__type(value, struct sb_agg_call_state);
 } call_states SEC(".maps");
 
-/* Each thread's latest traced return: the start of its compute gap. */
+/* Each process's latest return and release. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u64);
-} thread_exits SEC(".maps");
+	__type(value, struct sb_agg_process);
+} processes SEC(".maps");
+
+/* Named communicator handles: user space writes them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sb_agg_comm_key);
+	__type(value, __u32);
+} comm_slots SEC(".maps");
+
+/* Handles seen without a slot, for user space to name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct sb_agg_comm_key);
+	__type(value, struct sb_agg_new_comm);
+} new_comms SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024); /* jobs x synchronizing probes */
+	__uint(max_entries, 4096); /* jobs x communicators x synchronizing probes */
 	__type(key, struct sb_agg_instance_key);
 	__type(value, struct sb_agg_instance);
 } instances SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 4096); /* processes x probes */
+	__uint(max_entries, 8192); /* processes x communicators x probes */
 	__type(key, struct sb_agg_key);
 	__type(value, struct sb_agg_stats);
 } stats SEC(".maps");
@@ -67,14 +96,43 @@ struct sb_collagg_counters counters = {};
 static const struct sb_agg_instance zero_instance = {};
 static const struct sb_agg_stats zero_stats = {};
 
-static __always_inline struct sb_agg_stats *stats_of(__u32 tgid, __u32 probe_id)
+static __always_inline struct sb_agg_stats *stats_of(__u32 tgid, __u32 probe_id, __u32 comm_slot)
 {
-	struct sb_agg_key key = { .tgid = tgid, .probe_id = probe_id };
+	struct sb_agg_key key = { .tgid = tgid, .probe_id = probe_id, .comm_slot = comm_slot };
 	struct sb_agg_stats *s = lookup_or_try_init(&stats, &key, &zero_stats);
 
 	if (!s)
 		__sync_fetch_and_add(&counters.stats_full, 1);
 	return s;
+}
+
+/* The call's communicator slot: 0 until user space has named its handle. */
+static __always_inline __u32 comm_slot_of(struct pt_regs *ctx, __u64 cookie, __u32 tgid, __u32 probe_id, __u64 now_ns)
+{
+	struct sb_agg_comm_key key = { .tgid = tgid };
+	struct sb_agg_new_comm seen = { .probe_id = probe_id, .first_ns = now_ns };
+	__u32 flags = 0, *slot;
+	__u64 raw;
+
+	key.handle = read_comm(ctx, cookie, &raw, &flags);
+	if (!key.handle)
+		return 0;
+	slot = bpf_map_lookup_elem(&comm_slots, &key);
+	if (slot)
+		return *slot;
+	bpf_map_update_elem(&new_comms, &key, &seen, BPF_NOEXIST);
+	return 0;
+}
+
+/* The lead its own delay explains: entry = previous release + its time since. */
+static __always_inline __u64 self_caused_lead(const struct sb_agg_instance *inst)
+{
+	__u64 lead = inst->last_entry_ns - inst->second_entry_ns, own;
+
+	if (inst->last_since_ns == SB_AGG_UNKNOWN || inst->second_since_ns == SB_AGG_UNKNOWN)
+		return lead;
+	own = inst->last_since_ns > inst->second_since_ns ? inst->last_since_ns - inst->second_since_ns : 0;
+	return own < lead ? own : lead;
 }
 
 SEC("uprobe")
@@ -83,15 +141,20 @@ int BPF_KPROBE(agg_enter)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct sb_agg_call_state state = { .entry_ns = bpf_ktime_get_ns() };
+	struct sb_agg_call_state state = { .entry_ns = bpf_ktime_get_ns(), .since_release_ns = SB_AGG_UNKNOWN };
 	struct sb_call_key key = { .tid = (__u32)pid_tgid, .probe_id = cookie & SB_COOKIE_PROBE_MASK };
-	struct sb_agg_instance_key ikey;
+	struct sb_agg_instance_key ikey = {};
 	struct sb_agg_instance *inst;
 	struct sb_agg_target *target;
+	struct sb_agg_process *proc;
 
 	target = bpf_map_lookup_elem(&targets, &tgid);
 	if (!target)
 		return 0;
+	state.comm_slot = comm_slot_of(ctx, cookie, tgid, key.probe_id, state.entry_ns);
+	proc = bpf_map_lookup_elem(&processes, &tgid);
+	if (proc && proc->last_release_ns >= target->since_ns && proc->last_release_ns <= state.entry_ns)
+		state.since_release_ns = state.entry_ns - proc->last_release_ns;
 	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY)) {
 		__sync_fetch_and_add(&counters.state_failures, 1);
 		return 0;
@@ -101,21 +164,70 @@ int BPF_KPROBE(agg_enter)
 
 	ikey.job_slot = target->job_slot;
 	ikey.probe_id = key.probe_id;
+	ikey.comm_slot = state.comm_slot;
 	inst = lookup_or_try_init(&instances, &ikey, &zero_instance);
 	if (!inst)
 		return 0;
-	if (inst->closed || !inst->arrivals) {
+	if (inst->closed_ns || !inst->arrivals) {
 		inst->prev_first_entry_ns = inst->first_entry_ns;
+		inst->prev_closed_ns = inst->closed_ns;
 		inst->first_entry_ns = state.entry_ns;
 		inst->second_entry_ns = 0;
+		inst->second_since_ns = SB_AGG_UNKNOWN;
 		inst->arrivals = 0;
-		inst->closed = 0;
+		inst->closed_ns = 0;
 	} else {
 		inst->second_entry_ns = inst->last_entry_ns;
+		inst->second_since_ns = inst->last_since_ns;
 	}
 	inst->last_entry_ns = state.entry_ns;
+	inst->last_since_ns = state.since_release_ns;
 	inst->last_tgid = tgid;
 	inst->arrivals += 1;
+	return 0;
+}
+
+/* A synchronizing return: its instance, lateness and blame. Returns when
+ * its collective released it (0: not placed). */
+static __always_inline __u64 place_return(__u32 tgid, __u32 probe_id, __u32 comm_slot, struct sb_agg_target *target,
+					  struct sb_agg_stats *s, __u64 entry_ns, __u64 exit_ns)
+{
+	struct sb_agg_instance_key ikey = { .job_slot = target->job_slot,
+					    .probe_id = probe_id,
+					    .comm_slot = comm_slot };
+	struct sb_agg_instance *inst = bpf_map_lookup_elem(&instances, &ikey);
+	struct sb_agg_stats *blamed;
+	__u32 last_tgid;
+
+	if (!inst)
+		return 0;
+	if (inst->first_entry_ns && entry_ns >= inst->first_entry_ns) {
+		__sync_fetch_and_add(&s->arrivals, 1);
+		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->first_entry_ns);
+		if (inst->closed_ns)
+			return inst->closed_ns;
+		/* The first return ends the instance: every rank has arrived. */
+		inst->closed_ns = exit_ns;
+		__sync_fetch_and_add(&s->instances, 1);
+		if (inst->arrivals < 2)
+			return exit_ns;
+		last_tgid = inst->last_tgid;
+		/* A rank forgotten meanwhile (it exited) is not brought back. */
+		if (last_tgid != tgid && !bpf_map_lookup_elem(&targets, &last_tgid))
+			return exit_ns;
+		blamed = last_tgid == tgid ? s : stats_of(last_tgid, probe_id, comm_slot);
+		if (blamed) {
+			__sync_fetch_and_add(&blamed->lasts, 1);
+			__sync_fetch_and_add(&blamed->blame_ns, self_caused_lead(inst));
+		}
+		return exit_ns;
+	}
+	if (inst->prev_first_entry_ns && entry_ns >= inst->prev_first_entry_ns) {
+		__sync_fetch_and_add(&s->arrivals, 1);
+		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->prev_first_entry_ns);
+		return inst->prev_closed_ns ? inst->prev_closed_ns : exit_ns;
+	}
+	__sync_fetch_and_add(&counters.unplaced, 1);
 	return 0;
 }
 
@@ -127,14 +239,12 @@ int BPF_KRETPROBE(agg_exit)
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct sb_call_key key = { .tid = tid, .probe_id = cookie & SB_COOKIE_PROBE_MASK };
-	struct sb_agg_instance_key ikey;
+	struct sb_agg_process fresh = {}, *proc;
 	struct sb_agg_call_state *state;
-	struct sb_agg_instance *inst;
 	struct sb_agg_target *target;
-	struct sb_agg_stats *s, *blamed;
-	__u64 entry_ns, wait_ns, *last_exit;
-	__u32 last_tgid;
-	__u64 blame_ns;
+	struct sb_agg_stats *s;
+	__u64 entry_ns, wait_ns, release_ns = 0;
+	__u32 comm_slot;
 
 	target = bpf_map_lookup_elem(&targets, &tgid);
 	if (!target)
@@ -145,10 +255,11 @@ int BPF_KRETPROBE(agg_exit)
 		return 0;
 	}
 	entry_ns = state->entry_ns;
+	comm_slot = state->comm_slot;
 	bpf_map_delete_elem(&call_states, &key);
 	wait_ns = exit_ns - entry_ns;
 
-	s = stats_of(tgid, key.probe_id);
+	s = stats_of(tgid, key.probe_id, comm_slot);
 	if (!s)
 		return 0;
 	/* Per-CPU, but uprobe programs are preemptible: atomic adds on
@@ -157,48 +268,25 @@ int BPF_KRETPROBE(agg_exit)
 	__sync_fetch_and_add(&s->wait_ns, wait_ns);
 	__sync_fetch_and_add(&s->slots[log2_slot(wait_ns / 1000, SB_HIST_SLOTS)], 1);
 
-	last_exit = bpf_map_lookup_elem(&thread_exits, &tid);
-	if (last_exit && *last_exit >= target->since_ns && *last_exit < entry_ns) {
+	/* The compute gap: since the process's latest traced return, on any
+	 * thread (gloo runs a group's collectives on whichever worker is free). */
+	proc = bpf_map_lookup_elem(&processes, &tgid);
+	if (proc && proc->last_exit_ns >= target->since_ns && proc->last_exit_ns < entry_ns) {
 		__sync_fetch_and_add(&s->gaps, 1);
-		__sync_fetch_and_add(&s->gap_ns, entry_ns - *last_exit);
+		__sync_fetch_and_add(&s->gap_ns, entry_ns - proc->last_exit_ns);
 	}
-	if (last_exit)
-		*last_exit = exit_ns;
-	else
-		bpf_map_update_elem(&thread_exits, &tid, &exit_ns, BPF_ANY);
-
-	if (!(cookie & SB_COOKIE_SYNC))
-		return 0;
-	ikey.job_slot = target->job_slot;
-	ikey.probe_id = key.probe_id;
-	inst = bpf_map_lookup_elem(&instances, &ikey);
-	if (!inst)
-		return 0;
-	if (inst->first_entry_ns && entry_ns >= inst->first_entry_ns) {
-		__sync_fetch_and_add(&s->arrivals, 1);
-		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->first_entry_ns);
-		if (inst->closed)
-			return 0;
-		/* The first return ends the instance: every rank has arrived. */
-		inst->closed = 1;
-		__sync_fetch_and_add(&s->instances, 1);
-		if (inst->arrivals < 2)
-			return 0;
-		last_tgid = inst->last_tgid;
-		blame_ns = inst->last_entry_ns - inst->second_entry_ns;
-		/* A rank forgotten meanwhile (it exited) is not brought back. */
-		if (last_tgid != tgid && !bpf_map_lookup_elem(&targets, &last_tgid))
-			return 0;
-		blamed = last_tgid == tgid ? s : stats_of(last_tgid, key.probe_id);
-		if (blamed) {
-			__sync_fetch_and_add(&blamed->lasts, 1);
-			__sync_fetch_and_add(&blamed->blame_ns, blame_ns);
-		}
-	} else if (inst->prev_first_entry_ns && entry_ns >= inst->prev_first_entry_ns) {
-		__sync_fetch_and_add(&s->arrivals, 1);
-		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->prev_first_entry_ns);
+	if (cookie & SB_COOKIE_SYNC)
+		release_ns = place_return(tgid, key.probe_id, comm_slot, target, s, entry_ns, exit_ns);
+	if (!release_ns)
+		release_ns = exit_ns;
+	if (proc) {
+		if (exit_ns > proc->last_exit_ns)
+			proc->last_exit_ns = exit_ns;
+		proc->last_release_ns = release_ns;
 	} else {
-		__sync_fetch_and_add(&counters.unplaced, 1);
+		fresh.last_exit_ns = exit_ns;
+		fresh.last_release_ns = release_ns;
+		bpf_map_update_elem(&processes, &tgid, &fresh, BPF_ANY);
 	}
 	return 0;
 }

@@ -21,24 +21,56 @@ struct sb_agg_target {
 			 * thread id, or the set of traced probes changed) */
 };
 
-struct sb_agg_call_state {
-	__u64 entry_ns;
+/* A value not known (a since-release without a previous release). */
+#define SB_AGG_UNKNOWN (~0ULL)
+
+/* A communicator handle of a process (MPI_Comm, gloo::Context*): user space
+ * names it and gives it a slot, the same on every member. */
+struct sb_agg_comm_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 handle;
 };
 
-/* One collective instance in flight per (job, probe), and the previous one:
- * a fast rank may enter the next instance before a slow one has returned
- * from this one. */
+/* A handle the kernel saw with no slot yet: user space resolves it. */
+struct sb_agg_new_comm {
+	__u32 probe_id;
+	__u32 _pad;
+	__u64 first_ns;
+};
+
+struct sb_agg_call_state {
+	__u64 entry_ns;
+	__u64 since_release_ns; /* entry - the process's previous release, SB_AGG_UNKNOWN */
+	__u32 comm_slot;
+	__u32 _pad;
+};
+
+/* Per process: where its next compute gap and its own delay begin. */
+struct sb_agg_process {
+	__u64 last_exit_ns;    /* its latest traced return */
+	__u64 last_release_ns; /* when its latest collective released its members (the first return) */
+};
+
+/* One collective instance in flight per (job, probe, communicator), and the
+ * previous one: a fast rank may enter the next instance before a slow one
+ * has returned from this one. */
 struct sb_agg_instance_key {
 	__u32 job_slot;
 	__u32 probe_id;
+	__u32 comm_slot;
+	__u32 _pad;
 };
 
 struct sb_agg_instance {
 	__u64 first_entry_ns;  /* the current instance's first arrival */
 	__u64 last_entry_ns;   /* its latest arrival so far */
 	__u64 second_entry_ns; /* the arrival before that */
+	__u64 last_since_ns;   /* the latest arrival's time since its previous release */
+	__u64 second_since_ns; /* the same for the arrival before it */
+	__u64 closed_ns;       /* its first return: it released its members; 0 while open */
 	__u64 prev_first_entry_ns;
-	__u64 closed;	 /* a rank returned: the next entry opens a new instance */
+	__u64 prev_closed_ns;
 	__u32 last_tgid; /* who arrived last */
 	__u32 arrivals;
 };
@@ -46,18 +78,20 @@ struct sb_agg_instance {
 struct sb_agg_key {
 	__u32 tgid;
 	__u32 probe_id;
+	__u32 comm_slot; /* 0: no communicator told apart */
+	__u32 _pad;
 };
 
 /* Cumulative since the process was first seen, per CPU. */
 struct sb_agg_stats {
 	__u64 calls;
 	__u64 wait_ns;		    /* sum of exit - entry */
-	__u64 gaps;		    /* calls with a previous traced return in the thread */
+	__u64 gaps;		    /* calls with a previous traced return in the process */
 	__u64 gap_ns;		    /* sum of entry - that return */
 	__u64 arrivals;		    /* synchronizing calls placed in an instance */
 	__u64 lateness_ns;	    /* sum of entry - the instance's first arrival */
 	__u64 lasts;		    /* instances this process arrived last in */
-	__u64 blame_ns;		    /* sum of (last - second-to-last arrival) when last */
+	__u64 blame_ns;		    /* when last: sum of the lead over the second-to-last its own delay explains */
 	__u64 instances;	    /* instances closed by one of this process's returns */
 	__u64 slots[SB_HIST_SLOTS]; /* log2 of the wait in microseconds */
 };

@@ -14,6 +14,7 @@
 #include "core/subprocess.h"
 #include "loader/uprobe_multi.h"
 #include "session/mpi_job.h"
+#include "session/torch_job.h"
 #include "support/test_support.h"
 
 namespace slowburn {
@@ -219,6 +220,42 @@ TEST(ProbeServiceWithPrometheus, AHealthyJobRaisesNoAlert) {
   job->stop();
   EXPECT_TRUE(scraped) << "the service never exported window statistics: the test proved nothing";
   for (const json& a : seen) ADD_FAILURE() << "alert on a healthy job: " << a.dump();
+}
+
+TEST(ProbeService, NamesTheSlowRankOfAPytorchJobOnItsProcessGroup) {
+  SKIP_UNLESS_ROOT();
+  if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)
+    GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)";
+  Service service;
+  std::vector<std::string> args = kServiceArgs;
+  args.insert(args.end(), {"--probe", "gloo.*"});
+  service.start(args);
+  TempDir logs;
+  TorchJobOptions options;
+  options.script = testing::target_path("../../libexec/slowburn-ddp-workload.py").lexically_normal().string();
+  options.args = ddp_workload_args(2, 8, 0, 120);
+  options.ranks = 4;
+  options.log_dir = logs.path().string();
+  auto job = TorchJob::launch(options);
+  ASSERT_TRUE(job) << job.error().message;
+  // Found, attached and judged in 2 s windows, 3 of 5 flagged: well within a minute.
+  json finding;
+  for (int i = 0; i < 600 && finding.is_null(); ++i) {
+    for (const json& line : log_lines(service.log_dir()))
+      if (line.value("kind", "") == "finding") finding = line;
+    std::this_thread::sleep_for(100ms);
+  }
+  std::string metrics = service.metrics();
+  job->stop();
+  ASSERT_FALSE(finding.is_null()) << "no finding in 60 s:\n" << service.output();
+  EXPECT_EQ(finding["rank"], 2) << finding.dump();
+  EXPECT_EQ(finding["evidence"]["probe"], "gloo.allreduce");
+  EXPECT_EQ(finding["communicator"]["library"], "gloo") << finding.dump();
+  EXPECT_EQ(finding["communicator"]["size"], 4) << finding.dump();
+  // The per-rank series carry the process group.
+  EXPECT_NE(metrics.find("probe=\"gloo.allreduce\",communicator=\"gloo world\",communicator_size=\"4\""),
+            std::string::npos)
+      << metrics;
 }
 
 TEST(ProbeService, HundredJobsLeaveNothingBehind) {

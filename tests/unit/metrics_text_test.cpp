@@ -66,10 +66,17 @@ MetricsView sample_view() {
   s.wait_ns = 25'000'000;
   s.wait_us_slots[0] = 1;   // < 2 us
   s.wait_us_slots[11] = 9;  // 2048-4095 us
-  v.rank_stats.push_back({id, s});
+  // Its tensor-parallel group: series carry the communicator's label.
+  auto tp = std::make_shared<CommunicatorInfo>();
+  tp->id = 5;
+  tp->label = "cid 3 (ranks 2,3)";
+  tp->source = CommSource::memory;
+  tp->size = 2;
+  v.rank_stats.push_back({id, s, tp});
   WindowReport w;
   w.probe = "mpi.allreduce";
   w.kind = CallKind::synchronizing;
+  w.comm = tp;
   RankWindowStats r;
   r.identity = id;
   r.lateness_median_ns = 2e6;
@@ -83,6 +90,7 @@ MetricsView sample_view() {
   Finding f;
   f.culprit = id;
   f.probe = "mpi.allreduce";
+  f.comm = tp;
   f.likely_cause_type = "link.downtrained";
   v.active_findings[4242] = f;
   v.findings_total[{"job-7", 3, "straggler"}] = 1;
@@ -98,7 +106,9 @@ MetricsView sample_view() {
 
 TEST(ProbeMetrics, RendersTheContract) {
   std::string text = render_metrics(sample_view());
-  const std::string labels = "job=\"job-7\",rank=\"3\",local_rank=\"1\",node=\"node-a\",probe=\"mpi.allreduce\"";
+  const std::string labels =
+      "job=\"job-7\",rank=\"3\",local_rank=\"1\",node=\"node-a\",probe=\"mpi.allreduce\","
+      "communicator=\"cid 3 (ranks 2,3)\",communicator_size=\"2\"";
   for (const std::string& line : {
            "slowburn_collective_latency_seconds_bucket{" + labels + ",le=\"2e-06\"} 1",
            "slowburn_collective_latency_seconds_bucket{" + labels + ",le=\"0.004096\"} 10",

@@ -337,11 +337,13 @@ CommRegistry::Binding& CommRegistry::bind(Process& p, CommBackend backend, uint6
   return it->second;
 }
 
-CommunicatorRef CommRegistry::lookup(int32_t pid, CommBackend backend, uint64_t handle) {
+CommunicatorRef CommRegistry::lookup(int32_t pid, CommBackend backend, uint64_t handle, uint64_t now_ns) {
   Process* p = process(pid);
   if (!p) return nullptr;
   if (backend == CommBackend::none || handle == 0) return job_wide(p->identity.job);
-  return bind(*p, backend, handle).comm;
+  Binding& b = bind(*p, backend, handle, now_ns);
+  if (b.gloo_stream) refresh_gloo(*p, b, now_ns);  // told apart since, without a call to say so
+  return b.comm;
 }
 
 CallComm CommRegistry::classify(const CallEvent& call, const ProbeSpec& spec) {

@@ -58,8 +58,9 @@ class CommRegistry {
   void on_lifecycle(const CallEvent& call, const ProbeSpec& spec);
   // The communicator and sequence number of a collective call.
   CallComm classify(const CallEvent& call, const ProbeSpec& spec);
-  // The communicator of a handle, without counting a call (calls in flight).
-  CommunicatorRef lookup(int32_t pid, CommBackend backend, uint64_t handle);
+  // The communicator of a handle, without counting a call (calls in flight,
+  // the probe mode). `now_ns` lets a gloo grouping settle (0: no clock).
+  CommunicatorRef lookup(int32_t pid, CommBackend backend, uint64_t handle, uint64_t now_ns = 0);
 
   // What a person should know: layouts not recognised, communicators made
   // before tracing began, process groups told apart.

@@ -12,12 +12,15 @@ constexpr size_t kKeptFindings = 1000;
 
 double mean(uint64_t sum, uint64_t count) { return static_cast<double>(sum) / static_cast<double>(count); }
 
-std::vector<double> peers_of(const std::vector<std::optional<double>>& values, size_t self) {
+std::vector<double> peers_of(const std::map<int32_t, double>& values, int32_t self) {
   std::vector<double> peers;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (i != self && values[i]) peers.push_back(*values[i]);
+  for (const auto& [pid, v] : values)
+    if (pid != self) peers.push_back(v);
   return peers;
 }
+
+int comm_size(const CommunicatorRef& comm) { return comm && comm->size ? *comm->size : 0; }
+uint32_t comm_id(const CommunicatorRef& comm) { return comm ? comm->id : 0; }
 }  // namespace
 
 AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
@@ -25,7 +28,7 @@ AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInf
 }
 
 WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
-                                           const std::vector<const AggWindowInput*>& ranks) const {
+                                           const std::vector<const AggWindowInput*>& ranks, const Pool& pool) const {
   const ProbeInfo& info = probes_.at(probe_id);
   WindowReport report;
   report.start_ns = start_ns;
@@ -33,6 +36,8 @@ WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns,
   report.probe_id = probe_id;
   report.probe = info.name;
   report.kind = info.kind;
+  report.comm = ranks.front()->comm;
+  report.aligned = info.kind == CallKind::synchronizing;
   uint64_t elapsed_ns = end_ns > start_ns ? end_ns - start_ns : 0;
   for (const AggWindowInput* in : ranks) report.instances += in->instances;
 
@@ -40,6 +45,7 @@ WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns,
   for (const AggWindowInput* in : ranks) {
     RankWindowStats stats;
     stats.identity = in->identity;
+    stats.comm_rank = in->comm_rank;
     stats.calls = in->calls;
     if (in->calls) stats.wait_mean_ns = mean(in->wait_ns, in->calls);
     if (in->gaps) stats.gap_median_ns = mean(in->gap_ns, in->gaps);
@@ -63,12 +69,14 @@ WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns,
   for (size_t i = 0; i < report.ranks.size(); ++i)
     if (lateness[i] && median_lateness) report.ranks[i].lateness_median_ns = *lateness[i] - *median_lateness;
 
-  // With per-rank means only, each rank is judged against its peers' means.
-  if (present.size() >= 3) {
+  // With per-rank means only, each rank is judged against its peers' means
+  // (the ranks doing the same step on communicators of its size).
+  if (pool.lateness_ns.size() >= 3) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       RankWindowStats& stats = report.ranks[i];
-      if (lateness[i]) stats.z_lateness = robust_z_against(*lateness[i], peers_of(lateness, i));
-      if (gaps[i]) stats.z_gap = robust_z_against(*gaps[i], peers_of(gaps, i));
+      int32_t pid = stats.identity.pid;
+      if (lateness[i]) stats.z_lateness = robust_z_against(*lateness[i], peers_of(pool.lateness_ns, pid));
+      if (gaps[i]) stats.z_gap = robust_z_against(*gaps[i], peers_of(pool.gap_ns, pid));
     }
   }
   return report;
@@ -77,24 +85,32 @@ WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns,
 DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
                                            const std::vector<AggWindowInput>& inputs) {
   DetectorOutput out;
-  std::map<std::pair<std::string, uint32_t>, std::vector<const AggWindowInput*>> groups;  // (job, probe)
+  // (job, communicator, probe): a job's groups are separate collectives.
+  std::map<std::tuple<std::string, uint32_t, uint32_t>, std::vector<const AggWindowInput*>> groups;
+  std::map<std::tuple<std::string, uint32_t, int>, Pool> pools;  // (job, probe, communicator size)
   for (const AggWindowInput& in : inputs) {
     if (!probes_.contains(in.probe_id)) continue;
     first_seen_ns_.try_emplace(in.identity.pid, start_ns);
     total_blame_ns_[{in.identity.pid, in.probe_id}] += in.blame_ns;
-    if (in.calls) groups[{in.identity.job, in.probe_id}].push_back(&in);
+    if (!in.calls) continue;
+    groups[{in.identity.job, comm_id(in.comm), in.probe_id}].push_back(&in);
+    Pool& pool = pools[{in.identity.job, in.probe_id, comm_size(in.comm)}];
+    if (in.arrivals) pool.lateness_ns[in.identity.pid] = mean(in.lateness_ns, in.arrivals);
+    if (in.gaps) pool.gap_ns[in.identity.pid] = mean(in.gap_ns, in.gaps);
   }
 
   std::map<int32_t, std::pair<size_t, size_t>> flagged;  // pid -> (report, rank) with the most blame
   std::set<int32_t> evaluated;
   for (const auto& [key, ranks] : groups) {
-    out.windows.push_back(report_for(key.second, start_ns, end_ns, ranks));
+    const auto& [job, comm, probe] = key;
+    const Pool& pool = pools[{job, probe, comm_size(ranks.front()->comm)}];
+    out.windows.push_back(report_for(probe, start_ns, end_ns, ranks, pool));
     WindowReport& report = out.windows.back();
     if (report.kind != CallKind::synchronizing || report.instances < config_.min_instances) continue;
     size_t aligned = 0;
     for (const RankWindowStats& s : report.ranks) aligned += s.lateness_median_ns.has_value();
     if (aligned < 2) continue;
-    flag_straggler(report, config_, aligned);
+    flag_straggler(report, config_, pool.lateness_ns.size());
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const RankWindowStats& s = report.ranks[i];
       evaluated.insert(s.identity.pid);

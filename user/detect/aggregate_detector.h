@@ -22,19 +22,22 @@
 
 namespace slowburn {
 
-// One (process, probe) over one window: differences of the kernel's sums.
+// One (process, probe, communicator) over one window: differences of the
+// kernel's sums.
 struct AggWindowInput : AggCounts {
   RankIdentity identity;  // job, rank, pid
   uint32_t probe_id = 0;
+  CommunicatorRef comm;  // null: not told apart
+  std::optional<int> comm_rank;
 };
 
 class AggregateDetector {
  public:
   AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes);
 
-  // Evaluates one window of every job: one report per (job, probe) with
-  // calls, and the findings it raised. Lateness in the reports is relative
-  // to the median rank of the job on this node.
+  // Evaluates one window of every job: one report per (job, communicator,
+  // probe) with calls, and the findings it raised. Lateness in the reports
+  // is relative to the median rank of the communicator on this node.
   DetectorOutput evaluate(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
   // The process exited: its history and standing finding go; findings stay.
   void remove_rank(int32_t pid);
@@ -45,8 +48,13 @@ class AggregateDetector {
   const std::vector<Finding>& findings() const { return findings_; }
 
  private:
+  // Lateness and gap means of the ranks doing the same step (job, probe,
+  // communicator size), what each rank is judged against.
+  struct Pool {
+    std::map<int32_t, double> lateness_ns, gap_ns;
+  };
   WindowReport report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
-                          const std::vector<const AggWindowInput*>& ranks) const;
+                          const std::vector<const AggWindowInput*>& ranks, const Pool& pool) const;
 
   DetectorConfig config_;
   std::map<uint32_t, ProbeInfo> probes_;

@@ -21,6 +21,7 @@ AggStats sum_stats(const sb_agg_key& key, const std::vector<sb_agg_stats>& per_c
   AggStats s;
   s.tgid = key.tgid;
   s.probe_id = key.probe_id;
+  s.comm_slot = key.comm_slot;
   for (const sb_agg_stats& v : per_cpu) {
     s.calls += v.calls;
     s.wait_ns += v.wait_ns;
@@ -79,22 +80,44 @@ void CollaggProgram::restart_gaps() {
   }
 }
 
-std::vector<AggStats> CollaggProgram::read_process(int32_t pid, std::span<const uint32_t> probe_ids) const {
+std::vector<AggStats> CollaggProgram::read_process(int32_t pid) const {
   std::vector<AggStats> result;
   int fd = bpf_map__fd(skel_->maps.stats);
-  for (uint32_t probe : probe_ids) {
-    sb_agg_key key{static_cast<uint32_t>(pid), probe};
+  for (const sb_agg_key& key : map_keys<sb_agg_key>(fd)) {
+    if (key.tgid != static_cast<uint32_t>(pid)) continue;
     if (auto values = lookup_percpu<sb_agg_key, sb_agg_stats>(fd, key)) result.push_back(sum_stats(key, *values));
   }
   return result;
 }
 
+std::vector<CollaggProgram::NewComm> CollaggProgram::take_new_comms() {
+  std::vector<NewComm> found;
+  int fd = bpf_map__fd(skel_->maps.new_comms);
+  for (const sb_agg_comm_key& key : map_keys<sb_agg_comm_key>(fd)) {
+    sb_agg_new_comm seen{};
+    if (bpf_map_lookup_and_delete_elem(fd, &key, &seen) != 0) continue;
+    found.push_back({static_cast<int32_t>(key.tgid), key.handle, seen.probe_id});
+  }
+  return found;
+}
+
+Result<void> CollaggProgram::set_comm_slot(int32_t pid, uint64_t handle, uint32_t slot) {
+  sb_agg_comm_key key{static_cast<uint32_t>(pid), 0, handle};
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.comm_slots), &key, &slot, BPF_ANY) != 0)
+    return make_sys_error(errno, fmt::format("cannot name communicator {:#x} of process {}", handle, pid));
+  return {};
+}
+
 void CollaggProgram::forget_process(int32_t pid) {
   uint32_t key = static_cast<uint32_t>(pid);
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.targets), &key);
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.processes), &key);
   int fd = bpf_map__fd(skel_->maps.stats);
   for (const sb_agg_key& k : map_keys<sb_agg_key>(fd))
     if (k.tgid == key) bpf_map_delete_elem(fd, &k);
+  for (int comm_fd : {bpf_map__fd(skel_->maps.comm_slots), bpf_map__fd(skel_->maps.new_comms)})
+    for (const sb_agg_comm_key& k : map_keys<sb_agg_comm_key>(comm_fd))
+      if (k.tgid == key) bpf_map_delete_elem(comm_fd, &k);
 }
 
 void CollaggProgram::forget_job(uint32_t job_slot) {
@@ -122,7 +145,8 @@ CollaggCounters CollaggProgram::counters() const {
 size_t CollaggProgram::map_entries() const {
   return map_keys<uint32_t>(bpf_map__fd(skel_->maps.targets)).size() +
          map_keys<sb_agg_key>(bpf_map__fd(skel_->maps.stats)).size() +
-         map_keys<sb_agg_instance_key>(bpf_map__fd(skel_->maps.instances)).size();
+         map_keys<sb_agg_instance_key>(bpf_map__fd(skel_->maps.instances)).size() +
+         map_keys<sb_agg_comm_key>(bpf_map__fd(skel_->maps.comm_slots)).size();
 }
 
 }  // namespace slowburn

@@ -22,10 +22,11 @@ struct collagg_bpf;
 
 namespace slowburn {
 
-// Cumulative per (process, probe), summed over CPUs.
+// Cumulative per (process, probe, communicator), summed over CPUs.
 struct AggStats : AggCounts {
   uint32_t tgid = 0;
   uint32_t probe_id = 0;
+  uint32_t comm_slot = 0;                               // 0: no communicator told apart
   std::array<uint64_t, SB_HIST_SLOTS> wait_us_slots{};  // log2 buckets of the wait in microseconds
 };
 
@@ -57,9 +58,19 @@ class CollaggProgram {
   void forget_probe_instances(uint32_t probe_id);
 
   std::vector<AggStats> read() const;
-  // One process's statistics, by direct lookups (the whole map is per CPU:
-  // large on big machines).
-  std::vector<AggStats> read_process(int32_t pid, std::span<const uint32_t> probe_ids) const;
+  // One process's statistics (values read for its keys only: the map is
+  // per CPU, large on big machines).
+  std::vector<AggStats> read_process(int32_t pid) const;
+
+  // Communicator handles the kernel saw without a slot since the last call
+  // (each once): name them with set_comm_slot.
+  struct NewComm {
+    int32_t pid = 0;
+    uint64_t handle = 0;
+    uint32_t probe_id = 0;  // the probe it was first seen on (its library)
+  };
+  std::vector<NewComm> take_new_comms();
+  Result<void> set_comm_slot(int32_t pid, uint64_t handle, uint32_t slot);
   // The set of traced probes changed (a probe throttled or restored): a gap
   // from a return before now would span calls that were or were not traced.
   void restart_gaps();

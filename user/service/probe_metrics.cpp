@@ -15,12 +15,17 @@ namespace {
 // to ~36 minutes, so rate() over the buckets sees the same series every scrape.
 constexpr size_t kExportedSlots = 31;
 
-MetricLabels rank_labels(const RankIdentity& id, const std::string& node, const std::string& probe) {
-  return {{"job", id.job},
-          {"rank", std::to_string(id.rank)},
-          {"local_rank", id.local_rank ? std::to_string(*id.local_rank) : ""},
-          {"node", node},
-          {"probe", probe}};
+// Per-rank series: the communicator label is "" where none was told apart.
+MetricLabels rank_labels(const RankIdentity& id, const std::string& node, const std::string& probe,
+                         const CommunicatorRef& comm) {
+  return {
+      {"job", id.job},
+      {"rank", std::to_string(id.rank)},
+      {"local_rank", id.local_rank ? std::to_string(*id.local_rank) : ""},
+      {"node", node},
+      {"probe", probe},
+      {"communicator", comm && comm->source != CommSource::job ? comm->label : ""},
+      {"communicator_size", comm && comm->source != CommSource::job && comm->size ? std::to_string(*comm->size) : ""}};
 }
 
 std::string probe_name(const MetricsView& v, uint32_t id) {
@@ -36,7 +41,8 @@ std::string render_metrics(const MetricsView& v) {
 
   m.family("slowburn_collective_latency_seconds", "histogram",
            "Time inside the collective per call (entry to return), per rank, from the in-kernel histogram");
-  for (const auto& [id, s] : v.rank_stats) {
+  for (const RankSeries& r : v.rank_stats) {
+    const AggStats& s = r.stats;
     if (!s.calls) continue;
     std::vector<HistogramBucket> buckets;
     uint64_t cumulative = 0;
@@ -44,14 +50,15 @@ std::string render_metrics(const MetricsView& v) {
       cumulative += s.wait_us_slots[i];
       buckets.push_back({std::ldexp(1.0, static_cast<int>(i) + 1) * 1e-6, cumulative});
     }
-    m.histogram("slowburn_collective_latency_seconds", rank_labels(id, v.node, probe_name(v, s.probe_id)), buckets,
+    m.histogram("slowburn_collective_latency_seconds",
+                rank_labels(r.identity, v.node, probe_name(v, s.probe_id), r.comm), buckets,
                 static_cast<double>(s.wait_ns) / 1e9, s.calls);
   }
-  m.family("slowburn_rank_calls_total", "counter", "Calls completed per rank and probe");
-  for (const auto& [id, s] : v.rank_stats)
-    if (s.calls)
-      m.sample("slowburn_rank_calls_total", rank_labels(id, v.node, probe_name(v, s.probe_id)),
-               static_cast<double>(s.calls));
+  m.family("slowburn_rank_calls_total", "counter", "Calls completed per rank, probe and communicator");
+  for (const RankSeries& r : v.rank_stats)
+    if (r.stats.calls)
+      m.sample("slowburn_rank_calls_total", rank_labels(r.identity, v.node, probe_name(v, r.stats.probe_id), r.comm),
+               static_cast<double>(r.stats.calls));
 
   // The last closed window, per (rank, probe).
   struct Gauge {
@@ -95,7 +102,7 @@ std::string render_metrics(const MetricsView& v) {
             value = w.kind == CallKind::synchronizing ? std::optional(r.last_fraction) : std::nullopt;
             break;
         }
-        if (value) m.sample(gauges[g].name, rank_labels(r.identity, v.node, w.probe), *value);
+        if (value) m.sample(gauges[g].name, rank_labels(r.identity, v.node, w.probe, w.comm), *value);
       }
     }
   }
@@ -103,7 +110,7 @@ std::string render_metrics(const MetricsView& v) {
   m.family("slowburn_straggler", "gauge",
            "1 while this node's detector has a standing straggler finding on the rank; cause: the likely cause");
   for (const auto& [pid, f] : v.active_findings) {
-    MetricLabels labels = rank_labels(f.culprit, v.node, f.probe);
+    MetricLabels labels = rank_labels(f.culprit, v.node, f.probe, f.comm);
     labels.emplace_back("cause", f.likely_cause_type.empty() ? "none" : f.likely_cause_type);
     m.sample("slowburn_straggler", labels, 1);
   }

@@ -18,11 +18,18 @@
 
 namespace slowburn {
 
+// One rank's cumulative sums on one probe and communicator.
+struct RankSeries {
+  RankIdentity identity;
+  AggStats stats;
+  CommunicatorRef comm;  // null: not told apart
+};
+
 struct MetricsView {
   std::string node;
   std::string version;
   std::map<uint32_t, std::string> probe_names;
-  std::vector<std::pair<RankIdentity, AggStats>> rank_stats;                     // cumulative, live ranks
+  std::vector<RankSeries> rank_stats;                                            // cumulative, live ranks
   std::vector<WindowReport> windows;                                             // the last closed window
   std::map<int32_t, Finding> active_findings;                                    // by culprit pid
   std::map<std::tuple<std::string, int, std::string>, uint64_t> findings_total;  // (job, rank, type)

@@ -124,9 +124,7 @@ void RankTracker::track(const RankIdentity& identity, uint64_t now_ns, TrackerCh
 void RankTracker::untrack(int32_t pid, TrackerChanges& changes) {
   auto it = ranks_.find(pid);
   if (it == ranks_.end()) return;
-  std::vector<uint32_t> probe_ids;
-  for (const ProbeSpec* spec : probes_) probe_ids.push_back(spec->id);
-  changes.final_stats[pid] = program_.read_process(pid, probe_ids);
+  changes.final_stats[pid] = program_.read_process(pid);
   program_.forget_process(pid);
   changes.ended.push_back(it->second.identity);
   auto job = jobs_.find(it->second.identity.job);
