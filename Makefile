@@ -135,7 +135,8 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/standin/libmpi.so.99 $(TARGET_DIR)/standin_rank \
            $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
            $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
-           $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller
+           $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller \
+           $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
 	@mkdir -p $(@D)
@@ -185,6 +186,18 @@ $(TARGET_DIR)/debuglink/libsbdebug.so: $(TARGET_DIR)/debuglink/libsbdebug-full.s
 	$(call msg,STRIP,$@)
 	$(Q)objcopy --only-keep-debug $< $(@D)/libsbdebug.so.debug
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$(@D)/libsbdebug.so.debug $< $@
+
+# NCCL's public communicator API, stand-in: nccl.h's signatures, ranks that
+# meet through shared memory.
+$(TARGET_DIR)/ncclapi/libnccl.so.2: tests/targets/nccl_api_standin.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libnccl.so.2 -o $@ $< -lrt
+
+$(TARGET_DIR)/nccl_ranks: tests/targets/nccl_ranks.c $(TARGET_DIR)/ncclapi/libnccl.so.2
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/ncclapi -l:libnccl.so.2 \
+		-Wl,-rpath,$(abspath $(TARGET_DIR)/ncclapi)
 
 # libibverbs stand-in (no RDMA device here): the real signatures and structs.
 $(TARGET_DIR)/verbs/libibverbs.so.1: tests/targets/verbs_standin.c

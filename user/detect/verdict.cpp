@@ -86,11 +86,15 @@ std::string straggler_summary(const Finding& f) {
                 f.z_lateness_tail ? fmt::format("{:.1f}", *f.z_lateness_tail) : "-")
           : fmt::format("arrives last in {:.0f}% of {} calls{}, {} after the median rank", f.last_fraction * 100,
                         f.probe, communicator_phrase(f), format_ns(f.lateness_median_ns));
+  // NCCL returns at enqueue: a host-side straggler (data loading, CPU), not a GPU one.
+  std::string enqueue = f.comm && f.comm->backend == CommBackend::nccl
+                            ? "; times are NCCL enqueue times (host side: the GPU work is not seen)"
+                            : "";
   return fmt::format(
       "{} is the straggler: {}{}; blame {:.0f}% of the window ({:.0f}% of all ranks' blame); {}; the job lost {} "
-      "waiting for it ({:.1f}% of traced time)",
+      "waiting for it ({:.1f}% of traced time){}",
       rank_label(f.culprit), arrival, z, f.blame_share * 100, f.blame_dominance * 100, persistence,
-      format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100);
+      format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100, enqueue);
 }
 
 }  // namespace slowburn
