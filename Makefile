@@ -37,7 +37,8 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/skel/%.skel.h,$(BPF_SRCS))
 .SECONDARY: $(BPF_OBJS) $(SKELS) # generated, never intermediate: deleting them would rebuild every object next time
-BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+# -mcpu=v3: atomic compare-and-swap (Linux 5.12+; slowburn needs 5.15).
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) \
               -Ivmlinux -Iinclude -Ibpf
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h include/slowburn/*.h) vmlinux/vmlinux.h | $(BUILD)/bpf

@@ -198,16 +198,18 @@ static __always_inline __u64 place_return(__u32 tgid, __u32 probe_id, __u32 comm
 	struct sb_agg_instance *inst = bpf_map_lookup_elem(&instances, &ikey);
 	struct sb_agg_stats *blamed;
 	__u32 last_tgid;
+	__u64 closed;
 
 	if (!inst)
 		return 0;
 	if (inst->first_entry_ns && entry_ns >= inst->first_entry_ns) {
 		__sync_fetch_and_add(&s->arrivals, 1);
 		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->first_entry_ns);
-		if (inst->closed_ns)
-			return inst->closed_ns;
-		/* The first return ends the instance: every rank has arrived. */
-		inst->closed_ns = exit_ns;
+		/* The first return ends the instance: every rank has arrived. Two
+		 * returns at the same instant on two CPUs: one of them closes it. */
+		closed = __sync_val_compare_and_swap(&inst->closed_ns, 0, exit_ns);
+		if (closed)
+			return closed;
 		__sync_fetch_and_add(&s->instances, 1);
 		if (inst->arrivals < 2)
 			return exit_ns;

@@ -198,7 +198,10 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
     }
   }
   uint64_t blame = last && second ? self_caused_lead_ns(*last, *second) : 0;
-  if (last && second) lane.total_blame_ns[last->pid] += blame;
+  if (last && second) {
+    lane.total_blame_ns[last->pid] += blame;
+    lane.total_lasts[last->pid] += 1;
+  }
 
   Window* window = window_for(instance.release_ns);
   if (!window) return;
@@ -227,6 +230,16 @@ uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
     if (key.probe_id != probe_id) continue;
     auto it = lane->total_blame_ns.find(pid);
     if (it != lane->total_blame_ns.end()) total += it->second;
+  }
+  return total;
+}
+
+uint64_t StragglerDetector::lasts(uint32_t probe_id, int32_t pid) const {
+  uint64_t total = 0;
+  for (const auto& [key, lane] : lanes_) {
+    if (key.probe_id != probe_id) continue;
+    auto it = lane->total_lasts.find(pid);
+    if (it != lane->total_lasts.end()) total += it->second;
   }
   return total;
 }

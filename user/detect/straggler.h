@@ -135,6 +135,8 @@ class StragglerDetector {
   const DetectorConfig& config() const { return config_; }
   // Total blame charged to a rank on a probe (every communicator) since tracing began.
   uint64_t blame_ns(uint32_t probe_id, int32_t pid) const;
+  // Instances of a probe (every communicator) the rank arrived last in.
+  uint64_t lasts(uint32_t probe_id, int32_t pid) const;
 
  private:
   struct LaneKey {
