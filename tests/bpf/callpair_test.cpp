@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "core/clock.h"
 #include "core/subprocess.h"
 #include "events/decoder.h"
 #include "loader/callpair_program.h"
@@ -92,9 +93,11 @@ TEST_P(CallpairModes, OneProgramByCookieOnSeveralFunctionsExactCounts) {
   ASSERT_TRUE(attached.ok()) << attached.error().message;
   // One link per (file, process, direction) with multi-uprobes, one per uprobe otherwise.
   EXPECT_EQ((*program)->link_count(), GetParam() == AttachMode::multi_link ? 2u : 6u);
+  uint64_t before_ns = monotonic_ns();
   target.go();
   EventDecoder decoder;
   auto calls = by_probe(collect_until_exit(**program, target, decoder));
+  uint64_t after_ns = monotonic_ns();
 
   ASSERT_EQ(calls[kProbeA].size(), 20u);
   ASSERT_EQ(calls[kProbeB].size(), 30u);
@@ -104,13 +107,15 @@ TEST_P(CallpairModes, OneProgramByCookieOnSeveralFunctionsExactCounts) {
       EXPECT_EQ(list[i].seq, i + 1) << "probe " << probe;  // per (thread, probe), from 1, no gaps
       EXPECT_EQ(list[i].pid, static_cast<uint32_t>(target.pid()));
       EXPECT_LE(list[i].entry_ns, list[i].exit_ns);
+      // Timestamps on the kernel's clock, inside the span the test itself
+      // measured: the same clock, and the same call's entry and exit.
+      EXPECT_GE(list[i].entry_ns, before_ns);
+      EXPECT_LE(list[i].exit_ns, after_ns);
     }
   }
-  // The injected 2 ms sleep bounds sb_target_a from below; the bound above is
-  // generous for a loaded 2-core VM.
+  // The injected 2 ms sleep bounds sb_target_a from below.
   for (const CallEvent& c : calls[kProbeA]) {
     EXPECT_GE(c.duration_ns(), 2'000'000u);
-    EXPECT_LT(c.duration_ns(), 200'000'000u);
     EXPECT_EQ(c.size_arg, 2000u);  // the declared size argument (parameter 1 here)
   }
   for (size_t i = 0; i < calls[kProbeB].size(); ++i) EXPECT_EQ(calls[kProbeB][i].size_arg, (i + 1) * 64);

@@ -230,8 +230,9 @@ TEST_F(Conformance, NearSimultaneousArrivals) {
   }
   EXPECT_EQ(kernel_instances, 20u);
   EXPECT_EQ(d.counters().instances, 20u);
-  EXPECT_LT(kernel_blame, 20u * 2'000'000) << "under 2 ms an instance";
-  EXPECT_LT(user_blame, 20u * 2'000'000);
+  // Who is last may differ by a clock read; how much blame there is may not.
+  EXPECT_NEAR(static_cast<double>(kernel_blame), static_cast<double>(user_blame),
+              20 * 200'000.0 + 0.05 * static_cast<double>(user_blame));
 }
 
 TEST_F(Conformance, AReturnFromAnInstanceOthersHaveLeftIsPlacedInIt) {

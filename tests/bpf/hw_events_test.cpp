@@ -101,12 +101,18 @@ TEST(KmsgXid, EveryFormatArrivesDecodedAndOrdinaryLinesStayInTheKernel) {
 
   ASSERT_EQ(c.xids.size(), xid_lines.size());
   EXPECT_EQ(c.unparsed, 0u);
+  // What each line says, written out (not derived by the parser under test).
+  const std::vector<std::pair<int, std::string>> expected = {
+      {79, "0000:3b:00"},      {63, "0000:10:1c"},      {79, "0000:44:00"},   {94, "0000:01:00"},
+      {43, "0000:01:00"},      {13, "0000:3b:00"},      {14, "0000:03:00"},   {45, "0000:3b:00"},
+      {12028, "0000:05:00.0"}, {20034, "0000:06:00.0"}, {19, "0000:07:00.0"}, {9999, "0000:3b:00"}};
   for (size_t i = 0; i < xid_lines.size(); ++i) {
-    auto expected = parse_xid_line(xid_lines[i]);
-    EXPECT_EQ(c.xids[i].code, expected->code) << xid_lines[i];
-    EXPECT_EQ(c.xids[i].pci, expected->pci);
-    EXPECT_EQ(c.xids[i].message, expected->message);
+    EXPECT_EQ(c.xids[i].code, expected[i].first) << xid_lines[i];
+    EXPECT_EQ(c.xids[i].pci, expected[i].second) << xid_lines[i];
   }
+  EXPECT_EQ(c.xids[0].message, "GPU has fallen off the bus.");
+  EXPECT_EQ(c.xids[3].message, "Contained: CE User Channel (0x9). RST: No, D-RST: No");
+  EXPECT_EQ(c.xids[7].caused_by, 109);
   EXPECT_EQ(c.xids[4].compute_instance, 1);
   EXPECT_TRUE(c.xids[8].nvswitch);
   EXPECT_EQ(c.xids[9].switch_index, 11);
@@ -171,6 +177,9 @@ TEST(TpRecord, AerAndLinkTracepointsAttachWhereTheyExistElseSayWhy) {
   ASSERT_TRUE(monitor.ok()) << monitor.error().message;
   std::map<std::string, ProbeStatus> by_name;
   for (const ProbeStatus& s : (*monitor)->statuses()) by_name[s.probe] = s;
+  // Xid: the driver tracepoint where it exists, else the kernel log.
+  EXPECT_EQ(by_name["nvidia.xid"].state, ProbeState::attached);
+  std::vector<std::string> missing;
   struct Expect {
     const char* source;
     const char* system;
@@ -187,10 +196,13 @@ TEST(TpRecord, AerAndLinkTracepointsAttachWhereTheyExistElseSayWhy) {
     } else {
       EXPECT_EQ(by_name[e.source].state, ProbeState::unavailable);
       EXPECT_EQ(by_name[e.source].detail, e.reason);
+      missing.push_back(fmt::format("{}:{}", e.system, e.event));
     }
   }
-  // Xid: the driver tracepoint where it exists, else the kernel log.
-  EXPECT_EQ(by_name["nvidia.xid"].state, ProbeState::attached);
+  // What this kernel could not show is a skip with its reason, not a pass.
+  if (!missing.empty())
+    GTEST_SKIP() << "the unavailable branch was checked; the attach path was not: this kernel has no "
+                 << fmt::format("{}", fmt::join(missing, ", ")) << " (CONFIG_PCIEAER, Linux 7.0)";
 }
 
 // The IRQ whose count grows while this process writes to disk.

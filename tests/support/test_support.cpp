@@ -32,4 +32,26 @@ std::vector<uint32_t> bpf_program_ids_named(const std::string& name) {
   return ids;
 }
 
+size_t bpf_links_of_program(const std::string& name) {
+  size_t n = 0;
+  uint32_t id = 0;
+  while (bpf_link_get_next_id(id, &id) == 0) {
+    int fd = bpf_link_get_fd_by_id(id);
+    if (fd < 0) continue;  // released meanwhile
+    bpf_link_info link{};
+    uint32_t len = sizeof(link);
+    if (bpf_obj_get_info_by_fd(fd, &link, &len) == 0) {
+      int prog = bpf_prog_get_fd_by_id(link.prog_id);
+      bpf_prog_info info{};
+      uint32_t info_len = sizeof(info);
+      if (prog >= 0 && bpf_obj_get_info_by_fd(prog, &info, &info_len) == 0 &&
+          name.compare(0, sizeof(info.name) - 1, info.name) == 0)
+        ++n;
+      if (prog >= 0) close(prog);
+    }
+    close(fd);
+  }
+  return n;
+}
+
 }  // namespace slowburn::testing

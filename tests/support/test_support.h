@@ -25,4 +25,8 @@ void touch(const std::filesystem::path& path);
 // IDs of loaded BPF programs with this name (from the kernel, as bpftool lists them).
 std::vector<uint32_t> bpf_program_ids_named(const std::string& name);
 
+// BPF links (uprobe, multi-uprobe, tracepoint ...) whose program has this
+// name, from the kernel's list of links (bpftool link show).
+size_t bpf_links_of_program(const std::string& name);
+
 }  // namespace slowburn::testing

@@ -119,9 +119,15 @@ TEST_F(HwMonitorSysfs, MalformedOrVanishingFilesDoNotStopIt) {
   write("0000:03:00.0", "aer_dev_correctable", "this is not a counter file\n");
   std::filesystem::remove(sys_ / "bus/pci/devices/0000:05:00.0/current_link_width");
   std::filesystem::remove_all(sys_ / "devices/pci0000:00/0000:00:03.0/0000:06:00.0");  // the NIC disappeared
-  EXPECT_NO_THROW(poll(*monitor));
-  auto rows = monitor->link_table();
-  EXPECT_FALSE(rows.empty());
+  now_ += 2'000'000'000;
+  auto damaged = monitor->poll(0, now_);
+  ASSERT_TRUE(damaged.ok()) << "a bad file must not stop the session: " << damaged.error().message;
+  for (const DeviceEvent& e : *damaged)
+    EXPECT_NE(e.type, "link.downtrained") << "garbage is not a reading: " << e.summary;
+  EXPECT_FALSE(monitor->link_table().empty());
+  // It still sees what changes next: the root port's link to GPU 1's switch narrows.
+  write("0000:04:00.0", "current_link_speed", "Unknown\n");
+  EXPECT_EQ(types(poll(*monitor)), (std::vector<std::string>{"link.down 0000:04:00.0"}));
 }
 
 }  // namespace
