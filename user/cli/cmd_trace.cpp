@@ -12,12 +12,14 @@ struct TraceArgs {
   std::string sysfs_root = "/sys";
   std::string persistence = "3/5";
   double window_ms = 500;
+  double hang_s = 10;
   bool json = false;
 };
 
 Result<void> apply(TraceArgs& args) {
   if (auto ok = parse_persistence(args.persistence, args.options.detector); !ok) return ok;
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
+  args.options.detector.hang_ns = static_cast<uint64_t>(args.hang_s * 1e9);
   if (!args.library.empty()) args.options.library = args.library;
   args.options.proc_root = args.proc_root;
   args.options.sysfs_root = args.sysfs_root;
@@ -34,7 +36,10 @@ Command add_trace_command(CLI::App& app) {
       "  slowburn trace                         # every rank, every probe, until Ctrl-C\n"
       "  slowburn trace -d 30 -i 2              # 30 s, table every 2 s\n"
       "  slowburn trace --probe 'mpi.*' --pid 4242 --pid 4243\n"
-      "  slowburn trace --json | jq 'select(.kind==\"finding\")'\n"
+      "  slowburn trace --json | jq 'select(.kind==\"verdict\")'\n"
+      "  slowburn trace --probe 'gloo.*' -d 20       # a PyTorch job on the gloo backend\n"
+      "Exit status: 0 a verdict was reached, 1 an error (nothing traced is one), 2 too few aligned collectives "
+      "to judge.\n"
       "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
   TraceOptions& o = args->options;
   sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)");
@@ -62,6 +67,11 @@ Command add_trace_command(CLI::App& app) {
   detector
       ->add_option("--min-blame-share", o.detector.min_blame_share, "Effect-size floor: blame as a share of the window")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  detector
+      ->add_option("--hang-s", args->hang_s,
+                   "A hang: ranks inside a collective this long while a member never entered it")
+      ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   return {sub, [args] {
             if (auto ok = apply(*args); !ok) return fail(ok.error());

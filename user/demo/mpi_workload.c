@@ -19,6 +19,11 @@
  *                         [--compute-us C] [--tp K] [--seconds S]
  *                         [--steps N] [--warmup-s W]
  *
+ * SIGUSR1 stalls the rank that receives it between two steps, outside any
+ * collective, until SIGUSR1 again or SIGTERM: a rank stuck in its own code (a
+ * data loader, a deadlocked thread) while the others wait in the next
+ * collective, the hang slowburn must name.
+ *
  * --warmup-s waits after MPI_Init before the first collective, so a tracer
  * that discovers processes on a timer (slowburn probe) sees every call: the
  * soak benchmark compares its counts with the steps this job reports.
@@ -31,12 +36,26 @@
 #include <string.h>
 #include <time.h>
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, stall_requested;
 
 static void on_term(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+}
+
+static void on_stall(int sig)
+{
+	(void)sig;
+	stall_requested = !stall_requested;
+}
+
+static void stall_while_asked(void)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+	while (stall_requested && !stop_requested)
+		nanosleep(&tick, NULL);
 }
 
 static double now_s(void)
@@ -121,6 +140,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
+	signal(SIGUSR1, on_stall);
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -147,6 +167,7 @@ int main(int argc, char **argv)
 		double mine, sums[2], local[2], part;
 		uint64_t todo = iterations;
 
+		stall_while_asked();
 		if (rank == slow_rank) {
 			double share = ramp_s > 0 ? (now_s() - start) / ramp_s : 1.0;
 

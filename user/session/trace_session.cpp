@@ -104,11 +104,12 @@ Result<void> TraceSession::start() {
   if (hw_)
     for (const ProbeStatus& status : hw_->statuses()) sink_.probe_status(status);
   sink_.probes_done(result_.attached + (rdma_ ? rdma_->attached() : 0), result_.ranks.size());
+  // No collective probe, even with verbs probes attached (libibverbs in a
+  // PyTorch rank), is no straggler verdict: say what the ranks do load.
+  if (result_.collectives_attached == 0 && !o_.library) return nothing_traced_error(result_.ranks, o_.proc_root);
   if (result_.attached == 0)
     return make_error("no probe could be attached to any of the {} rank process(es); see the reasons above",
                       result_.ranks.size());
-  // A verbs probe alone (libibverbs in a PyTorch rank) is no straggler verdict.
-  if (result_.collectives_attached == 0 && !o_.library) return nothing_traced_error(result_.ranks, o_.proc_root);
   return open_stream();
 }
 
