@@ -22,7 +22,7 @@ TEST(AerBits, DecodedBySeverityFromTables) {
 }
 
 // One record per kernel layout, decoded through that layout's format.
-TEST(AerRecord, EveryLayout) {
+TEST(AerRecordFromHandWrittenFormats, EveryLayout) {
   struct Layout {
     const char* fixture;
     size_t tlp_words;  // 0: no TLP header in this layout
@@ -56,7 +56,7 @@ TEST(AerRecord, EveryLayout) {
   }
 }
 
-TEST(AerRecord, InvalidHeaderIsNotReportedAndBadRecordsAreErrors) {
+TEST(AerRecordFromHandWrittenFormats, InvalidHeaderIsNotReportedAndBadRecordsAreErrors) {
   auto format = load_format("aer_event.v4.18.format");
   RawRecord raw(format, 128);
   raw.set_string("dev_name", "0000:00:01.0");

@@ -86,7 +86,7 @@ TEST(LinkMonitor, FirstSeenBaselineWithoutMaxAttributes) {
   EXPECT_TRUE(monitor.observe("other", 1, 2, none).empty());  // no link files: unknown, silent
 }
 
-TEST(PcieLinkEvent, DecodesTheV7Record) {
+TEST(PcieLinkEventFromHandWrittenV7Formats, DecodesLinkAndHotplugRecords) {
   auto format = testing::load_format("pcie_link_event.v7.0.format");
   testing::RawRecord raw(format, 128);
   raw.set_string("port_name", "0000:00:01.0");

@@ -22,7 +22,7 @@ TEST(TracefsFormat, ParsesThisMachinesConsoleFormat) {
   EXPECT_TRUE(format.field("common_pid")->is_signed);
 }
 
-TEST(TracefsFormat, ArraysAndTypes) {
+TEST(TracefsFormat, ArraysAndTypesOfAHandWrittenFormat) {
   auto format = testing::load_format("aer_event.v6.15.format");
   const FormatField* tlp = format.field("tlp_header");
   ASSERT_NE(tlp, nullptr);
@@ -41,7 +41,7 @@ TEST(TracefsFormat, MalformedFieldLineIsAnErrorNamingTheLine) {
   EXPECT_FALSE(parse_format(empty).ok());
 }
 
-TEST(RecordView, ReadsFieldsStringsAndArraysWithinBounds) {
+TEST(RecordView, ReadsFieldsStringsAndArraysWithinBoundsOfAHandWrittenFormat) {
   auto format = testing::load_format("aer_event.v4.18.format");
   testing::RawRecord raw(format, 64);
   raw.set("status", 0x41);

@@ -12,6 +12,7 @@
 #include "loader/kmsg_program.h"
 #include "loader/ring_buffer.h"
 #include "loader/tp_record_program.h"
+#include "nvidia/xid_record.h"
 #include "slowburn/hwevents.h"
 #include "tracefs/tracefs.h"
 
@@ -217,22 +218,10 @@ void HwMonitor::on_tp_record(const TpRecord& record) {
       push(decode_pci_hp_record(format->second, record.data),
            [&](const PciHotplugTrace& t) { return builder_.hotplug(t, ts); });
       break;
-    case SB_TP_NVIDIA_DEV_XID: {
-      // The driver's own fields: full BDF, code, message (pid/name are not fields).
-      RecordView view(format->second, record.data);
-      auto dev = view.string("dev");
-      auto code = view.unsigned_value("error_code");
-      if (!dev || !code) {
-        ++unparsed_;
-        break;
-      }
-      XidEvent xid;
-      xid.code = static_cast<int>(*code);
-      xid.pci = *dev;
-      xid.message = view.string("msg").value_or("");
-      pending_.push_back(builder_.xid(xid, record.ts_ns, "tracepoint"));
+    case SB_TP_NVIDIA_DEV_XID:
+      push(decode_xid_record(format->second, record.data),
+           [&](const XidEvent& x) { return builder_.xid(x, ts, "tracepoint"); });
       break;
-    }
     default:
       ++unparsed_;
   }

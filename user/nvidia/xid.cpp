@@ -101,8 +101,12 @@ std::optional<XidEvent> parse_xid_line(std::string_view line) {
   if (!code || *code < 0) return std::nullopt;
   event.code = *code;
   rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  parse_xid_message(rest, event);
+  return event;
+}
 
+void parse_xid_message(std::string_view rest, XidEvent& event) {
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
   if (auto pid = take_field(rest, "pid=")) {
     if (auto text = value_or_unknown(*pid)) event.pid = parse_int(*text);
   }
@@ -113,7 +117,6 @@ std::optional<XidEvent> parse_xid_line(std::string_view line) {
   size_t caused = event.message.rfind(kCausedBy);
   if (caused != std::string::npos)
     event.caused_by = parse_int(std::string_view(event.message).substr(caused + kCausedBy.size()));
-  return event;
 }
 
 }  // namespace slowburn

@@ -27,6 +27,11 @@ struct XidEvent {
 // name a code): callers count those, they are never dropped silently.
 std::optional<XidEvent> parse_xid_line(std::string_view line);
 
+// What follows the code, in the log line and in the driver tracepoint's msg
+// alike: "pid=1234, name=python3, <message>" with either field optional or
+// '<unknown>', and "caused by previous Xid N" at the end of an Xid 45.
+void parse_xid_message(std::string_view message, XidEvent& event);
+
 // True when a line starts like one, before parsing: the same test the
 // kernel-side filter applies (bpf/kmsg_xid.bpf.c).
 bool looks_like_xid_line(std::string_view line);
