@@ -3,12 +3,15 @@
 // (Debian's) scraping it with the shipped rules, and the ways it can die.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "core/subprocess.h"
@@ -61,9 +64,11 @@ struct Service {
   int port = free_port();
   std::optional<Subprocess> process;
 
-  void start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{testing::slowburn_binary().string(), "probe",     "--listen",
-                                  fmt::format("127.0.0.1:{}", port),   "--log-dir", (dir / "log").string()};
+  // wrapper: what runs the binary (setpriv with the unit's capabilities).
+  void start(std::vector<std::string> extra = {}, std::vector<std::string> wrapper = {}) {
+    std::vector<std::string> argv = wrapper;
+    argv.insert(argv.end(), {testing::slowburn_binary().string(), "probe", "--listen",
+                             fmt::format("127.0.0.1:{}", port), "--log-dir", (dir / "log").string()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto spawned = Subprocess::spawn(argv, {(dir / "service.out").string(), {}});
     ASSERT_TRUE(spawned) << spawned.error().message;
@@ -256,6 +261,96 @@ TEST(ProbeService, NamesTheSlowRankOfAPytorchJobOnItsProcessGroup) {
   EXPECT_NE(metrics.find("probe=\"gloo.allreduce\",communicator=\"gloo world\",communicator_size=\"4\""),
             std::string::npos)
       << metrics;
+}
+
+// The first finding in the service's log, waiting up to timeout for it.
+json first_finding(const Service& service, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const json& line : log_lines(service.log_dir()))
+      if (line.value("kind", "") == "finding") return line;
+    std::this_thread::sleep_for(200ms);
+  }
+  return json();
+}
+
+// The capabilities of deploy/systemd/slowburn-probe.service, for setpriv.
+// CAP_SYS_RESOURCE only where this machine has it to give (a container's
+// bounding set may lack it; kernels >= 5.11 do not need it).
+std::string unit_capabilities() {
+  std::ifstream unit(std::filesystem::path(SLOWBURN_SOURCE_DIR) / "deploy/systemd/slowburn-probe.service");
+  std::string line, caps = "-all";
+  while (std::getline(unit, line))
+    if (line.rfind("CapabilityBoundingSet=", 0) == 0) {
+      std::istringstream names(line.substr(line.find('=') + 1));
+      for (std::string name; names >> name;) {
+        if (name == "CAP_SYS_RESOURCE" && !testing::capability_in_bounding_set(CAP_SYS_RESOURCE)) continue;
+        std::string lower = name.substr(4);
+        for (char& c : lower) c = static_cast<char>(std::tolower(c));
+        caps += ",+" + lower;
+      }
+    }
+  return caps;
+}
+
+class ProbeServiceUnderTheUnitsCapabilities : public ::testing::TestWithParam<bool> {};
+
+// As the unit runs it (root, bounded to its capabilities, no new privileges)
+// and as a drop-in with User= would (nobody, the same list as ambient).
+TEST_P(ProbeServiceUnderTheUnitsCapabilities, NamesTheSlowRank) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  if (!find_program("setpriv")) GTEST_SKIP() << "setpriv not installed (util-linux)";
+  bool dedicated_user = GetParam();
+  std::string caps = unit_capabilities();
+  ASSERT_NE(caps.find("+bpf"), std::string::npos) << "no CapabilityBoundingSet= in the unit: " << caps;
+  std::vector<std::string> wrapper = {"setpriv", "--bounding-set=" + caps, "--no-new-privs"};
+  Service service;
+  if (dedicated_user) {
+    wrapper.insert(wrapper.begin() + 1, {"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=" + caps,
+                                         "--ambient-caps=" + caps});
+    std::filesystem::create_directories(service.log_dir());
+    ASSERT_EQ(chown(service.log_dir().c_str(), 65534, 65534), 0);
+    ASSERT_EQ(chmod(service.dir.path().c_str(), 0755), 0);
+  }
+  ASSERT_NO_FATAL_FAILURE(service.start(kServiceArgs, wrapper));
+  auto job = launch_job(4, 2, 120, (service.dir / "mpirun.log").string());
+  ASSERT_TRUE(job) << job.error().message;
+  json finding = first_finding(service, 90s);
+  job->stop();
+  ASSERT_FALSE(finding.is_null()) << "no finding in 90 s:\n" << service.output();
+  EXPECT_EQ(finding["rank"], 2) << finding.dump();
+  EXPECT_EQ(finding["communicator"]["label"], "MPI_COMM_WORLD") << "communicators read from the ranks' memory";
+  service.process->signal(SIGTERM);
+  EXPECT_EQ(service.process->wait_for(30s).value_or(-1), 0) << service.output();
+}
+
+INSTANTIATE_TEST_SUITE_P(RootOrDedicatedUser, ProbeServiceUnderTheUnitsCapabilities, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "DedicatedUser" : "Root"; });
+
+TEST(ProbeService, ADegradedLinkIsTheLikelyCauseOfItsRanksFinding) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  // The hand-written fixture tree (this VM has no PCIe links): GPU 0, local
+  // rank 0's, trained at 16 GT/s of 32. Hardware events on, as in production.
+  std::vector<std::string> args = {
+      "--overhead-budget", "0",
+      "--window",          "2",
+      "--sysfs-root",      (std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys").string()};
+  Service service;
+  ASSERT_NO_FATAL_FAILURE(service.start(args));
+  auto job = launch_job(4, 0, 120, (service.dir / "mpirun.log").string());
+  ASSERT_TRUE(job) << job.error().message;
+  json finding = first_finding(service, 90s);
+  std::string metrics = service.metrics();
+  job->stop();
+  ASSERT_FALSE(finding.is_null()) << "no finding in 90 s:\n" << service.output();
+  EXPECT_EQ(finding["rank"], 0) << finding.dump();
+  ASSERT_TRUE(finding.contains("likely_causes")) << finding.dump();
+  ASSERT_FALSE(finding["likely_causes"].empty()) << finding.dump();
+  EXPECT_NE(finding["likely_causes"][0].get<std::string>().find("link.downtrained"), std::string::npos)
+      << finding.dump();
+  EXPECT_NE(metrics.find("cause=\"link.downtrained\""), std::string::npos) << metrics;
 }
 
 TEST(ProbeService, HundredJobsLeaveNothingBehind) {

@@ -1,6 +1,7 @@
 #include "support/test_support.h"
 
 #include <bpf/bpf.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,5 +54,7 @@ size_t bpf_links_of_program(const std::string& name) {
   }
   return n;
 }
+
+bool capability_in_bounding_set(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1; }
 
 }  // namespace slowburn::testing

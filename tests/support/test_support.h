@@ -29,4 +29,8 @@ std::vector<uint32_t> bpf_program_ids_named(const std::string& name);
 // name, from the kernel's list of links (bpftool link show).
 size_t bpf_links_of_program(const std::string& name);
 
+// Whether this process could give the capability to a child (it is in the
+// bounding set: a container's may lack some, CAP_SYS_RESOURCE here).
+bool capability_in_bounding_set(int cap);
+
 }  // namespace slowburn::testing

@@ -55,6 +55,20 @@ TEST(Causes, EventsOnTheCulpritsDevicesMostSevereFirst) {
   EXPECT_TRUE(none.likely_causes.empty());
 }
 
+TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
+  // A link found degraded when the service started: no rank used it yet.
+  std::vector<DeviceEvent> events = {event("link.downtrained", "0000:03:00.0", {}, LinkEvent{})};
+  Finding f = finding_for(2);
+  EXPECT_FALSE(attach_likely_causes(f, events)) << "by rank number, nobody";
+  auto by_pid = [](const DeviceEvent& e, const RankIdentity& who) {
+    return e.device == "0000:03:00.0" && who.pid == 102;
+  };
+  ASSERT_TRUE(attach_likely_causes(f, events, by_pid));
+  EXPECT_EQ(f.likely_causes, (std::vector<std::string>{"link.downtrained on 0000:03:00.0"}));
+  Finding other = finding_for(3);
+  EXPECT_FALSE(attach_likely_causes(other, events, by_pid));
+}
+
 TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
   DeviceEvent port = event("link.downtrained", "0000:02:00.0", {0}, LinkEvent{});
   port.role = "switch-port";

@@ -119,6 +119,20 @@ TEST(Topology, RanksJoinTheirGpuAndNearestNic) {
   EXPECT_TRUE(topo.notes().empty());
 }
 
+TEST(Topology, ProcessesOfTwoJobsWithTheSameRankNumbersAreToldApart) {
+  Topology topo = Topology::read(kSys, kProc);
+  RankIdentity a = rank(0, 0), b = rank(0, 1);  // rank 0 of two jobs, on GPU 0 and GPU 1
+  b.pid = 200;
+  topo.assign_ranks({a, b});
+  EXPECT_TRUE(topo.serves("0000:03:00.0", a.pid));
+  EXPECT_FALSE(topo.serves("0000:03:00.0", b.pid));
+  EXPECT_TRUE(topo.serves("0000:05:00.0", b.pid));
+  EXPECT_TRUE(topo.serves("0000:00:01.0", b.pid)) << "the root port above both";
+  // Re-assigned when a job ends: its processes are forgotten.
+  topo.assign_ranks({b});
+  EXPECT_FALSE(topo.serves("0000:03:00.0", a.pid));
+}
+
 TEST(Topology, NcclIbHcaAndUnmappableRanks) {
   Topology topo = Topology::read(kSys, kProc);
   topo.assign_ranks({rank(0, 0, "1", "=mlx5_0:1"), rank(1, 0, "7"), rank(2, 5), rank(3, 0, "0", "^=mlx5_0")});

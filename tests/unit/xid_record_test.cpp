@@ -45,8 +45,9 @@ TEST(XidRecordFromHandWrittenV575Format, CodeDeviceProcessAndMessage) {
 
 TEST(XidRecordFromHandWrittenV575Format, CausedByAndUnknownProcess) {
   auto format = testing::load_format("nvidia_dev_xid.v575.format");
-  auto bytes = xid_record("0000:b8:00.0", 45, "pid='<unknown>', name=<unknown>, Ch 00000010, errorString CTX SWITCH "
-                                              "TIMEOUT, caused by previous Xid 79");
+  auto bytes = xid_record("0000:b8:00.0", 45,
+                          "pid='<unknown>', name=<unknown>, Ch 00000010, errorString CTX SWITCH "
+                          "TIMEOUT, caused by previous Xid 79");
   auto xid = decode_xid_record(format, bytes);
   ASSERT_TRUE(xid.ok()) << xid.error().message;
   EXPECT_EQ(xid->code, 45);

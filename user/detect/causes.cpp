@@ -49,11 +49,15 @@ std::string_view event_severity(const DeviceEvent& event) {
   return rank <= 1 ? "error" : "warning";
 }
 
-bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events) {
+bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit) {
+  return std::find(event.ranks.begin(), event.ranks.end(), culprit.rank) != event.ranks.end();
+}
+
+bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events, const ConcernsCulprit& concerns) {
   std::vector<const DeviceEvent*> causes;
   for (const DeviceEvent& e : events) {
     if (severity_rank(e) < 0) continue;
-    if (std::find(e.ranks.begin(), e.ranks.end(), finding.culprit.rank) == e.ranks.end()) continue;
+    if (!concerns(e, finding.culprit)) continue;
     causes.push_back(&e);
   }
   // Most severe first; for the same severity, the device closest to the

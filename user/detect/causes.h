@@ -3,6 +3,7 @@
 // or retransmissions on its NIC, its QPs moved to ERR. Pure.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "detect/report.h"
@@ -10,11 +11,19 @@
 
 namespace slowburn {
 
-// Sets finding.likely_causes from the events whose ranks include the
-// culprit's rank (at most three, most severe first, one per type and
-// device) and appends the first to the summary. Recovered links are not
-// causes. Returns whether any cause was found.
-bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events);
+// Whether an event concerns the culprit. By default: the event's ranks
+// (resolved when it happened) include the culprit's rank, right for one job
+// traced from its start. A service that outlives jobs asks its current
+// topology instead (an event seen before the job started has no ranks).
+using ConcernsCulprit = std::function<bool(const DeviceEvent&, const RankIdentity&)>;
+bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit);
+
+// Sets finding.likely_causes from the events that concern the culprit (at
+// most three, most severe first, one per type and device) and appends the
+// first to the summary. Recovered links are not causes. Returns whether any
+// cause was found.
+bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events,
+                          const ConcernsCulprit& concerns = event_names_rank);
 
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).

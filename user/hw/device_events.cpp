@@ -12,7 +12,6 @@ namespace slowburn {
 
 namespace {
 std::string ranks_text(const std::vector<int>& ranks) {
-  if (ranks.empty()) return "no traced rank";
   return (ranks.size() == 1 ? "rank " : "ranks ") + format_rank_list(ranks);
 }
 }  // namespace
@@ -26,6 +25,8 @@ std::string DeviceEventBuilder::attach_device(DeviceEvent& event, const std::str
   event.role = std::string(device_role_name(dev->role));
   event.label = dev->label;
   event.ranks = topology_->ranks_behind(dev->pci.bdf);
+  // No rank yet is said by saying none: a service joins later ranks to it.
+  if (event.ranks.empty()) return fmt::format("{} {} ({})", event.role, dev->label, dev->pci.bdf);
   return fmt::format("{} {} ({}, {})", event.role, dev->label, dev->pci.bdf, ranks_text(event.ranks));
 }
 

@@ -133,6 +133,14 @@ class ProbeService {
   uint64_t last_read_ns_ = 0;  // rates are per read-to-read time
   std::vector<WindowReport> last_windows_;
   CauseMemory causes_;
+  // Events concern the processes the topology maps to their devices now: a
+  // link degraded before the job started has no ranks of its own, and rank
+  // numbers of two jobs collide.
+  ConcernsCulprit concerns_ = [this](const DeviceEvent& e, const RankIdentity& culprit) {
+    if (parts_.topology && !e.device.empty() && parts_.topology->find(e.device))
+      return parts_.topology->serves(e.device, culprit.pid);
+    return event_names_rank(e, culprit);
+  };
   ServiceTotals totals_;
 };
 
@@ -330,7 +338,7 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
     for (const WindowReport& w : out.windows) parts_.log->sink().window(w);
   std::vector<DeviceEvent> events = causes_.recent(monotonic_ns());
   for (Finding& f : out.findings) {
-    attach_likely_causes(f, events);
+    attach_likely_causes(f, events, concerns_);
     totals_.findings[{f.culprit.job, f.culprit.rank, f.type}] += 1;
     note(f.summary);
     if (parts_.log) parts_.log->sink().finding(f);
@@ -450,7 +458,7 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
   std::vector<DeviceEvent> events = causes_.recent(monotonic_ns());
   for (const auto& [pid, f] : parts_.detector->active()) {
     Finding with_cause = f;
-    attach_likely_causes(with_cause, events);
+    attach_likely_causes(with_cause, events, concerns_);
     v.active_findings.emplace(pid, std::move(with_cause));
   }
   for (const auto& [pid, rank] : parts_.tracker->ranks()) {

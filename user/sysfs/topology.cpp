@@ -190,6 +190,12 @@ std::vector<const TopologyDevice*> Topology::subtree(std::string_view address) c
   return below;
 }
 
+bool Topology::serves(std::string_view address, int32_t pid) const {
+  for (const TopologyDevice* dev : subtree(address))
+    if (std::find(dev->pids.begin(), dev->pids.end(), pid) != dev->pids.end()) return true;
+  return false;
+}
+
 std::vector<int> Topology::ranks_behind(std::string_view address) const {
   std::set<int> ranks;
   for (const TopologyDevice* dev : subtree(address)) ranks.insert(dev->ranks.begin(), dev->ranks.end());
@@ -261,7 +267,10 @@ void Topology::assign_ranks(const std::vector<RankIdentity>& ranks) {
   // re-assigns at every job start must not pile them up.
   if (!rank_notes_from_) rank_notes_from_ = notes_.size();
   notes_.resize(*rank_notes_from_);
-  for (TopologyDevice& dev : devices_) dev.ranks.clear();
+  for (TopologyDevice& dev : devices_) {
+    dev.ranks.clear();
+    dev.pids.clear();
+  }
   for (const RankIdentity& rank : ranks) {
     TopologyDevice* gpu = gpu_for(rank);
     TopologyDevice* nic = nic_for(rank, gpu);
@@ -269,6 +278,7 @@ void Topology::assign_ranks(const std::vector<RankIdentity>& ranks) {
       if (!used) continue;
       auto& list = used->ranks;
       if (std::find(list.begin(), list.end(), rank.rank) == list.end()) list.push_back(rank.rank);
+      used->pids.push_back(rank.pid);
     }
     if (!gpu && !devices_.empty() && std::any_of(devices_.begin(), devices_.end(), [](const TopologyDevice& d) {
           return d.role == DeviceRole::gpu;

@@ -30,6 +30,7 @@ struct TopologyDevice {
   std::vector<std::string> names;  // kernel names: mlx5_0, ib0, eth0
   bool rdma = false;               // listed in /sys/class/infiniband
   std::vector<int> ranks;          // ranks that use this device directly
+  std::vector<int32_t> pids;       // their processes: ranks of two jobs may share numbers
 };
 
 class Topology {
@@ -46,6 +47,8 @@ class Topology {
   std::vector<const TopologyDevice*> subtree(std::string_view bdf) const;
   // Ranks using the device or anything below it, sorted.
   std::vector<int> ranks_behind(std::string_view bdf) const;
+  // Whether the process uses the device or anything below it.
+  bool serves(std::string_view bdf, int32_t pid) const;
   // BDFs from the root port down to the device.
   std::vector<std::string> path_to_root(std::string_view bdf) const;
   // The devices at the other end of the PCIe link a device's link attributes
