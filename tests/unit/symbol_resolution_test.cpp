@@ -79,6 +79,36 @@ TEST(SymbolResolution, SymbolsOnlyInADebuglinkFile) {
   EXPECT_EQ(via_debug[0].address, direct[0].address);
 }
 
+TEST(SymbolResolution, SymbolsOnlyInABuildIdDebugFile) {
+  // As Debian's -dbgsym packages install them: /usr/lib/debug/.build-id/ab/cdef.debug,
+  // with no debug file next to the library.
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "lib");
+  std::filesystem::copy_file(kTargets / "debuglink/libsbdebug.so", dir / "lib/libsbdebug.so");
+  std::string id = read_build_id(dir / "lib/libsbdebug.so");
+  ASSERT_GT(id.size(), 2u) << "the test library was linked without a build id";
+  EXPECT_EQ(id, read_build_id(kTargets / "debuglink/libsbdebug-full.so")) << "stripping keeps the build id";
+  auto by_id = dir / "debug/.build-id" / id.substr(0, 2) / (id.substr(2) + ".debug");
+  std::filesystem::create_directories(by_id.parent_path());
+  std::filesystem::copy_file(kTargets / "debuglink/libsbdebug.so.debug", by_id);
+
+  auto symbols = ElfSymbols::open(dir / "lib/libsbdebug.so", DebugInfoSearch{{dir / "debug"}});
+  ASSERT_TRUE(symbols.ok()) << symbols.error().message;
+  ASSERT_TRUE(symbols->debug_file().has_value());
+  EXPECT_EQ(*symbols->debug_file(), by_id);
+  auto via_id = symbols->lookup("sb_internal_helper");
+  auto direct = ElfSymbols::open(kTargets / "debuglink/libsbdebug-full.so")->lookup("sb_internal_helper");
+  ASSERT_EQ(via_id.size(), 1u);
+  ASSERT_EQ(direct.size(), 1u);
+  EXPECT_EQ(via_id[0].file_offset, direct[0].file_offset);
+
+  // Without the build-id tree (and no sibling file), the library is stripped.
+  auto alone = ElfSymbols::open(dir / "lib/libsbdebug.so", DebugInfoSearch{{dir / "nowhere"}});
+  ASSERT_TRUE(alone.ok());
+  EXPECT_TRUE(alone->stripped());
+  EXPECT_TRUE(alone->lookup("sb_internal_helper").empty());
+}
+
 TEST(SymbolResolution, ADebugFileWithTheWrongCrcIsIgnored) {
   testing::TempDir dir;
   std::filesystem::copy_file(kTargets / "debuglink/libsbdebug.so", dir / "libsbdebug.so");
