@@ -1,0 +1,135 @@
+// The session's verdict on simulated jobs: who is named when a rank is late
+// always, in bursts, for a while, or more and more; who is not when the
+// whole node is noisy or a rank spikes once. The numbers behind the README's
+// detector table.
+#include <gtest/gtest.h>
+
+#include "support/synthetic_job.h"
+
+namespace slowburn {
+namespace {
+
+using namespace testing;
+
+struct Judged {
+  Feed run;
+  SessionVerdict verdict;
+};
+
+Judged judge(SyntheticJob job, int steps, DetectorConfig config = {}) {
+  StragglerDetector d = make_detector(job.ranks, config);
+  auto events = job.run(steps);
+  Judged j;
+  j.run = feed(d, events);
+  j.verdict = d.verdict(events.back().exit_ns);
+  return j;
+}
+
+std::set<int> named(const SessionVerdict& v) {
+  std::set<int> ranks;
+  for (const Finding& f : v.stragglers) ranks.insert(f.culprit.rank);
+  return ranks;
+}
+
+// Steps of ~3 ms: a 0.5 s window holds ~160 of them.
+bool in_burst(int step, int period, int length) { return step % period < length; }
+
+TEST(Verdict, ALateInBurstsRankIsNamedThoughLastInUnderHalfTheCalls) {
+  // Rank 3 of 5 is 1.5 ms late in one step of four (a noisy neighbour taking
+  // its CPU in bursts of 20 steps); otherwise it is like the others.
+  SyntheticJob job;
+  job.ranks = 5;
+  job.compute_ns = [](int rank, int step) { return rank == 3 && in_burst(step, 80, 20) ? 4.5e6 : 3e6; };
+  Judged j = judge(job, 4000);
+  ASSERT_EQ(culprits(j.run.findings), std::set<int>{3});
+  const Finding& first = j.run.findings.front();
+  EXPECT_LT(first.last_fraction, 0.5) << "the dominance rule, not last-in-most-calls, named it";
+  EXPECT_GE(first.blame_dominance, 0.5);
+  ASSERT_TRUE(first.z_lateness_tail.has_value()) << "its tail is what stands out";
+  EXPECT_GT(*first.z_lateness_tail, 3.5);
+  EXPECT_EQ(named(j.verdict), std::set<int>{3});
+  EXPECT_TRUE(j.verdict.episodes.empty());
+  // Without the dominance rule the same job names nobody: the rule is what named it.
+  DetectorConfig last_only;
+  last_only.min_blame_dominance = 2.0;
+  EXPECT_TRUE(judge(job, 4000, last_only).verdict.stragglers.empty());
+}
+
+TEST(Verdict, ANoisyNodeThatDelaysEveryRankInTurnNamesNobody) {
+  // A CPU hog outside the job: the same 1.5 ms bursts, on every rank in turn.
+  SyntheticJob job;
+  job.ranks = 5;
+  job.compute_ns = [](int rank, int step) { return in_burst(step, 20, 4) && (step / 20) % 5 == rank ? 4.5e6 : 3e6; };
+  Judged j = judge(job, 4000);
+  EXPECT_TRUE(j.run.findings.empty()) << j.run.findings.front().summary;
+  EXPECT_TRUE(j.verdict.judged);
+  EXPECT_TRUE(j.verdict.stragglers.empty());
+}
+
+TEST(Verdict, ASlowSpellIsAnEpisodeNotTheVerdict) {
+  // Rank 0 is 50% slower for 450 steps (~1.5 s), then healthy for ~11 s.
+  SyntheticJob job;
+  job.ranks = 5;
+  job.compute_ns = [](int rank, int step) { return rank == 0 && step < 450 ? 4.5e6 : 3e6; };
+  Judged j = judge(job, 4000);
+  ASSERT_EQ(culprits(j.run.findings), std::set<int>{0}) << "raised while it lasted";
+  EXPECT_TRUE(j.verdict.judged);
+  EXPECT_TRUE(j.verdict.stragglers.empty()) << j.verdict.stragglers.front().summary;
+  ASSERT_EQ(j.verdict.episodes.size(), 1u);
+  const Episode& e = j.verdict.episodes.front();
+  EXPECT_EQ(e.finding.culprit.rank, 0);
+  EXPECT_GE(e.windows_flagged, 3);
+  // ~450 steps of 1.5 ms each; the episode's span is the flagged windows'.
+  EXPECT_NEAR(static_cast<double>(e.cost_ns), 450 * 1.5e6, 450 * 1.5e6 * 0.2);
+  EXPECT_LT(e.end_ns - e.start_ns, 3'000'000'000u);
+  // Held for the whole session's share it would be the verdict: the rule is what kept it out.
+  DetectorConfig any_run;
+  any_run.sustained_fraction = 0.0;
+  EXPECT_EQ(named(judge(job, 4000, any_run).verdict), std::set<int>{0});
+}
+
+TEST(Verdict, ARankSlowThroughoutIsTheVerdictNotAnEpisode) {
+  SyntheticJob job;
+  job.ranks = 5;
+  job.compute_ns = [](int rank, int) { return rank == 2 ? 3.6e6 : 3e6; };
+  Judged j = judge(job, 4000);
+  EXPECT_EQ(named(j.verdict), std::set<int>{2});
+  EXPECT_TRUE(j.verdict.episodes.empty());
+}
+
+TEST(Verdict, AOneWindowSpikeIsNeverTheVerdictNorACusumFinding) {
+  // Rank 1 is 60% slower for one window's worth of steps: enough to push its
+  // CUSUM past the decision in that one window.
+  SyntheticJob job;
+  job.ranks = 5;
+  job.compute_ns = [](int rank, int step) { return rank == 1 && step >= 1000 && step < 1150 ? 4.8e6 : 3e6; };
+  Judged j = judge(job, 4000);
+  EXPECT_TRUE(j.run.findings.empty()) << j.run.findings.front().summary;
+  EXPECT_TRUE(j.verdict.stragglers.empty());
+  // The spike is real: judged on one window alone it would be named.
+  DetectorConfig one_window;
+  one_window.persistence_m = 1;
+  EXPECT_EQ(culprits(judge(job, 4000, one_window).run.findings), std::set<int>{1});
+}
+
+TEST(Verdict, ARampIsNamedWhileItGrows) {
+  // The seed's Operation Slowburn: rank 4 of 6 grows from nothing to +20%
+  // over 4000 steps (~13 s), and stays there.
+  SyntheticJob job;
+  job.ranks = 6;
+  job.compute_ns = [](int rank, int step) {
+    return rank == 4 ? 3e6 * (1.0 + 0.2 * std::min(1.0, step / 4000.0)) : 3e6;
+  };
+  auto events = job.run(5000);
+  uint64_t ramp_done_ns = 0;
+  for (const CallEvent& e : events)
+    if (e.seq == 4000) ramp_done_ns = e.exit_ns;
+  StragglerDetector d = make_detector(job.ranks);
+  Feed run = feed(d, events);
+  ASSERT_EQ(culprits(run.findings), std::set<int>{4});
+  EXPECT_LT(run.findings.front().detected_ns, ramp_done_ns) << "named before the ramp is complete";
+  EXPECT_EQ(named(d.verdict(events.back().exit_ns)), std::set<int>{4});
+}
+
+}  // namespace
+}  // namespace slowburn
