@@ -24,7 +24,8 @@
  *
  * Blame: the last arrival's lead over the second-to-last, as far as its own
  * delay since its previous collective released it explains it (a rank
- * released late by another collective is not the culprit here).
+ * released late by another collective is not the culprit here), less its
+ * usual time to leave that collective (sb_leave_allowance).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -84,6 +85,15 @@ struct {
 	__type(value, struct sb_agg_instance);
 } instances SEC(".maps");
 
+/* Each (process, probe, communicator)'s usual time to leave the collective
+ * after its release: shared by the process's threads, so not per-CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct sb_agg_key);
+	__type(value, __u64);
+} leaving SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 8192); /* processes x communicators x probes */
@@ -95,6 +105,7 @@ struct sb_collagg_counters counters = {};
 
 static const struct sb_agg_instance zero_instance = {};
 static const struct sb_agg_stats zero_stats = {};
+static const __u64 zero_u64;
 
 static __always_inline struct sb_agg_stats *stats_of(__u32 tgid, __u32 probe_id, __u32 comm_slot)
 {
@@ -185,6 +196,18 @@ int BPF_KPROBE(agg_enter)
 	inst->last_tgid = tgid;
 	inst->arrivals += 1;
 	return 0;
+}
+
+/* The part of a return's delay after its collective's release that is its
+ * usual time to leave that collective (0 when it cannot be kept). */
+static __always_inline __u64 usual_leave(__u32 tgid, __u32 probe_id, __u32 comm_slot, __u64 delay_ns)
+{
+	struct sb_agg_key key = { .tgid = tgid, .probe_id = probe_id, .comm_slot = comm_slot };
+	__u64 *usual = lookup_or_try_init(&leaving, &key, &zero_u64);
+
+	if (!usual)
+		return 0;
+	return sb_leave_allowance(usual, delay_ns);
 }
 
 /* A synchronizing return: its instance, lateness and blame. Returns when
@@ -281,6 +304,8 @@ int BPF_KRETPROBE(agg_exit)
 		release_ns = place_return(tgid, key.probe_id, comm_slot, target, s, entry_ns, exit_ns);
 	if (!release_ns)
 		release_ns = exit_ns;
+	else if (exit_ns >= release_ns)
+		release_ns += usual_leave(tgid, key.probe_id, comm_slot, exit_ns - release_ns);
 	if (proc) {
 		if (exit_ns > proc->last_exit_ns)
 			proc->last_exit_ns = exit_ns;

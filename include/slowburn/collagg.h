@@ -49,8 +49,41 @@ struct sb_agg_call_state {
 /* Per process: where its next compute gap and its own delay begin. */
 struct sb_agg_process {
 	__u64 last_exit_ns;    /* its latest traced return */
-	__u64 last_release_ns; /* when its latest collective released its members (the first return) */
+	__u64 last_release_ns; /* when its latest collective let it go: the first return, plus its
+				* usual time to leave that collective (sb_leave_allowance) */
 };
+
+/*
+ * A rank's time to leave a collective after it released its members (its
+ * return - the first return) is mostly not its own doing: a rank a few hops
+ * from the last arrival in the algorithm leaves later every time, and on a
+ * busy machine the ranks waiting inside are descheduled and leave a time
+ * slice or two late. Arriving late at the next collective because of that is
+ * not a delay of its own; leaving later than it usually does (descheduled
+ * for long, its CPU quota ran out in bursts) is. "Usually" is a running 80th
+ * percentile per (process, probe, communicator): a frugal quantile estimate
+ * that steps up by 4/5 and down by 1/5 of a step of 1/16 of itself (at least
+ * 32 us), so it learns a structural delay in ~100 instances and a burst in
+ * fewer than one instance of five does not move it. Returns the part of
+ * delay_ns within the usual time and updates *usual_ns. The one rule of both
+ * sides: collagg.bpf.c and user/detect/straggler.cpp.
+ */
+#define SB_LEAVE_MIN_STEP_NS 32768ULL
+
+static inline __u64 sb_leave_allowance(__u64 *usual_ns, __u64 delay_ns)
+{
+	__u64 usual = *usual_ns;
+	__u64 allowance = delay_ns < usual ? delay_ns : usual;
+	__u64 step = usual >> 4;
+
+	if (step < SB_LEAVE_MIN_STEP_NS)
+		step = SB_LEAVE_MIN_STEP_NS;
+	if (delay_ns > usual)
+		*usual_ns = usual + step - step / 5;
+	else if (delay_ns < usual)
+		*usual_ns = usual > step / 5 ? usual - step / 5 : 0;
+	return allowance;
+}
 
 /* One collective instance in flight per (job, probe, communicator), and the
  * previous one: a fast rank may enter the next instance before a slow one

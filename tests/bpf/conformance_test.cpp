@@ -173,8 +173,9 @@ class Conformance : public ::testing::Test {
   }
 
   // The two agree: the same instances, the same last arrivals, blame within
-  // what two programs' clock reads on the same hit can differ by.
-  void expect_agreement(uint64_t expected_instances) {
+  // what two programs' clock reads on the same hit can differ by. Returns
+  // the user-space side (the ring buffer is drained once).
+  StragglerDetector expect_agreement(uint64_t expected_instances) {
     StragglerDetector d = detect();
     auto k = kernel();
     uint64_t kernel_instances = 0;
@@ -188,6 +189,7 @@ class Conformance : public ::testing::Test {
              user_blame = static_cast<double>(d.blame_ns(kProbe, pid));
       EXPECT_NEAR(kernel_blame, user_blame, 200'000.0 + 0.05 * user_blame) << "rank " << r;
     }
+    return d;
   }
 
   std::unique_ptr<CollaggProgram> agg_;
@@ -214,6 +216,22 @@ TEST_F(Conformance, ARankThatLeavesLateIsLateByItsOwnDoing) {
   for (int s = 0; s < 10; ++s) step({0, 1, 2}, 500us, 500us, {0, 1, 2}, s % 2 ? 8ms : 0us);
   expect_agreement(10);
   EXPECT_GT(kernel()[ranks_[2].pid].blame_ns, 0u);
+}
+
+TEST_F(Conformance, ARankThatAlwaysLeavesLateLearnsItsUsualTimeToLeave) {
+  // Ranks are let go 1 ms apart in the same order every time (a position in
+  // the collective's algorithm, not a delay of their own), then enter the
+  // next one 0.5 ms apart in that order. While the usual time to leave is
+  // learnt the late leavers are charged; once it is, they are not.
+  constexpr int kLearning = 150, kLearnt = 40;
+  for (int s = 0; s < kLearning; ++s) step({0, 1, 2}, 500us, 500us, {0, 1, 2}, 1ms);
+  uint64_t while_learning = kernel()[ranks_[2].pid].blame_ns;
+  for (int s = 0; s < kLearnt; ++s) step({0, 1, 2}, 500us, 500us, {0, 1, 2}, 1ms);
+  uint64_t once_learnt = kernel()[ranks_[2].pid].blame_ns - while_learning;
+  EXPECT_GT(while_learning, 10 * 500'000u) << "charged while the usual time was being learnt";
+  EXPECT_LT(once_learnt, kLearnt * 500'000u / 5) << "still charged after it was learnt";
+  StragglerDetector d = expect_agreement(kLearning + kLearnt);
+  EXPECT_EQ(d.lasts(kProbe, ranks_[2].pid), static_cast<uint64_t>(kLearning + kLearnt));
 }
 
 TEST_F(Conformance, NearSimultaneousArrivals) {

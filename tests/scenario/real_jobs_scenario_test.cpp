@@ -132,6 +132,33 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
   expect_communicators_told_apart(t, 2);
 }
 
+TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
+  // The seed's Operation Slowburn on a 2-D job: rank 1's extra work grows
+  // from nothing to +40% over 14 s of the job, then stays.
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  MpiJobOptions options;
+  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), 1, 1.4, 3000, 90);
+  options.program.insert(options.program.end(), {"--tp", "3", "--ramp-s", "14"});
+  options.ranks = 6;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  ASSERT_TRUE(job) << job.error().message;
+  auto launched = std::chrono::steady_clock::now();
+  Traced t = trace(job->pids(), {"mpi.*"}, 18);
+  double trace_began_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count() -
+                         t.result.summary.traced_seconds;
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries;
+  ASSERT_TRUE(t.result.first_finding_after_s.has_value()) << t.summaries;
+  EXPECT_EQ(t.result.summary.findings.front().culprit.rank, 1) << "the first finding names the ramping rank\n"
+                                                               << t.summaries;
+  // Measured on one clock: the trace began after the launch, so the ramp
+  // (which began at the job's first step) ends at most 14 s after launch.
+  RecordProperty("first_finding_after_s", std::to_string(*t.result.first_finding_after_s));
+  EXPECT_LT(trace_began_s + *t.result.first_finding_after_s, 14.0) << "named only after the ramp was complete";
+}
+
 // PyTorch DDP on gloo, 4 ranks launched with the torchrun environment.
 std::optional<TorchJob> ddp_job(int slow_rank, int group_size, const TempDir& dir) {
   auto script = workload("slowburn-ddp-workload.py");

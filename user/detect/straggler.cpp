@@ -10,6 +10,7 @@
 #include "core/strings.h"
 #include "detect/straggler_internal.h"
 #include "detect/verdict.h"
+#include "slowburn/collagg.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -177,9 +178,15 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
     uint64_t base = it != known.end() ? it->second : *call.prev_exit_ns;
     if (call.entry_ns >= base) call.since_release_ns = call.entry_ns - base;
   }
+  // When each member was let go: the release plus its usual time to leave
+  // this collective (the same rule as the kernel's, slowburn/collagg.h).
   for (const RankCall& call : instance.calls) {
+    uint64_t delay = call.exit_ns > instance.release_ns ? call.exit_ns - instance.release_ns : 0;
+    __u64 usual = lane.usual_leave_ns[call.pid];
+    uint64_t allowance = sb_leave_allowance(&usual, delay);
+    lane.usual_leave_ns[call.pid] = static_cast<uint64_t>(usual);
     auto& known = releases_[call.pid];
-    known[call.exit_ns] = instance.release_ns;
+    known[call.exit_ns] = instance.release_ns + allowance;
     while (known.size() > kKeptReleases) known.erase(known.begin());
   }
 

@@ -6,10 +6,12 @@
 // tensor-parallel groups, data-parallel groups and the world are separate
 // collectives with separate instances. Per window and lane, every aligned
 // instance charges `blame` to the rank that arrived last: how much later than
-// the second-to-last it came, counting only what its own longer compute gap
-// explains (a rank released late by another communicator's collective is
-// late there, not here: the culprit upstream carries that blame). A rank is flagged in a window when, on some lane,
-// the tests of detect/verdict.h hold (enough instances, effect size, last
+// the second-to-last it came, counting only what its own delay since its
+// previous collective let it go explains (a rank released late by another
+// communicator's collective is late there, not here: the culprit upstream
+// carries that blame; nor is its usual time to leave that collective its
+// own: sb_leave_allowance in slowburn/collagg.h). A rank is flagged in a
+// window when, on some lane, the tests of detect/verdict.h hold (enough instances, effect size, last
 // often or most of the blame, unique worst, robust z). A finding needs
 // persistence: flagged in persistence_m of the last persistence_n evaluated
 // windows. Healthy jobs have systematic per-rank asymmetries (collective

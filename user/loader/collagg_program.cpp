@@ -112,9 +112,9 @@ void CollaggProgram::forget_process(int32_t pid) {
   uint32_t key = static_cast<uint32_t>(pid);
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.targets), &key);
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.processes), &key);
-  int fd = bpf_map__fd(skel_->maps.stats);
-  for (const sb_agg_key& k : map_keys<sb_agg_key>(fd))
-    if (k.tgid == key) bpf_map_delete_elem(fd, &k);
+  for (int fd : {bpf_map__fd(skel_->maps.stats), bpf_map__fd(skel_->maps.leaving)})
+    for (const sb_agg_key& k : map_keys<sb_agg_key>(fd))
+      if (k.tgid == key) bpf_map_delete_elem(fd, &k);
   for (int comm_fd : {bpf_map__fd(skel_->maps.comm_slots), bpf_map__fd(skel_->maps.new_comms)})
     for (const sb_agg_comm_key& k : map_keys<sb_agg_comm_key>(comm_fd))
       if (k.tgid == key) bpf_map_delete_elem(comm_fd, &k);
