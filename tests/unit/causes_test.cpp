@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "hw/device_events.h"
+#include "service/cause_memory.h"
 #include "sinks/json_sink.h"
 
 namespace slowburn {
@@ -67,6 +68,19 @@ TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
   EXPECT_EQ(f.likely_causes, (std::vector<std::string>{"link.downtrained on 0000:03:00.0"}));
   Finding other = finding_for(3);
   EXPECT_FALSE(attach_likely_causes(other, events, by_pid));
+}
+
+TEST(CauseMemory, AnEventOlderThanItKeepsExplainsNothing) {
+  CauseMemory memory(1'000'000'000, 2);
+  DeviceEvent old_event = event("xid", "0000:03:00.0", {2}, XidReport{});
+  old_event.ts_ns = 1'000'000'000;
+  memory.add(old_event);
+  Finding f = finding_for(2);
+  memory.explain(f, 1'500'000'000, nullptr);
+  EXPECT_EQ(f.likely_causes.size(), 1u) << "half a second old: a cause";
+  Finding later = finding_for(2);
+  memory.explain(later, 2'500'000'000, nullptr);
+  EXPECT_TRUE(later.likely_causes.empty()) << "1.5 s old, kept for 1 s: history";
 }
 
 TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {

@@ -32,13 +32,9 @@ std::string probe_name(const MetricsView& v, uint32_t id) {
   auto it = v.probe_names.find(id);
   return it == v.probe_names.end() ? fmt::format("probe{}", id) : it->second;
 }
-}  // namespace
 
-std::string render_metrics(const MetricsView& v) {
-  MetricsText m;
-  m.family("slowburn_build_info", "gauge", "slowburn version; always 1");
-  m.sample("slowburn_build_info", {{"version", v.version}}, 1);
-
+// Per rank, probe and communicator, cumulative: the kernel's histogram and call counts.
+void render_rank_series(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_collective_latency_seconds", "histogram",
            "Time inside the collective per call (entry to return), per rank, from the in-kernel histogram");
   for (const RankSeries& r : v.rank_stats) {
@@ -59,8 +55,10 @@ std::string render_metrics(const MetricsView& v) {
     if (r.stats.calls)
       m.sample("slowburn_rank_calls_total", rank_labels(r.identity, v.node, probe_name(v, r.stats.probe_id), r.comm),
                static_cast<double>(r.stats.calls));
+}
 
-  // The last closed window, per (rank, probe).
+// The last closed window, per (rank, probe, communicator).
+void render_window_gauges(MetricsText& m, const MetricsView& v) {
   struct Gauge {
     const char* name;
     const char* help;
@@ -106,7 +104,10 @@ std::string render_metrics(const MetricsView& v) {
       }
     }
   }
+}
 
+// What the detector and the hardware found, and the jobs it found them in.
+void render_findings(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_straggler", "gauge",
            "1 while this node's detector has a standing straggler finding on the rank; cause: the likely cause");
   for (const auto& [pid, f] : v.active_findings) {
@@ -139,7 +140,10 @@ std::string render_metrics(const MetricsView& v) {
               {"severity", severity}},
              static_cast<double>(n));
   }
+}
 
+// The probes and what they cost.
+void render_probes(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_probe_state", "gauge",
            "1 for the probe's current state: attached, unavailable, failed, throttled");
   static const char* const kStates[] = {"attached", "unavailable", "failed", "throttled"};
@@ -161,7 +165,10 @@ std::string render_metrics(const MetricsView& v) {
   m.sample("slowburn_overhead_budget_ratio", {}, v.budget_ratio);
   m.family("slowburn_probe_call_cost_seconds", "gauge", "Calibrated cost of one traced call on this machine");
   m.sample("slowburn_probe_call_cost_seconds", {}, v.call_cost_ns / 1e9);
+}
 
+// The service's own health: losses, its log, the process.
+void render_self(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_ringbuf_drops_total", "counter", "Ring-buffer records the kernel could not reserve (lost)");
   for (const auto& [program, n] : v.ringbuf_drops_total)
     m.sample("slowburn_ringbuf_drops_total", {{"program", program}}, static_cast<double>(n));
@@ -186,6 +193,18 @@ std::string render_metrics(const MetricsView& v) {
   m.sample("process_open_fds", {}, static_cast<double>(v.self.open_fds));
   m.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds");
   m.sample("process_start_time_seconds", {}, v.start_time_seconds);
+}
+}  // namespace
+
+std::string render_metrics(const MetricsView& v) {
+  MetricsText m;
+  m.family("slowburn_build_info", "gauge", "slowburn version; always 1");
+  m.sample("slowburn_build_info", {{"version", v.version}}, 1);
+  render_rank_series(m, v);
+  render_window_gauges(m, v);
+  render_findings(m, v);
+  render_probes(m, v);
+  render_self(m, v);
   return m.text();
 }
 

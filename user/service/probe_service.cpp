@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <deque>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,6 +18,7 @@
 #include "loader/privileges.h"
 #include "probes/catalog.h"
 #include "service/calibrate.h"
+#include "service/cause_memory.h"
 #include "service/counts_baseline.h"
 #include "service/event_log.h"
 #include "service/metrics_endpoint.h"
@@ -36,10 +36,6 @@ using json = nlohmann::json;
 
 constexpr const char* kVersion = "0.1.0";
 constexpr int kHardwarePollMs = 100;
-// Events kept for joining to findings as causes: a cause older than this is
-// history, not an explanation of what the detector sees now.
-constexpr uint64_t kCauseMemoryNs = 600'000'000'000;
-constexpr size_t kCauseMemoryEvents = 10000;
 
 std::string hostname() {
   char name[256] = {};
@@ -53,22 +49,6 @@ json identity_json(const RankIdentity& id) {
   j["world_size"] = id.world_size ? json(*id.world_size) : json(nullptr);
   return j;
 }
-
-// Device events recent enough to explain what the detector sees now.
-class CauseMemory {
- public:
-  void add(DeviceEvent event) {
-    events_.push_back(std::move(event));
-    while (events_.size() > kCauseMemoryEvents) events_.pop_front();
-  }
-  std::vector<DeviceEvent> recent(uint64_t now_ns) {
-    while (!events_.empty() && now_ns - std::min(now_ns, events_.front().ts_ns) > kCauseMemoryNs) events_.pop_front();
-    return {events_.begin(), events_.end()};
-  }
-
- private:
-  std::deque<DeviceEvent> events_;
-};
 
 // What accumulates over the service's life for the metrics (the rest of the
 // view is read fresh every interval).
@@ -133,14 +113,6 @@ class ProbeService {
   uint64_t last_read_ns_ = 0;  // rates are per read-to-read time
   std::vector<WindowReport> last_windows_;
   CauseMemory causes_;
-  // Events concern the processes the topology maps to their devices now: a
-  // link degraded before the job started has no ranks of its own, and rank
-  // numbers of two jobs collide.
-  ConcernsCulprit concerns_ = [this](const DeviceEvent& e, const RankIdentity& culprit) {
-    if (parts_.topology && !e.device.empty() && parts_.topology->find(e.device))
-      return parts_.topology->serves(e.device, culprit.pid);
-    return event_names_rank(e, culprit);
-  };
   ServiceTotals totals_;
 };
 
@@ -336,9 +308,8 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
   last_windows_ = out.windows;
   if (parts_.log && o_.log_windows)
     for (const WindowReport& w : out.windows) parts_.log->sink().window(w);
-  std::vector<DeviceEvent> events = causes_.recent(monotonic_ns());
   for (Finding& f : out.findings) {
-    attach_likely_causes(f, events, concerns_);
+    causes_.explain(f, monotonic_ns(), parts_.topology.get());
     totals_.findings[{f.culprit.job, f.culprit.rank, f.type}] += 1;
     note(f.summary);
     if (parts_.log) parts_.log->sink().finding(f);
@@ -455,10 +426,9 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
   }
   v.windows = last_windows_;
   // Standing findings, with the causes known now.
-  std::vector<DeviceEvent> events = causes_.recent(monotonic_ns());
   for (const auto& [pid, f] : parts_.detector->active()) {
     Finding with_cause = f;
-    attach_likely_causes(with_cause, events, concerns_);
+    causes_.explain(with_cause, monotonic_ns(), parts_.topology.get());
     v.active_findings.emplace(pid, std::move(with_cause));
   }
   for (const auto& [pid, rank] : parts_.tracker->ranks()) {
