@@ -92,7 +92,8 @@ struct Feed {
 };
 
 // Feeds events in order, advancing the detector's clock as a session does.
-inline Feed feed(StragglerDetector& d, const std::vector<CallEvent>& events, bool finish = true) {
+inline Feed feed(StragglerDetector& d, const std::vector<CallEvent>& events, bool finish = true,
+                 const CallComm& comm = job_comm()) {
   Feed run;
   auto take = [&](DetectorOutput out) {
     run.findings.insert(run.findings.end(), out.findings.begin(), out.findings.end());
@@ -101,7 +102,7 @@ inline Feed feed(StragglerDetector& d, const std::vector<CallEvent>& events, boo
   };
   uint64_t next_advance = 0;
   for (const CallEvent& e : events) {
-    d.ingest(e, job_comm());
+    d.ingest(e, comm);
     if (e.exit_ns >= next_advance) {
       take(d.advance(e.exit_ns));
       next_advance = e.exit_ns + 100'000'000;

@@ -152,6 +152,30 @@ TEST(StragglerDetector, RankThatStopsCallingIsLeftOutAndReported) {
   EXPECT_GT(d.counters().instances, 1500u);
 }
 
+TEST(StragglerDetector, ARankAbsentFromGroupsNotYetToldApartIsNoNews) {
+  // The same job on a provisional communicator (gloo groups of one size the
+  // registry has not told apart yet): rank 3 is left out without a note.
+  auto info = std::make_shared<CommunicatorInfo>();
+  info->id = 7;
+  info->key = "gloo:test:size=4";
+  info->label = "gloo groups of 4 (not yet told apart)";
+  info->source = CommSource::inferred;
+  info->size = 4;
+  info->provisional = true;
+  SyntheticJob job;
+  StragglerDetector d = make_detector(4);
+  auto events = job.run(300);
+  SyntheticJob rest;
+  rest.ranks = 3;
+  rest.prev_exit = {job.prev_exit[0], job.prev_exit[1], job.prev_exit[2]};
+  rest.compute_ns = [](int rank, int) { return rank == 1 ? 4.5e6 : 3e6; };
+  auto later = rest.run(1500, 300);
+  events.insert(events.end(), later.begin(), later.end());
+  Feed run = feed(d, events, true, CallComm{info, std::nullopt, 0, false});
+  for (const std::string& n : run.notes) EXPECT_EQ(n.find("made no"), std::string::npos) << n;
+  EXPECT_EQ(culprits(run.findings), std::set<int>{1}) << "rank 3 no longer holds instances back";
+}
+
 TEST(StragglerDetector, ExitedRankLeavesAlignment) {
   SyntheticJob job;
   StragglerDetector d = make_detector(4);

@@ -281,6 +281,7 @@ void CommRegistry::refresh_gloo(Process& p, Binding& b, uint64_t now_ns) {
       info->size = s.size;
       info->seq_from_creation = true;
       info->label = fmt::format("gloo groups of {} (not yet told apart)", s.size);
+      info->provisional = true;
     }
     b.comm = info;
     return;

@@ -269,6 +269,7 @@ DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
     if (now_ns > config_.idle_ns) {
       for (int32_t pid : lane->aligner->idle_participants(now_ns - config_.idle_ns)) {
         lane->aligner->remove_participant(pid);
+        if (lane->comm && lane->comm->provisional) continue;
         out.notes.push_back(
             fmt::format("{} made no {} call{} while the other ranks completed theirs for {}: aligning without it{}",
                         rank_label(identity(pid)), lane->info.name,

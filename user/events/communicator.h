@@ -39,6 +39,9 @@ struct CommunicatorInfo {
   // Sequence numbers count from the communicator's creation on every member
   // (gloo's tag; a creation slowburn saw): instances align by them.
   bool seq_from_creation = false;
+  // Calls of several groups of one size, until the registry tells them
+  // apart: members absent from it are expected, not news.
+  bool provisional = false;
 };
 
 using CommunicatorRef = std::shared_ptr<const CommunicatorInfo>;
