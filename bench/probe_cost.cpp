@@ -43,7 +43,10 @@ struct Callpair {
   }
 };
 
-std::shared_ptr<void> attach_callpair(const std::string& binary, uint64_t offset, bool records, AttachMode mode) {
+// cookie: what the probe reads at entry (by default a size argument, as a
+// plain function probe does; a catalog probe's cookie reads its communicator).
+std::shared_ptr<void> attach_callpair(const std::string& binary, uint64_t offset, bool records, AttachMode mode,
+                                      std::optional<uint64_t> cookie = std::nullopt) {
   auto c = std::make_shared<Callpair>();
   CallpairConfig config;
   config.emit_records = records;
@@ -51,7 +54,7 @@ std::shared_ptr<void> attach_callpair(const std::string& binary, uint64_t offset
   auto program = CallpairProgram::load(config);
   if (!program) return nullptr;
   c->program = std::move(*program);
-  UprobeSite site{offset, make_cookie(CookieFields{.probe_id = 1, .size_arg = 1, .aux_arg = 0})};
+  UprobeSite site{offset, cookie.value_or(make_cookie(CookieFields{.probe_id = 1, .size_arg = 1, .aux_arg = 0}))};
   if (!c->program->attach(binary, -1, std::span(&site, 1))) return nullptr;
   if (records) {
     // A consumer drains the ring buffer as `slowburn trace` does.
@@ -123,6 +126,18 @@ int main(int argc, char** argv) {
       {"slowburn, histogram + record (multi link)",
        [&] { return attach_callpair(binary, offset, true, AttachMode::multi_link); }},
   };
+  // The new collective probes, their own cookies on the same function: what
+  // reading the communicator costs on top of the pair.
+  for (const char* name : {"mpi.allreduce", "mpi.allgather", "gloo.allreduce"}) {
+    const ProbeSpec* spec = find_probe(name);
+    if (!spec) continue;
+    uint64_t cookie = probe_cookie(*spec);
+    const char* how = std::string_view(name) == "mpi.allreduce"   ? "communicator from a register"
+                      : std::string_view(name) == "mpi.allgather" ? "communicator from the stack"
+                                                                  : "options read: context pointer and tag";
+    configs.push_back({fmt::format("slowburn {} cookie, {} (multi link)", name, how),
+                       [&, cookie] { return attach_callpair(binary, offset, true, AttachMode::multi_link, cookie); }});
+  }
   if (have_bpftrace) configs.push_back({"bpftrace one-liner (hist)", [&] { return attach_bpftrace(binary); }});
 
   std::map<std::string, std::vector<double>> samples;

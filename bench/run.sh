@@ -50,6 +50,23 @@ fi
 	echo "- correct verdicts: $correct of $demo_runs"
 	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
 	echo
+	echo "### 3b. Time from attach to the first correct finding (PyTorch DDP on gloo)"
+	echo
+	echo "\`$build/slowburn demo --workload pytorch --json -d 10 --slow-rank R\`, R = 0..3 in turn, $demo_runs runs"
+	echo "(4 ranks launched with the torchrun environment, one sleeping 8 ms a step in its data path):"
+	echo
+	times=()
+	correct=0
+	for i in $(seq 0 $((demo_runs - 1))); do
+		line=$("$build/slowburn" demo --workload pytorch --json -d 10 --slow-rank $((i % 4)) | grep '"event":"demo"' || true)
+		t=$(echo "$line" | sed -n 's/.*"first_finding_after_s":\([0-9.]*\).*/\1/p')
+		if echo "$line" | grep -q '"match":true'; then correct=$((correct + 1)); fi
+		[ -n "$t" ] && times+=("$t")
+	done
+	sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+	echo "- correct verdicts: $correct of $demo_runs"
+	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
+	echo
 	echo "### 4. Cost per kernel log line of the printk:console Xid filter"
 	echo
 	echo "\`$build/bench/kmsg_cost 7 20000\`: bursts of ordinary lines to /dev/kmsg, with and without the filter, alternating:"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "detect/causes.h"
+#include "hw/cause_join.h"
 
 namespace slowburn {
 
@@ -13,11 +13,7 @@ void CauseMemory::add(DeviceEvent event) {
 
 void CauseMemory::explain(Finding& finding, uint64_t now_ns, const Topology* topology) {
   while (!events_.empty() && now_ns - std::min(now_ns, events_.front().ts_ns) > keep_ns_) events_.pop_front();
-  auto concerns = [topology](const DeviceEvent& e, const RankIdentity& culprit) {
-    if (topology && !e.device.empty() && topology->find(e.device)) return topology->serves(e.device, culprit.pid);
-    return event_names_rank(e, culprit);
-  };
-  attach_likely_causes(finding, {events_.begin(), events_.end()}, concerns);
+  attach_likely_causes(finding, {events_.begin(), events_.end()}, concerns_through(topology));
 }
 
 }  // namespace slowburn

@@ -8,6 +8,7 @@
 
 #include "comm/comm_registry.h"
 #include "detect/causes.h"
+#include "hw/cause_join.h"
 #include "hw/hw_monitor.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
@@ -62,6 +63,10 @@ class TraceSession {
   void emit(const DetectorOutput& out, uint64_t now_ns);
   void report_histograms();
   void report_summary(uint64_t now_ns);
+  // Sets a finding's likely causes from every device event of the session.
+  void explain(Finding& finding) const {
+    attach_likely_causes(finding, result_.device_events, concerns_through(hw_ ? &hw_->topology() : nullptr));
+  }
 
   const TraceOptions& o_;
   Sink& sink_;
@@ -181,7 +186,7 @@ void TraceSession::emit(const DetectorOutput& out, uint64_t now_ns) {
   for (const WindowReport& window : out.windows) sink_.window(window);
   for (Finding finding : out.findings) {
     if (!result_.first_finding_after_s) result_.first_finding_after_s = static_cast<double>(now_ns - start_ns_) / 1e9;
-    attach_likely_causes(finding, result_.device_events);
+    explain(finding);
     sink_.finding(finding);
   }
 }
@@ -297,7 +302,7 @@ void TraceSession::report_summary(uint64_t now_ns) {
   result_.communicators = judges_->communicators();
   summary.communicators = result_.communicators.size();
   for (Finding& f : judges_->findings()) {
-    attach_likely_causes(f, result_.device_events);  // events that came after the finding count too
+    explain(f);  // events that came after the finding count too
     summary.findings.push_back(std::move(f));
   }
   sink_.communicators(result_.communicators);
@@ -314,8 +319,8 @@ TraceResult TraceSession::finish() {
   report_histograms();
   report_summary(now);
   result_.verdict = judges_->verdict(now);
-  for (Finding& f : result_.verdict.stragglers) attach_likely_causes(f, result_.device_events);
-  for (Finding& f : result_.verdict.hangs) attach_likely_causes(f, result_.device_events);
+  for (Finding& f : result_.verdict.stragglers) explain(f);
+  for (Finding& f : result_.verdict.hangs) explain(f);
   sink_.verdict(result_.verdict);
   return std::move(result_);
 }
