@@ -16,6 +16,21 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# Runs `slowburn demo --json ARGS --slow-rank R` demo_runs times (R = 0..3 in
+# turn) and prints how many verdicts matched and the seconds to the first finding.
+first_findings() {
+	local times=() correct=0 line t sorted
+	for i in $(seq 0 $((demo_runs - 1))); do
+		line=$("$build/slowburn" demo --json "$@" --slow-rank $((i % 4)) | grep '"event":"demo"' || true)
+		t=$(echo "$line" | sed -n 's/.*"first_finding_after_s":\([0-9.]*\).*/\1/p')
+		if echo "$line" | grep -q '"match":true'; then correct=$((correct + 1)); fi
+		[ -n "$t" ] && times+=("$t")
+	done
+	sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+	echo "- correct verdicts: $correct of $demo_runs"
+	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
+}
+
 {
 	echo "## Run of $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -r), $(nproc) CPUs"
 	echo
@@ -38,34 +53,14 @@ fi
 	echo
 	echo "\`$build/slowburn demo --json -d 6 --slow-rank R\`, R = 0..3 in turn, $demo_runs runs:"
 	echo
-	times=()
-	correct=0
-	for i in $(seq 0 $((demo_runs - 1))); do
-		line=$("$build/slowburn" demo --json -d 6 --slow-rank $((i % 4)) | grep '"event":"demo"' || true)
-		t=$(echo "$line" | sed -n 's/.*"first_finding_after_s":\([0-9.]*\).*/\1/p')
-		if echo "$line" | grep -q '"match":true'; then correct=$((correct + 1)); fi
-		[ -n "$t" ] && times+=("$t")
-	done
-	sorted=$(printf '%s\n' "${times[@]}" | sort -n)
-	echo "- correct verdicts: $correct of $demo_runs"
-	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
+	first_findings -d 6
 	echo
 	echo "### 3b. Time from attach to the first correct finding (PyTorch DDP on gloo)"
 	echo
 	echo "\`$build/slowburn demo --workload pytorch --json -d 10 --slow-rank R\`, R = 0..3 in turn, $demo_runs runs"
 	echo "(4 ranks launched with the torchrun environment, one sleeping 8 ms a step in its data path):"
 	echo
-	times=()
-	correct=0
-	for i in $(seq 0 $((demo_runs - 1))); do
-		line=$("$build/slowburn" demo --workload pytorch --json -d 10 --slow-rank $((i % 4)) | grep '"event":"demo"' || true)
-		t=$(echo "$line" | sed -n 's/.*"first_finding_after_s":\([0-9.]*\).*/\1/p')
-		if echo "$line" | grep -q '"match":true'; then correct=$((correct + 1)); fi
-		[ -n "$t" ] && times+=("$t")
-	done
-	sorted=$(printf '%s\n' "${times[@]}" | sort -n)
-	echo "- correct verdicts: $correct of $demo_runs"
-	echo "- seconds to first finding: $(echo $sorted | tr ' ' ',') (median $(printf '%s\n' $sorted | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'))"
+	first_findings --workload pytorch -d 10
 	echo
 	echo "### 4. Cost per kernel log line of the printk:console Xid filter"
 	echo

@@ -21,13 +21,6 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 using testing::TempDir;
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<json> json_lines(const std::string& text) {
   std::vector<json> lines;
   std::istringstream in(text);
@@ -38,22 +31,10 @@ std::vector<json> json_lines(const std::string& text) {
   return lines;
 }
 
-struct Ran {
-  int status = -1;
-  std::string output;
-};
+using testing::Ran;
+using testing::read_text;
 
-Ran run(const std::vector<std::string>& args, std::chrono::seconds timeout = 120s) {
-  TempDir dir;
-  std::vector<std::string> argv = {testing::slowburn_binary().string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto child = Subprocess::spawn(argv, {(dir / "out").string(), {}});
-  EXPECT_TRUE(child.ok());
-  Ran ran;
-  ran.status = child->wait_for(timeout).value_or(-1);
-  ran.output = read_text(dir / "out");
-  return ran;
-}
+Ran run(const std::vector<std::string>& args) { return testing::run_slowburn(args, 120s); }
 
 #define SKIP_UNLESS_MPI()                                                                              \
   do {                                                                                                 \

@@ -21,33 +21,9 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Ran {
-  int status = -1;
-  std::string output;
-};
-
-Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds timeout = 60s,
-                 const std::vector<std::string>& prefix = {}) {
-  TempDir dir;
-  std::vector<std::string> argv = prefix;
-  argv.push_back(testing::slowburn_binary().string());
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto child = Subprocess::spawn(argv, {(dir / "out").string(), {}});
-  EXPECT_TRUE(child.ok());
-  Ran ran;
-  auto status = child->wait_for(timeout);
-  EXPECT_TRUE(status.has_value()) << "slowburn did not finish";
-  ran.status = status.value_or(-1);
-  ran.output = read_text(dir / "out");
-  return ran;
-}
+using testing::Ran;
+using testing::read_text;
+using testing::run_slowburn;
 
 size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 

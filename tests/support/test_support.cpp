@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
+
+#include "core/subprocess.h"
 
 namespace slowburn::testing {
 
@@ -53,6 +56,30 @@ size_t bpf_links_of_program(const std::string& name) {
     close(fd);
   }
   return n;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+                 const std::vector<std::string>& prefix) {
+  TempDir dir;
+  std::vector<std::string> argv = prefix;
+  argv.push_back(slowburn_binary().string());
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = Subprocess::spawn(argv, {(dir / "out").string(), {}});
+  EXPECT_TRUE(child.ok());
+  Ran ran;
+  if (!child) return ran;
+  auto status = child->wait_for(timeout);
+  EXPECT_TRUE(status.has_value()) << "slowburn did not finish";
+  ran.status = status.value_or(-1);
+  ran.output = read_text(dir / "out");
+  return ran;
 }
 
 bool capability_in_bounding_set(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ std::vector<uint32_t> bpf_program_ids_named(const std::string& name);
 // BPF links (uprobe, multi-uprobe, tracepoint ...) whose program has this
 // name, from the kernel's list of links (bpftool link show).
 size_t bpf_links_of_program(const std::string& name);
+
+// A whole file as text ("" when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
+
+// The slowburn binary run to its end (prefix: what runs it, e.g. setpriv).
+struct Ran {
+  int status = -1;  // -1: it did not finish within the timeout
+  std::string output;
+};
+Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                 const std::vector<std::string>& prefix = {});
 
 // Whether this process could give the capability to a child (it is in the
 // bounding set: a container's may lack some, CAP_SYS_RESOURCE here).

@@ -130,12 +130,9 @@ TEST(StragglerDetector, OneRankAloneIsNeverAStraggler) {
   EXPECT_EQ(d.counters().instances, 0u);
 }
 
-TEST(StragglerDetector, RankThatStopsCallingIsLeftOutAndReported) {
-  // Rank 3 stops calling after step 300 (it moved to another communicator);
-  // the others carry on among themselves. The detector must notice, say so,
-  // and keep aligning the rest instead of waiting for rank 3 forever.
+// 4 ranks for 300 steps, then ranks 0-2 alone for 1500 more, rank 1 slow.
+std::vector<CallEvent> rank_3_stops_calling() {
   SyntheticJob job;
-  StragglerDetector d = make_detector(4);
   auto events = job.run(300);
   SyntheticJob rest;
   rest.ranks = 3;
@@ -143,6 +140,15 @@ TEST(StragglerDetector, RankThatStopsCallingIsLeftOutAndReported) {
   rest.compute_ns = [](int rank, int) { return rank == 1 ? 4.5e6 : 3e6; };
   auto later = rest.run(1500, 300);
   events.insert(events.end(), later.begin(), later.end());
+  return events;
+}
+
+TEST(StragglerDetector, RankThatStopsCallingIsLeftOutAndReported) {
+  // Rank 3 stops calling after step 300 (it moved to another communicator);
+  // the others carry on among themselves. The detector must notice, say so,
+  // and keep aligning the rest instead of waiting for rank 3 forever.
+  StragglerDetector d = make_detector(4);
+  auto events = rank_3_stops_calling();
   Feed run = feed(d, events);
   bool noted = std::any_of(run.notes.begin(), run.notes.end(), [](const std::string& n) {
     return n.find("rank 3 (pid 1003) made no mpi.allreduce call") != std::string::npos;
@@ -162,15 +168,8 @@ TEST(StragglerDetector, ARankAbsentFromGroupsNotYetToldApartIsNoNews) {
   info->source = CommSource::inferred;
   info->size = 4;
   info->provisional = true;
-  SyntheticJob job;
   StragglerDetector d = make_detector(4);
-  auto events = job.run(300);
-  SyntheticJob rest;
-  rest.ranks = 3;
-  rest.prev_exit = {job.prev_exit[0], job.prev_exit[1], job.prev_exit[2]};
-  rest.compute_ns = [](int rank, int) { return rank == 1 ? 4.5e6 : 3e6; };
-  auto later = rest.run(1500, 300);
-  events.insert(events.end(), later.begin(), later.end());
+  auto events = rank_3_stops_calling();
   Feed run = feed(d, events, true, CallComm{info, std::nullopt, 0, false});
   for (const std::string& n : run.notes) EXPECT_EQ(n.find("made no"), std::string::npos) << n;
   EXPECT_EQ(culprits(run.findings), std::set<int>{1}) << "rank 3 no longer holds instances back";
