@@ -127,7 +127,7 @@ TEST(Trace, SigtermEndsTheSessionWithItsVerdictAndLeavesNoProgram) {
   TempDir dir;
   MpiJobOptions options;
   options.program = demo_workload_argv(
-      testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string(), 3, 1.5, 3000, 60);
+      testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string(), 3, 2.0, 3000, 120);
   options.ranks = 4;
   options.log_path = (dir / "mpirun.log").string();
   auto job = MpiJob::launch(options);
@@ -136,8 +136,9 @@ TEST(Trace, SigtermEndsTheSessionWithItsVerdictAndLeavesNoProgram) {
   for (int32_t pid : job->pids()) argv.insert(argv.end(), {"--pid", std::to_string(pid)});
   auto trace = Subprocess::spawn(argv, {(dir / "out").string(), {}});
   ASSERT_TRUE(trace.ok());
-  // Long enough for persistence (3 windows of 0.5 s) however loaded the machine is: wait for the finding.
-  for (int i = 0; i < 300 && read_text(dir / "out").find("FINDING") == std::string::npos; ++i)
+  // The claim is the end on SIGTERM, so the rank is twice as slow (clear on
+  // a loaded machine too), and the wait is for its finding, however long.
+  for (int i = 0; i < 900 && read_text(dir / "out").find("FINDING") == std::string::npos; ++i)
     std::this_thread::sleep_for(100ms);
   trace->signal(SIGTERM);
   auto status = trace->wait_for(30s);

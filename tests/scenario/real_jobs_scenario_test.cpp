@@ -134,11 +134,11 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
 
 TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // The seed's Operation Slowburn on a 2-D job: rank 1's extra work grows
-  // from nothing to +40% over 14 s of the job, then stays.
+  // from nothing to +100% over 14 s of the job, then stays.
   SKIP_UNLESS_MPI();
   TempDir dir;
   MpiJobOptions options;
-  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), 1, 1.4, 3000, 90);
+  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), 1, 2.0, 3000, 90);
   options.program.insert(options.program.end(), {"--tp", "3", "--ramp-s", "14"});
   options.ranks = 6;
   options.log_path = (dir / "mpirun.log").string();
