@@ -89,7 +89,7 @@ TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
   DeviceEvent gpu = event("link.downtrained", "0000:03:00.0", {0}, LinkEvent{});
   gpu.role = "gpu";
   Finding f = finding_for(0);
-  attach_likely_causes(f, {port, gpu});
+  attach_likely_causes(f, std::vector<DeviceEvent>{port, gpu});
   EXPECT_EQ(f.likely_causes,
             (std::vector<std::string>{"link.downtrained on 0000:03:00.0", "link.downtrained on 0000:02:00.0"}));
 }

@@ -53,7 +53,7 @@ bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit) {
   return std::find(event.ranks.begin(), event.ranks.end(), culprit.rank) != event.ranks.end();
 }
 
-bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events, const ConcernsCulprit& concerns) {
+bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events, const ConcernsCulprit& concerns) {
   std::vector<const DeviceEvent*> causes;
   for (const DeviceEvent& e : events) {
     if (severity_rank(e) < 0) continue;

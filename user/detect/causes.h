@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "detect/report.h"
@@ -22,7 +23,7 @@ bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit);
 // most three, most severe first, one per type and device) and appends the
 // first to the summary. Recovered links are not causes. Returns whether any
 // cause was found.
-bool attach_likely_causes(Finding& finding, const std::vector<DeviceEvent>& events,
+bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events,
                           const ConcernsCulprit& concerns = event_names_rank);
 
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness

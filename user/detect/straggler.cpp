@@ -182,9 +182,7 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
   // this collective (the same rule as the kernel's, slowburn/collagg.h).
   for (const RankCall& call : instance.calls) {
     uint64_t delay = call.exit_ns > instance.release_ns ? call.exit_ns - instance.release_ns : 0;
-    __u64 usual = lane.usual_leave_ns[call.pid];
-    uint64_t allowance = sb_leave_allowance(&usual, delay);
-    lane.usual_leave_ns[call.pid] = static_cast<uint64_t>(usual);
+    uint64_t allowance = sb_leave_allowance(&lane.usual_leave_ns[call.pid], delay);
     auto& known = releases_[call.pid];
     known[call.exit_ns] = instance.release_ns + allowance;
     while (known.size() > kKeptReleases) known.erase(known.begin());

@@ -3,6 +3,8 @@
 // the verdict). Not for use outside them.
 #pragma once
 
+#include <linux/types.h>  // __u64: the state sb_leave_allowance (slowburn/collagg.h) updates
+
 #include <optional>
 
 #include "detect/straggler.h"
@@ -18,8 +20,8 @@ struct StragglerDetector::Lane {
   std::map<int32_t, std::optional<int>> comm_ranks;
   std::map<int32_t, Cusum> cusum;
   std::map<int32_t, uint64_t> total_blame_ns;
-  std::map<int32_t, uint64_t> total_lasts;     // instances it arrived last in
-  std::map<int32_t, uint64_t> usual_leave_ns;  // its usual time to leave after the release (sb_leave_allowance)
+  std::map<int32_t, uint64_t> total_lasts;  // instances it arrived last in
+  std::map<int32_t, __u64> usual_leave_ns;  // its usual time to leave after the release (sb_leave_allowance)
 
   // Whether its members are known up front (the job, or read / created);
   // else they are learnt from the calls during settle_ns.

@@ -7,7 +7,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <vector>
 
 #include "detect/report.h"
 #include "events/device_event.h"
@@ -28,7 +28,7 @@ class CauseMemory {
  private:
   uint64_t keep_ns_;
   size_t max_events_;
-  std::deque<DeviceEvent> events_;
+  std::vector<DeviceEvent> events_;  // oldest first; rare (hardware events), so pruning the front is cheap
 };
 
 }  // namespace slowburn
