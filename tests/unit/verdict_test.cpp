@@ -67,7 +67,7 @@ TEST(Verdict, ANoisyNodeThatDelaysEveryRankInTurnNamesNobody) {
 }
 
 TEST(Verdict, ASlowSpellIsAnEpisodeNotTheVerdict) {
-  // Rank 0 is 50% slower for 450 steps (~1.5 s), then healthy for ~11 s.
+  // Rank 0 is 50% slower for 450 steps (of 4.5 ms: ~2 s), then healthy for ~11 s.
   SyntheticJob job;
   job.ranks = 5;
   job.compute_ns = [](int rank, int step) { return rank == 0 && step < 450 ? 4.5e6 : 3e6; };
@@ -98,8 +98,8 @@ TEST(Verdict, ARankSlowThroughoutIsTheVerdictNotAnEpisode) {
 }
 
 TEST(Verdict, AOneWindowSpikeIsNeverTheVerdictNorACusumFinding) {
-  // Rank 1 is 60% slower for one window's worth of steps: enough to push its
-  // CUSUM past the decision in that one window.
+  // Rank 1 is 60% slower for 150 steps (0.72 s, within two 0.5 s windows):
+  // enough to push its CUSUM past the decision in one window.
   SyntheticJob job;
   job.ranks = 5;
   job.compute_ns = [](int rank, int step) { return rank == 1 && step >= 1000 && step < 1150 ? 4.8e6 : 3e6; };
