@@ -87,7 +87,10 @@ TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
     for (int r = 0; r < 3; ++r)
       if (r != late) send(ranks[r].go_fd);
     send(outsider.go_fd);
-    std::this_thread::sleep_for(10ms);  // the others are inside; then the late one arrives
+    // The others are inside; 30 ms later the late one arrives. The margin
+    // over the 8 ms asserted below is for a loaded machine, where the
+    // runner-up itself may be scheduled late (it was, by 2.5 ms, with 10 ms).
+    std::this_thread::sleep_for(30ms);
     send(ranks[late].go_fd);
     std::this_thread::sleep_for(10ms);
     for (Child& c : ranks) send(c.release_fd);
@@ -116,11 +119,11 @@ TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
     for (uint64_t n : s.wait_us_slots) in_hist += n;
     EXPECT_EQ(in_hist, static_cast<uint64_t>(kSteps));
     EXPECT_EQ(s.lasts, static_cast<uint64_t>(expected_lasts[r])) << "rank " << r;
-    // Each time last, it arrived ~10 ms after the runner-up.
+    // Each time last, it arrived ~30 ms after the runner-up.
     EXPECT_GE(s.blame_ns, s.lasts * 8'000'000) << "rank " << r;
-    EXPECT_LE(s.blame_ns, s.lasts * 60'000'000) << "rank " << r;
+    EXPECT_LE(s.blame_ns, s.lasts * 200'000'000) << "rank " << r;
     EXPECT_GE(s.lateness_ns, s.lasts * 8'000'000);
-    EXPECT_GE(s.wait_ns, static_cast<uint64_t>(kSteps) * 8'000'000);  // everyone waits >= 10 ms except when late
+    EXPECT_GE(s.wait_ns, static_cast<uint64_t>(kSteps) * 8'000'000);  // everyone waits >= 10 ms, >= 40 ms when not late
     instances += s.instances;
   }
   EXPECT_EQ(instances, static_cast<uint64_t>(kSteps)) << "each instance is closed exactly once";

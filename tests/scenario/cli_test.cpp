@@ -21,9 +21,11 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
+using testing::json_lines;
 using testing::Ran;
 using testing::read_text;
 using testing::run_slowburn;
+using testing::wait_until;
 
 size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
@@ -41,21 +43,10 @@ std::vector<std::string> our_programs() {
   return names;
 }
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
-
 // True once slowburn has attached and said so (text or JSON).
 bool tracing_started(const std::filesystem::path& output) {
   std::string text = read_text(output);
   return text.find("Hit Ctrl-C to end") != std::string::npos || text.find("\"event\":\"tracing\"") != std::string::npos;
-}
-
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 // A process that looks like rank 0 and loads the stand-in libmpi.so.99,
@@ -308,16 +299,6 @@ TEST(Cli, FunclatTakesDemangledCxxNames) {
   auto status = nlohmann::json::parse(ran.output.substr(0, ran.output.find('\n')));
   EXPECT_EQ(status["state"], "attached");
   EXPECT_EQ(status["sites"][0]["symbol"], "_Z10ncclIbTestPvPiS0_");  // hidden C++ symbol, from .symtab
-}
-
-std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind) {
-  std::vector<nlohmann::json> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.value("kind", "") == kind) out.push_back(j);
-  }
-  return out;
 }
 
 TEST(Cli, FabricReplaysACapturedTreeWithScriptedCounters) {

@@ -27,9 +27,6 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 using testing::TempDir;
 
-#define SKIP_UNLESS_MPI() \
-  if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)"
-
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -42,14 +39,7 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-std::string workload() {
-  return testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string();
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
+std::string workload() { return testing::workload_path("slowburn-mpi-workload"); }
 
 std::vector<json> log_lines(const std::filesystem::path& dir) {
   std::vector<json> lines;
@@ -76,10 +66,10 @@ struct Service {
     httplib::Client client("127.0.0.1", port);
     for (int i = 0; i < 200; ++i) {
       if (auto res = client.Get("/metrics"); res && res->status == 200 && !res->body.empty()) return;
-      ASSERT_FALSE(process->poll()) << "slowburn probe exited:\n" << read_file(dir / "service.out");
+      ASSERT_FALSE(process->poll()) << "slowburn probe exited:\n" << testing::read_text(dir / "service.out");
       std::this_thread::sleep_for(100ms);
     }
-    FAIL() << "no metrics after 20 s:\n" << read_file(dir / "service.out");
+    FAIL() << "no metrics after 20 s:\n" << testing::read_text(dir / "service.out");
   }
   std::string metrics() {
     httplib::Client client("127.0.0.1", port);
@@ -87,7 +77,7 @@ struct Service {
     return res && res->status == 200 ? res->body : std::string();
   }
   std::filesystem::path log_dir() const { return dir / "log"; }
-  std::string output() const { return read_file(dir / "service.out"); }
+  std::string output() const { return testing::read_text(dir / "service.out"); }
 };
 
 // Descriptors of a process by kind: "bpf-map", "bpf_link", "socket:", or
@@ -132,7 +122,7 @@ struct Prometheus {
     httplib::Client client("127.0.0.1", port);
     for (int i = 0; i < 300; ++i) {
       if (auto res = client.Get("/-/ready"); res && res->status == 200) return;
-      ASSERT_FALSE(process->poll()) << "prometheus exited:\n" << read_file(dir / "prometheus.out");
+      ASSERT_FALSE(process->poll()) << "prometheus exited:\n" << testing::read_text(dir / "prometheus.out");
       std::this_thread::sleep_for(100ms);
     }
     FAIL() << "prometheus not ready after 30 s";
@@ -157,9 +147,16 @@ std::string hostname() {
   return name;
 }
 
-Result<MpiJob> launch_job(int ranks, int slow_rank, double seconds, const std::string& log) {
+// The demo's 1.5x rank where the claim is the alert on it; twice the work
+// where the claim is something else (capabilities, causes), so that a
+// loaded machine cannot hide the rank (README, Known limits).
+constexpr double kDemoSlowdown = 1.5;
+constexpr double kClearSlowdown = 2.0;
+
+Result<MpiJob> launch_job(int ranks, int slow_rank, double seconds, const std::string& log,
+                          double slowdown = kDemoSlowdown) {
   MpiJobOptions options;
-  options.program = demo_workload_argv(workload(), slow_rank, 1.5, 3000, seconds);
+  options.program = demo_workload_argv(workload(), slow_rank, slowdown, 3000, seconds);
   options.ranks = ranks;
   options.log_path = log;
   return MpiJob::launch(options);
@@ -237,7 +234,7 @@ TEST(ProbeService, NamesTheSlowRankOfAPytorchJobOnItsProcessGroup) {
   service.start(args);
   TempDir logs;
   TorchJobOptions options;
-  options.script = testing::target_path("../../libexec/slowburn-ddp-workload.py").lexically_normal().string();
+  options.script = testing::workload_path("slowburn-ddp-workload.py");
   options.args = ddp_workload_args(2, 8, 0, 120);
   options.ranks = 4;
   options.log_dir = logs.path().string();
@@ -314,7 +311,7 @@ TEST_P(ProbeServiceUnderTheUnitsCapabilities, NamesTheSlowRank) {
     ASSERT_EQ(chmod(service.dir.path().c_str(), 0755), 0);
   }
   ASSERT_NO_FATAL_FAILURE(service.start(kServiceArgs, wrapper));
-  auto job = launch_job(4, 2, 120, (service.dir / "mpirun.log").string());
+  auto job = launch_job(4, 2, 120, (service.dir / "mpirun.log").string(), kClearSlowdown);
   ASSERT_TRUE(job) << job.error().message;
   json finding = first_finding(service, 90s);
   job->stop();
@@ -339,7 +336,7 @@ TEST(ProbeService, ADegradedLinkIsTheLikelyCauseOfItsRanksFinding) {
       "--sysfs-root",      (std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys").string()};
   Service service;
   ASSERT_NO_FATAL_FAILURE(service.start(args));
-  auto job = launch_job(4, 0, 120, (service.dir / "mpirun.log").string());
+  auto job = launch_job(4, 0, 120, (service.dir / "mpirun.log").string(), kClearSlowdown);
   ASSERT_TRUE(job) << job.error().message;
   json finding = first_finding(service, 90s);
   std::string metrics = service.metrics();
@@ -513,7 +510,7 @@ TEST(ProbeService, SigtermFlushesTheLogAndTheFinalMetrics) {
   for (const json& line : lines) EXPECT_FALSE(line.is_discarded()) << "a torn line in the log";
   EXPECT_EQ(lines.back().value("kind", ""), "status");
   EXPECT_EQ(lines.back().value("event", ""), "stop");
-  std::string final_metrics = read_file(service.log_dir() / "slowburn.prom");
+  std::string final_metrics = testing::read_text(service.log_dir() / "slowburn.prom");
   EXPECT_NE(final_metrics.find("slowburn_rank_calls_total{"), std::string::npos) << final_metrics.substr(0, 2000);
   EXPECT_NE(final_metrics.find("process_cpu_seconds_total"), std::string::npos);
   EXPECT_TRUE(wait_until_unloaded());
@@ -530,7 +527,7 @@ TEST(ProbeService, SighupReopensTheLogAfterLogrotateMovedIt) {
   bool reopened = false;
   for (int i = 0; i < 50 && !reopened; ++i) {
     std::this_thread::sleep_for(100ms);
-    reopened = read_file(log).find("event log reopened") != std::string::npos;
+    reopened = testing::read_text(log).find("event log reopened") != std::string::npos;
   }
   EXPECT_TRUE(reopened) << "no new log after SIGHUP:\n" << service.output();
   EXPECT_FALSE(service.process->poll()) << "SIGHUP ended the service";
@@ -553,7 +550,8 @@ TEST(ProbeService, AnAddressInUseIsAClearError) {
   auto status = second->wait_for(20s);
   ASSERT_TRUE(status);
   EXPECT_EQ(*status, 1);
-  EXPECT_NE(read_file(dir / "out").find("cannot listen on 127.0.0.1:"), std::string::npos) << read_file(dir / "out");
+  EXPECT_NE(testing::read_text(dir / "out").find("cannot listen on 127.0.0.1:"), std::string::npos)
+      << testing::read_text(dir / "out");
 }
 
 }  // namespace

@@ -54,9 +54,9 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
 }
 
 std::optional<std::string> workload(const std::string& name) {
-  auto path = testing::target_path("../../libexec/" + name).lexically_normal();
+  std::string path = testing::workload_path(name);
   if (!std::filesystem::exists(path)) return std::nullopt;
-  return path.string();
+  return path;
 }
 
 // A 6-rank MPI job, optionally laid out in tensor-parallel groups of `tp`.
@@ -71,12 +71,6 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
   if (!job) return std::nullopt;
   return std::move(*job);
 }
-
-#define SKIP_UNLESS_MPI()                                                                              \
-  do {                                                                                                 \
-    SKIP_UNLESS_ROOT();                                                                                \
-    if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)"; \
-  } while (0)
 
 double discarded_share(const SessionSummary& s) {
   return s.calls ? static_cast<double>(s.discarded_calls) / static_cast<double>(s.calls) : 1.0;

@@ -45,8 +45,7 @@ Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path s
   TempDir dir;
   MpiJobOptions options;
   options.program =
-      demo_workload_argv(testing::target_path("../../libexec/slowburn-mpi-workload").lexically_normal().string(),
-                         slow_rank, slowdown, 3000, duration_s + 60);
+      demo_workload_argv(testing::workload_path("slowburn-mpi-workload"), slow_rank, slowdown, 3000, duration_s + 60);
   options.ranks = 4;
   options.log_path = (dir / "mpirun.log").string();
   auto job = MpiJob::launch(options);

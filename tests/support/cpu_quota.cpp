@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/test_support.h"
+
 namespace slowburn::testing {
 
 namespace {
@@ -13,13 +15,6 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   out << text;
   out.flush();
   return static_cast<bool>(out);
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 constexpr int kPeriodUs = 100000;
@@ -42,7 +37,7 @@ std::optional<CpuQuotaGroup> CpuQuotaGroup::create(double cpus, std::string& why
     return CpuQuotaGroup(dir, v1);
   }
   std::filesystem::path v2 = "/sys/fs/cgroup";
-  if (read_file(v2 / "cgroup.controllers").find("cpu") != std::string::npos) {
+  if (read_text(v2 / "cgroup.controllers").find("cpu") != std::string::npos) {
     write_file(v2 / "cgroup.subtree_control", "+cpu");
     auto dir = v2 / name;
     std::filesystem::create_directory(dir, ec);
@@ -65,7 +60,7 @@ CpuQuotaGroup::CpuQuotaGroup(CpuQuotaGroup&& other) noexcept
 CpuQuotaGroup::~CpuQuotaGroup() {
   if (path_.empty()) return;
   // Its processes back to the parent, then the group goes.
-  std::istringstream procs(read_file(path_ / "cgroup.procs"));
+  std::istringstream procs(read_text(path_ / "cgroup.procs"));
   for (std::string pid; std::getline(procs, pid);)
     if (!pid.empty()) write_file(parent_ / "cgroup.procs", pid);
   std::error_code ec;
@@ -78,7 +73,7 @@ CpuQuotaGroup::~CpuQuotaGroup() {
 bool CpuQuotaGroup::add(pid_t pid) const { return write_file(path_ / "cgroup.procs", std::to_string(pid)); }
 
 long CpuQuotaGroup::throttled_periods() const {
-  std::istringstream stat(read_file(path_ / "cpu.stat"));
+  std::istringstream stat(read_text(path_ / "cpu.stat"));
   std::string key;
   long value = 0;
   while (stat >> key >> value)

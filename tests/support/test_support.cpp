@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "core/files.h"
 #include "core/subprocess.h"
 
 namespace slowburn::testing {
@@ -18,6 +20,10 @@ std::filesystem::path target_path(const std::string& name) {
 }
 
 std::filesystem::path slowburn_binary() { return std::filesystem::path(SLOWBURN_BUILD_DIR) / "slowburn"; }
+
+std::string workload_path(const std::string& name) {
+  return (std::filesystem::path(SLOWBURN_BUILD_DIR) / "libexec" / name).string();
+}
 
 void touch(const std::filesystem::path& path) { std::ofstream(path).put('\n'); }
 
@@ -59,10 +65,27 @@ size_t bpf_links_of_program(const std::string& name) {
 }
 
 std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  auto text = read_file(path);
+  return text ? *text : std::string();
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && (kind.empty() || j.value("kind", "") == kind)) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds timeout,

@@ -6,9 +6,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/subprocess.h"
 #include "events/call_event.h"
 #include "support/temp_dir.h"
 
@@ -19,8 +22,17 @@ namespace slowburn::testing {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON) to load BPF programs"; \
   } while (0)
 
+// A real OpenMPI job: root for the probes, mpirun to start it.
+#define SKIP_UNLESS_MPI()                                                                              \
+  do {                                                                                                 \
+    SKIP_UNLESS_ROOT();                                                                                \
+    if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)"; \
+  } while (0)
+
 std::filesystem::path target_path(const std::string& name);  // build/tests/targets/NAME
 std::filesystem::path slowburn_binary();                     // build/slowburn
+// The bundled workloads: build/libexec/NAME (slowburn-mpi-workload, slowburn-ddp-workload.py).
+std::string workload_path(const std::string& name);
 void touch(const std::filesystem::path& path);
 
 // IDs of loaded BPF programs with this name (from the kernel, as bpftool lists them).
@@ -32,6 +44,13 @@ size_t bpf_links_of_program(const std::string& name);
 
 // A whole file as text ("" when it cannot be read).
 std::string read_text(const std::filesystem::path& path);
+
+// The JSON lines of a session's output (other lines skipped); with a kind,
+// only the lines of that "kind".
+std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind = "");
+
+// Polls the condition until it holds (true) or the timeout passes (false).
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
 // The slowburn binary run to its end (prefix: what runs it, e.g. setpriv).
 struct Ran {

@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include "core/files.h"
 #include "service/probe_metrics.h"
 #include "support/temp_dir.h"
 
@@ -15,16 +16,18 @@ namespace {
 
 const std::string kDeploy = std::string(SLOWBURN_SOURCE_DIR) + "/deploy";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
+// A file the test needs, through the project's reader: a missing one fails the test.
+std::string text_of(const std::string& path) {
+  auto text = read_file(path);
+  EXPECT_TRUE(text.ok()) << text.error().message;
+  return text ? *text : std::string();
 }
 
 // Runs a command; its exit status and output.
 std::pair<int, std::string> run(const std::string& cmd) {
   testing::TempDir dir;
   int rc = system((cmd + " > " + (dir / "out").string() + " 2>&1").c_str());
-  return {WEXITSTATUS(rc), read_file((dir / "out").string())};
+  return {WEXITSTATUS(rc), text_of((dir / "out").string())};
 }
 
 #define SKIP_UNLESS_PROMTOOL()                       \
@@ -60,7 +63,7 @@ TEST(FleetRules, EveryMetricTheyReadIsExported) {
   std::regex metric("\\bslowburn_[a-z_]+");
   for (const std::string file :
        {"/prometheus/slowburn.rules.yml", "/prometheus/slowburn.rules.test.yml", "/grafana/slowburn-dashboard.json"}) {
-    std::string text = read_file(kDeploy + file);
+    std::string text = text_of(kDeploy + file);
     ASSERT_FALSE(text.empty()) << file;
     std::set<std::string> unknown;
     for (std::sregex_iterator it(text.begin(), text.end(), metric), end; it != end; ++it) {
