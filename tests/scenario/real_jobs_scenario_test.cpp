@@ -72,6 +72,26 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
   return std::move(*job);
 }
 
+// The verdict names `slow` and none of its `partners` (the ranks it holds
+// back); its finding. Another rank may be named only on evidence of its own
+// slowness, a compute gap far beyond its peers': with two busy processes on
+// the 2 cores the scheduler once starved rank 2 of the other triple (compute
+// gap z 30, last in 62% of its triple's calls), a real straggler of that run.
+const Finding* expect_named(const Traced& t, int slow, const std::vector<int>& partners) {
+  EXPECT_TRUE(t.named.contains(slow)) << t.summaries;
+  for (int p : partners) EXPECT_FALSE(t.named.contains(p)) << "partner rank " << p << "\n" << t.summaries;
+  const Finding* found = nullptr;
+  for (const Finding& f : t.result.verdict.stragglers) {
+    if (f.culprit.rank == slow) {
+      found = &f;
+      continue;
+    }
+    EXPECT_GE(f.z_gap.value_or(0), DetectorConfig{}.z_threshold) << "named without slowness of its own\n"
+                                                                 << t.summaries;
+  }
+  return found;
+}
+
 double discarded_share(const SessionSummary& s) {
   return s.calls ? static_cast<double>(s.discarded_calls) / static_cast<double>(s.calls) : 1.0;
 }
@@ -94,13 +114,12 @@ TEST(MpiSubCommunicators, TheSlowRankOfATensorParallelPairIsNamed) {
   ASSERT_TRUE(job);
   Traced t = trace(job->pids(), {"mpi.*"}, 12);
   job->stop();
-  EXPECT_EQ(t.named, std::set<int>{3}) << t.summaries;
+  const Finding* f = expect_named(t, 3, {2});
   expect_communicators_told_apart(t, 2);
-  ASSERT_FALSE(t.result.verdict.stragglers.empty());
-  const Finding& f = t.result.verdict.stragglers.front();
-  ASSERT_TRUE(f.comm);
-  EXPECT_EQ(f.comm->members, (std::vector<int>{2, 3})) << "named on its tensor-parallel communicator";
-  EXPECT_EQ(f.comm_rank, 1);
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->comm);
+  EXPECT_EQ(f->comm->members, (std::vector<int>{2, 3})) << "named on its tensor-parallel communicator";
+  EXPECT_EQ(f->comm_rank, 1);
 }
 
 TEST(MpiSubCommunicators, TheSlowRankOfATripleIsNamedAndItsPartnersAreNot) {
@@ -110,7 +129,7 @@ TEST(MpiSubCommunicators, TheSlowRankOfATripleIsNamedAndItsPartnersAreNot) {
   ASSERT_TRUE(job);
   Traced t = trace(job->pids(), {"mpi.*"}, 12);
   job->stop();
-  EXPECT_EQ(t.named, std::set<int>{4}) << t.summaries;
+  expect_named(t, 4, {3, 5});
   expect_communicators_told_apart(t, 3);
 }
 
@@ -227,7 +246,10 @@ TEST(PytorchDdp, AHealthyJobNamesNobody) {
 TEST(CpuQuota, ARankThrottledByItsCgroupIsNamed) {
   SKIP_UNLESS_MPI();
   std::string why;
-  auto group = testing::CpuQuotaGroup::create(0.25, why);
+  // 15% of a CPU: below a rank's share of the 2 cores whether the node is
+  // idle (5 ranks: 40%) or has two busy processes too (~28%, where 25% barely
+  // bit and the rank was rightly not a straggler).
+  auto group = testing::CpuQuotaGroup::create(0.15, why);
   if (!group) GTEST_SKIP() << why;
   TempDir dir;
   auto job = mpi_job(5, 0, -1, dir);
