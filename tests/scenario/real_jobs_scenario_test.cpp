@@ -72,24 +72,28 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
   return std::move(*job);
 }
 
-// The verdict names `slow` and none of its `partners` (the ranks it holds
-// back); its finding. Another rank may be named only on evidence of its own
-// slowness, a compute gap far beyond its peers': with two busy processes on
-// the 2 cores the scheduler once starved rank 2 of the other triple (compute
-// gap z 30, last in 62% of its triple's calls), a real straggler of that run.
-const Finding* expect_named(const Traced& t, int slow, const std::vector<int>& partners) {
-  EXPECT_TRUE(t.named.contains(slow)) << t.summaries;
-  for (int p : partners) EXPECT_FALSE(t.named.contains(p)) << "partner rank " << p << "\n" << t.summaries;
-  const Finding* found = nullptr;
+// Ranks the verdict names besides the injected one must show slowness of
+// their own, a compute gap far beyond their peers': with two busy processes
+// on the 2 cores the scheduler starves a rank that shares its core with both
+// (seen twice in 6-rank jobs: compute gap z 30 and 57, last in 62% and 100%
+// of its group's calls), a real straggler of that run, not a victim named.
+void expect_others_slow_by_themselves(const Traced& t, int slow) {
   for (const Finding& f : t.result.verdict.stragglers) {
-    if (f.culprit.rank == slow) {
-      found = &f;
-      continue;
-    }
+    if (f.culprit.rank == slow) continue;
     EXPECT_GE(f.z_gap.value_or(0), DetectorConfig{}.z_threshold) << "named without slowness of its own\n"
                                                                  << t.summaries;
   }
-  return found;
+}
+
+// The verdict names `slow` and none of its `partners` (the ranks it holds
+// back); its finding.
+const Finding* expect_named(const Traced& t, int slow, const std::vector<int>& partners) {
+  EXPECT_TRUE(t.named.contains(slow)) << t.summaries;
+  for (int p : partners) EXPECT_FALSE(t.named.contains(p)) << "partner rank " << p << "\n" << t.summaries;
+  expect_others_slow_by_themselves(t, slow);
+  for (const Finding& f : t.result.verdict.stragglers)
+    if (f.culprit.rank == slow) return &f;
+  return nullptr;
 }
 
 double discarded_share(const SessionSummary& s) {
@@ -141,7 +145,8 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
   Traced t = trace(job->pids(), {"mpi.*"}, 12);
   job->stop();
   EXPECT_TRUE(t.result.verdict.judged) << t.summaries;
-  EXPECT_TRUE(t.named.empty()) << t.summaries;
+  // Nobody on an idle node; on a loaded one, only a rank starved of its CPU.
+  expect_others_slow_by_themselves(t, -1);
   expect_communicators_told_apart(t, 2);
 }
 
