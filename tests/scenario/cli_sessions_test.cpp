@@ -111,7 +111,8 @@ TEST(Trace, SigtermEndsTheSessionWithItsVerdictAndLeavesNoProgram) {
   SKIP_UNLESS_MPI();
   TempDir dir;
   MpiJobOptions options;
-  options.program = demo_workload_argv(testing::workload_path("slowburn-mpi-workload"), 3, 2.0, 3000, 120);
+  options.program =
+      demo_workload_argv(testing::workload_path("slowburn-mpi-workload"), 3, testing::kClearSlowdown, 3000, 120);
   options.ranks = 4;
   options.log_path = (dir / "mpirun.log").string();
   auto job = MpiJob::launch(options);

@@ -32,12 +32,8 @@ struct Outcome {
 };
 
 // The demo's slowdown (1.5x) where the claim is that a straggler is found;
-// twice the work where the claim is about something else (its likely
-// cause): with two busy processes on the 2 cores a 1.5x rank went unnamed
-// for a whole trace (8 s, once 30 s) in 2 of ~20 runs, which says nothing
-// about causes.
+// testing::kClearSlowdown where it is about something else (its likely cause).
 constexpr double kDemoSlowdown = 1.5;
-constexpr double kClearSlowdown = 2.0;
 
 Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path sysfs_root = "/sys",
                        double slowdown = kDemoSlowdown) {
@@ -99,13 +95,13 @@ TEST(CulpritWithADegradedLink, TheLinkIsNamedAsTheLikelyCause) {
   // The PCIe topology of the fixture tree (this VM has no PCIe links): GPU 0
   // (local rank 0) trained at 16 GT/s of 32; GPU 1 healthy.
   auto sys = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys";
-  Outcome culprit = trace_demo_job(0, 8, sys, kClearSlowdown);
+  Outcome culprit = trace_demo_job(0, 8, sys, testing::kClearSlowdown);
   EXPECT_EQ(culprit.named, std::set<int>{0}) << culprit.summaries;
   ASSERT_FALSE(culprit.likely_causes.empty()) << culprit.summaries;
   EXPECT_NE(culprit.likely_causes[0].find("link.downtrained"), std::string::npos) << culprit.likely_causes[0];
   EXPECT_NE(culprit.summaries.find("likely cause"), std::string::npos);
   // A culprit on the healthy GPU gets no cause pinned on it.
-  Outcome other = trace_demo_job(1, 8, sys, kClearSlowdown);
+  Outcome other = trace_demo_job(1, 8, sys, testing::kClearSlowdown);
   EXPECT_EQ(other.named, std::set<int>{1}) << other.summaries;
   EXPECT_TRUE(other.likely_causes.empty()) << other.likely_causes[0];
 }
@@ -127,7 +123,7 @@ TEST(CulpritWithARetransmittingNic, TheRetransmissionsAreNamedAsTheLikelyCause) 
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });
-  Outcome outcome = trace_demo_job(1, 8, copy / "sys", kClearSlowdown);
+  Outcome outcome = trace_demo_job(1, 8, copy / "sys", testing::kClearSlowdown);
   done.store(true);
   nic.join();
   EXPECT_EQ(outcome.named, std::set<int>{1}) << outcome.summaries;

@@ -22,6 +22,11 @@ namespace slowburn::testing {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON) to load BPF programs"; \
   } while (0)
 
+// A clear straggler's slowdown for tests whose claim is not how weak a
+// straggler can be (a cause, SIGTERM, an alert): with two busy processes on
+// the 2 cores the demo's 1.5x rank was sometimes not named (README, Known limits).
+inline constexpr double kClearSlowdown = 2.0;
+
 // A real OpenMPI job: root for the probes, mpirun to start it.
 #define SKIP_UNLESS_MPI()                                                                              \
   do {                                                                                                 \
