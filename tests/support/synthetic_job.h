@@ -21,6 +21,9 @@ constexpr uint32_t kProbe = 1;  // mpi.allreduce
 struct SyntheticJob {
   int ranks = 4;
   std::function<double(int rank, int step)> compute_ns = [](int, int) { return 3e6; };
+  // Extra time a rank takes to leave the collective of a step (descheduled
+  // inside it): it then arrives late at the next one without computing longer.
+  std::function<double(int rank, int step)> leave_ns = [](int, int) { return 0.0; };
   double noise_ns = 50e3;
   double collective_ns = 50e3;
   uint64_t seed = 1;
@@ -39,7 +42,7 @@ struct SyntheticJob {
       double release = *std::max_element(entry.begin(), entry.end()) + collective_ns;
       std::vector<CallEvent> step_events;
       for (int r = 0; r < ranks; ++r) {
-        double exit = release + (noise_ns ? exit_jitter(rng) : 0);
+        double exit = release + (noise_ns ? exit_jitter(rng) : 0) + leave_ns(r, s);
         CallEvent e;
         e.pid = e.tid = static_cast<uint32_t>(pid(r));
         e.probe_id = kProbe;

@@ -2,6 +2,8 @@
 // always, in bursts, for a while, or more and more; who is not when the
 // whole node is noisy or a rank spikes once. The numbers behind the README's
 // detector table.
+#include "detect/verdict.h"
+
 #include <gtest/gtest.h>
 
 #include "support/synthetic_job.h"
@@ -47,12 +49,30 @@ TEST(Verdict, ALateInBurstsRankIsNamedThoughLastInUnderHalfTheCalls) {
   EXPECT_GE(first.blame_dominance, 0.5);
   ASSERT_TRUE(first.z_lateness_tail.has_value()) << "its tail is what stands out";
   EXPECT_GT(*first.z_lateness_tail, 3.5);
+  EXPECT_LT(first.blame_leaving_share, 0.2) << "it computed longer; it left its collectives on time";
   EXPECT_EQ(named(j.verdict), std::set<int>{3});
   EXPECT_TRUE(j.verdict.episodes.empty());
   // Without the dominance rule the same job names nobody: the rule is what named it.
   DetectorConfig last_only;
   last_only.min_blame_dominance = 2.0;
   EXPECT_TRUE(judge(job, 4000, last_only).verdict.stragglers.empty());
+}
+
+TEST(Verdict, ARankDescheduledWhileLeavingIsNamedAndTheFindingSaysSo) {
+  // Rank 2 of 5 computes like the others but, in one step of eight, leaves
+  // the collective 3 ms after it released everyone (it did not get a CPU
+  // there), so it arrives late at the next one: its own delay, not a victim's.
+  SyntheticJob job;
+  job.ranks = 5;
+  job.leave_ns = [](int rank, int step) { return rank == 2 && step % 8 == 0 ? 3e6 : 0.0; };
+  Judged j = judge(job, 4000);
+  ASSERT_EQ(culprits(j.run.findings), std::set<int>{2});
+  const Finding& first = j.run.findings.front();
+  EXPECT_GE(first.blame_leaving_share, kMostlyLeaving);
+  EXPECT_LT(first.z_gap.value_or(0), 3.5) << "its compute gap is like its peers'";
+  EXPECT_NE(first.summary.find("from leaving its previous collective later than usual"), std::string::npos)
+      << first.summary;
+  EXPECT_EQ(named(j.verdict), std::set<int>{2});
 }
 
 TEST(Verdict, ANoisyNodeThatDelaysEveryRankInTurnNamesNobody) {

@@ -29,8 +29,12 @@ struct RankWindowStats {
   double blame_share = 0;                    // blame over the window's elapsed time
   double blame_dominance = 0;                // its share of every rank's blame in the window
   double last_fraction = 0;                  // share of instances where this rank arrived last
-  std::optional<double> z_lateness;          // robust z across ranks (>= 3 ranks)
-  std::optional<double> z_lateness_tail;     // robust z of its p90 lateness against its peers' calls
+  // The share of its blame it owes to leaving its previous collective later
+  // than it usually does (descheduled inside it or on its way out), not to
+  // computing longer: a CPU it did not get, not work it had to do.
+  double blame_leaving_share = 0;
+  std::optional<double> z_lateness;       // robust z across ranks (>= 3 ranks)
+  std::optional<double> z_lateness_tail;  // robust z of its p90 lateness against its peers' calls
   std::optional<double> z_gap;
   double cusum_gap = 0;  // upper CUSUM of z_gap over windows
   bool flagged = false;  // passed every test in this window
@@ -62,6 +66,7 @@ struct Finding {
   double blame_share = 0;
   double blame_dominance = 0;  // its share of all ranks' blame in the flagged window
   double last_fraction = 0;
+  double blame_leaving_share = 0;  // of its blame: from leaving its previous collective late
   std::optional<double> z_lateness;
   std::optional<double> z_lateness_tail;
   std::optional<double> z_gap;

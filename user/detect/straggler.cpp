@@ -19,6 +19,11 @@ namespace {
 constexpr size_t kKeptReleases = 64;  // per rank: a few steps of every lane
 }  // namespace
 
+uint64_t leaving_excess_ns(const RankCall& call) {
+  if (!call.since_release_ns || !call.gap_ns) return 0;
+  return *call.since_release_ns > *call.gap_ns ? *call.since_release_ns - *call.gap_ns : 0;
+}
+
 uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second) {
   uint64_t lead = last.entry_ns - second.entry_ns;
   if (!last.since_release_ns || !second.since_release_ns) return lead;
@@ -203,6 +208,12 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
     }
   }
   uint64_t blame = last && second ? self_caused_lead_ns(*last, *second) : 0;
+  // Of that, what leaving its previous collective later than usual explains
+  // (since its release, beyond its compute gap), more than the runner-up's.
+  uint64_t blame_leaving = last && second ? std::min(blame, leaving_excess_ns(*last) > leaving_excess_ns(*second)
+                                                                ? leaving_excess_ns(*last) - leaving_excess_ns(*second)
+                                                                : 0)
+                                          : 0;
   if (last && second) {
     lane.total_blame_ns[last->pid] += blame;
     lane.total_lasts[last->pid] += 1;
@@ -225,6 +236,7 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
   if (last && second) {
     RankAccum& rank = accum.ranks[last->pid];
     rank.blame_ns += static_cast<double>(blame);
+    rank.blame_leaving_ns += static_cast<double>(blame_leaving);
     ++rank.last_count;
   }
 }

@@ -101,6 +101,9 @@ struct ProbeInfo {
 // itself: how much longer it took since its previous collective released it
 // (all of the lead when that is unknown).
 uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second);
+// How much later than usual the rank left its previous collective: its time
+// since that collective let it go, beyond its compute gap (0 when unknown).
+uint64_t leaving_excess_ns(const RankCall& call);
 
 class StragglerDetector {
  public:

@@ -35,6 +35,7 @@ struct StragglerDetector::RankAccum {
   std::vector<double> lateness_ns;
   std::vector<double> gaps_ns;
   double blame_ns = 0;
+  double blame_leaving_ns = 0;  // the part of blame_ns from leaving its previous collective late
   uint64_t last_count = 0;
 };
 

@@ -51,6 +51,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
     stats.gap_median_ns = median(rank.gaps_ns);
     stats.blame_ns = rank.blame_ns;
     stats.blame_share = elapsed_ns ? rank.blame_ns / static_cast<double>(elapsed_ns) : 0;
+    stats.blame_leaving_share = rank.blame_ns > 0 ? rank.blame_leaving_ns / rank.blame_ns : 0;
     stats.last_fraction =
         rank.instances ? static_cast<double>(rank.last_count) / static_cast<double>(rank.instances) : 0;
     report.ranks.push_back(std::move(stats));

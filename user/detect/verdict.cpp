@@ -58,6 +58,7 @@ Finding straggler_finding(const char* detector, const WindowReport& report, cons
   f.blame_share = evidence.blame_share;
   f.blame_dominance = evidence.blame_dominance;
   f.last_fraction = evidence.last_fraction;
+  f.blame_leaving_share = evidence.blame_leaving_share;
   f.z_lateness = evidence.z_lateness;
   f.z_gap = evidence.z_gap;
   return f;
@@ -90,10 +91,16 @@ std::string straggler_summary(const Finding& f) {
   std::string enqueue = f.comm && f.comm->backend == CommBackend::nccl
                             ? "; times are NCCL enqueue times (host side: the GPU work is not seen)"
                             : "";
+  // Late without computing longer: it did not get a CPU when released.
+  std::string leaving =
+      f.blame_leaving_share >= kMostlyLeaving
+          ? fmt::format(" ({:.0f}% of it from leaving its previous collective later than usual: descheduled there?)",
+                        f.blame_leaving_share * 100)
+          : "";
   return fmt::format(
-      "{} is the straggler: {}{}; blame {:.0f}% of the window ({:.0f}% of all ranks' blame); {}; the job lost {} "
+      "{} is the straggler: {}{}; blame {:.0f}% of the window ({:.0f}% of all ranks' blame){}; {}; the job lost {} "
       "waiting for it ({:.1f}% of traced time){}",
-      rank_label(f.culprit), arrival, z, f.blame_share * 100, f.blame_dominance * 100, persistence,
+      rank_label(f.culprit), arrival, z, f.blame_share * 100, f.blame_dominance * 100, leaving, persistence,
       format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100, enqueue);
 }
 

@@ -25,6 +25,11 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
 Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
                           uint64_t now_ns);
 
+// A finding says its culprit was late mostly by leaving its previous
+// collective late (a CPU it did not get) when this share of its blame came
+// from there.
+inline constexpr double kMostlyLeaving = 0.5;
+
 // One line, culprit first: "rank 3 (pid 42) is the straggler: ...".
 std::string straggler_summary(const Finding& finding);
 

@@ -201,6 +201,7 @@ void JsonSink::window(const WindowReport& r) {
       j["lateness_median_ns"] = optional_number(s.lateness_median_ns);
       j["lateness_p90_ns"] = optional_number(s.lateness_p90_ns);
       j["blame_dominance"] = s.blame_dominance;
+      j["blame_leaving_share"] = s.blame_leaving_share;
       j["z_lateness_tail"] = optional_number(s.z_lateness_tail);
       j["gap_median_ns"] = optional_number(s.gap_median_ns);
       j["blame_ns"] = s.blame_ns;
@@ -232,6 +233,7 @@ json finding_json(const Finding& f) {
     evidence["windows_flagged"] = f.windows_flagged;
     evidence["windows_considered"] = f.windows_considered;
     evidence["blame_dominance"] = f.blame_dominance;
+    evidence["blame_leaving_share"] = f.blame_leaving_share;
     evidence["lateness_p90_ns"] = optional_number(f.lateness_p90_ns);
     evidence["z_lateness_tail"] = optional_number(f.z_lateness_tail);
   }
