@@ -57,7 +57,7 @@ SB_CXXFLAGS := -std=c++20 -Wall -Wextra -Werror -Iinclude -Iuser -I. -I$(BUILD)/
 # after `make deps` because every build runs in a make started after it.
 HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null)
 HTTPLIB_LIBS   := $(shell pkg-config --libs cpp-httplib 2>/dev/null || echo -lcpp-httplib)
-LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread $(HTTPLIB_LIBS)
+LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread $(HTTPLIB_LIBS) -lSQLiteCpp -lsqlite3
 
 LIB_SRCS  := $(shell find user -name '*.cpp' ! -path 'user/cli/*' ! -path 'user/demo/*' | sort)
 TOOL_SRCS := $(sort $(wildcard tools/*.cpp))

@@ -17,6 +17,8 @@ packages=(
 	libcpp-httplib-dev                        # slowburn probe: the metrics endpoint
 	python3-torch libgloo-dev                 # the PyTorch DDP workload (gloo); gloo headers check the offsets we read
 	prometheus                                # tests: promtool and a real server scraping slowburn probe
+	libsqlitecpp-dev libsqlite3-dev sqlite3   # recordings (trace --record, analyze); sqlite3 for queries
+	faketime                                  # tests: a tracer on a skewed clock (a second node)
 )
 
 missing=()

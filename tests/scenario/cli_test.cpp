@@ -67,8 +67,8 @@ struct StandinRank {
 };
 
 TEST(Cli, HelpShowsExamplesForEverySubcommand) {
-  for (const char* sub :
-       {"trace", "probes", "ranks", "funclat", "demo", "xid", "aer", "pcie", "gpuirq", "ib", "qp", "fabric"}) {
+  for (const char* sub : {"trace", "probes", "ranks", "funclat", "demo", "xid", "aer", "pcie", "gpuirq", "ib", "qp",
+                          "fabric", "analyze"}) {
     Ran ran = run_slowburn({sub, "--help"});
     EXPECT_EQ(ran.status, 0) << sub;
     EXPECT_NE(ran.output.find("Examples:"), std::string::npos) << sub;

@@ -1,5 +1,9 @@
 // slowburn trace: an ad-hoc session on every rank of the node.
+#include <iostream>
+
 #include "cli/command.h"
+#include "record/recorder.h"
+#include "record/recording_sink.h"
 #include "session/trace_session.h"
 
 namespace slowburn::cli {
@@ -14,7 +18,20 @@ struct TraceArgs {
   double window_ms = 500;
   double hang_s = 10;
   bool json = false;
+  std::string record;
+  std::string host;
 };
+
+// --record DIR (an existing directory, or a path ending in '/', made if
+// missing: every node's tracer writes into one shared one): DIR/HOST.sbr.
+Result<std::filesystem::path> recording_path(const TraceArgs& args) {
+  std::filesystem::path path = args.record;
+  std::error_code ec;
+  if (!args.record.ends_with('/') && !std::filesystem::is_directory(path, ec)) return path;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return make_error("cannot make the recordings directory {}: {}", path.string(), ec.message());
+  return path / (args.host + ".sbr");
+}
 
 Result<void> apply(TraceArgs& args) {
   if (auto ok = parse_persistence(args.persistence, args.options.detector); !ok) return ok;
@@ -23,6 +40,7 @@ Result<void> apply(TraceArgs& args) {
   if (!args.library.empty()) args.options.library = args.library;
   args.options.proc_root = args.proc_root;
   args.options.sysfs_root = args.sysfs_root;
+  if (args.host.empty()) args.host = hostname();
   return {};
 }
 }  // namespace
@@ -38,6 +56,7 @@ Command add_trace_command(CLI::App& app) {
       "  slowburn trace --probe 'mpi.*' --pid 4242 --pid 4243\n"
       "  slowburn trace --json | jq 'select(.kind==\"verdict\")'\n"
       "  slowburn trace --probe 'gloo.*' -d 20       # a PyTorch job on the gloo backend\n"
+      "  slowburn trace -d 60 --record /shared/run42/   # every node: then slowburn analyze /shared/run42\n"
       "Exit status: 0 a verdict was reached, 1 an error (nothing traced is one), 2 too few aligned collectives "
       "to judge.\n"
       "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
@@ -51,6 +70,9 @@ Command add_trace_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event}");
+  sub->add_option("--record", args->record,
+                  "Also write the session to this SQLite recording (a directory: DIR/HOST.sbr) for 'slowburn analyze'");
+  sub->add_option("--host", args->host, "The node's name in the recording and JSON lines (default: the hostname)");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")
       ->capture_default_str();
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology and the link/AER pollers")
@@ -76,8 +98,30 @@ Command add_trace_command(CLI::App& app) {
   return {sub, [args] {
             if (auto ok = apply(*args); !ok) return fail(ok.error());
             const auto& stop = install_stop_handlers();
-            auto sink = make_stdout_sink(args->json);
-            auto result = run_trace(args->options, *sink, stop);
+            auto sink = make_stdout_sink(args->json, args->host);
+            std::unique_ptr<Recorder> recorder;
+            std::unique_ptr<RecordingSink> recording_sink;
+            std::unique_ptr<TeeSink> tee;
+            if (!args->record.empty()) {
+              auto path = recording_path(*args);
+              if (!path) return fail(path.error());
+              auto created = Recorder::create(*path, {args->host});
+              if (!created) return fail(created.error());
+              recorder = std::move(*created);
+              recording_sink = std::make_unique<RecordingSink>(*recorder);
+              tee = std::make_unique<TeeSink>(*sink, *recording_sink);
+              args->options.recorder = recorder.get();
+            }
+            auto result = run_trace(args->options, tee ? static_cast<Sink&>(*tee) : *sink, stop);
+            if (recorder) {
+              auto finished = recorder->finish();
+              if (!finished) return fail(finished.error());
+              std::cerr << fmt::format(
+                  "slowburn: recorded to {}{}\n", recorder->path().string(),
+                  recorder->dropped_calls()
+                      ? fmt::format(" ({} calls dropped: the disk fell behind)", recorder->dropped_calls())
+                      : "");
+            }
             if (!result) return fail(result.error());
             // Too little aligned to judge is not an all-clear.
             return result->verdict.judged ? 0 : kExitUndetermined;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct Command {
 
 Command add_trace_command(CLI::App& app);
 Command add_probes_command(CLI::App& app);
+Command add_analyze_command(CLI::App& app);
 Command add_ranks_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
 Command add_funclat_command(CLI::App& app);  // tools/funclat.cpp
@@ -48,7 +50,14 @@ constexpr int kExitUndetermined = 2;
 constexpr int kExitMismatch = 3;
 
 // The text or JSON-lines sink on stdout.
-std::unique_ptr<Sink> make_stdout_sink(bool json);
+// This node's name.
+std::string hostname();
+
+// `host`: what JSON lines name the node (default: its hostname);
+// `wall_offset_ns`: CLOCK_REALTIME - CLOCK_MONOTONIC of the clock the times
+// are on (default: this node's).
+std::unique_ptr<Sink> make_stdout_sink(bool json, const std::string& host = "",
+                                       std::optional<int64_t> wall_offset_ns = std::nullopt);
 
 // Ctrl-C / SIGTERM: set once handlers are installed, read by sessions.
 const std::atomic<bool>& install_stop_handlers();

@@ -17,13 +17,13 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void on_stop_signal(int) { g_stop.store(true); }
+}  // namespace
 
 std::string hostname() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
 }
-}  // namespace
 
 namespace {
 Result<int> parse_count(const std::string& text) {
@@ -50,8 +50,10 @@ int fail(const Error& error) {
   return 1;
 }
 
-std::unique_ptr<Sink> make_stdout_sink(bool json) {
-  if (json) return std::make_unique<JsonSink>(std::cout, hostname(), wall_offset_ns());
+std::unique_ptr<Sink> make_stdout_sink(bool json, const std::string& host, std::optional<int64_t> wall_offset) {
+  if (json)
+    return std::make_unique<JsonSink>(std::cout, host.empty() ? hostname() : host,
+                                      wall_offset.value_or(wall_offset_ns()));
   return std::make_unique<TextSink>(std::cout);
 }
 

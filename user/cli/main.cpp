@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_aer_command(app),    slowburn::cli::add_pcie_command(app),
       slowburn::cli::add_gpuirq_command(app), slowburn::cli::add_ib_command(app),
       slowburn::cli::add_qp_command(app),     slowburn::cli::add_probe_command(app),
-      slowburn::cli::add_fabric_command(app),
+      slowburn::cli::add_fabric_command(app), slowburn::cli::add_analyze_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   slowburn::set_libbpf_verbose(verbose);

@@ -45,7 +45,7 @@ std::optional<CollectiveInstance> CollectiveAligner::next_by_exit_time() {
         first_out = &queue;
       }
     }
-    if (max_entry > min_exit) {
+    if (max_entry > min_exit + tolerance_ns_) {
       // That call ended before another rank's call began: not one instance.
       first_out->pop_front();
       ++discarded_;
@@ -93,7 +93,7 @@ std::optional<CollectiveInstance> CollectiveAligner::next_by_sequence() {
       discarded_ += instance.calls.size();
       continue;
     }
-    if (check_overlap_ && max_entry > min_exit) {
+    if (check_overlap_ && max_entry > min_exit + tolerance_ns_) {
       // The numbers say one instance, the clocks say not: trust neither.
       ++order_mismatches_;
       discarded_ += instance.calls.size();

@@ -54,8 +54,13 @@ class CollectiveAligner {
  public:
   // `check_overlap`: by sequence, drop instances whose calls do not all
   // overlap (synchronizing collectives; NCCL's enqueues do not overlap).
-  explicit CollectiveAligner(AlignBy by = AlignBy::exit_time, bool check_overlap = true, size_t max_queue = 4096)
-      : by_(by), check_overlap_(check_overlap), max_queue_(max_queue) {}
+  // `clock_tolerance_ns`: calls timed by different clocks (nodes merged by
+  // analyze, their offsets estimated to within this) overlap when an entry
+  // follows an exit by no more than it.
+  static constexpr size_t kMaxQueue = 4096;  // calls waiting per participant
+  explicit CollectiveAligner(AlignBy by = AlignBy::exit_time, bool check_overlap = true, size_t max_queue = kMaxQueue,
+                             uint64_t clock_tolerance_ns = 0)
+      : by_(by), check_overlap_(check_overlap), max_queue_(max_queue), tolerance_ns_(clock_tolerance_ns) {}
 
   void add_participant(int32_t pid);
   void remove_participant(int32_t pid);
@@ -84,6 +89,7 @@ class CollectiveAligner {
   bool check_overlap_;
   std::map<int32_t, std::deque<RankCall>> queues_;
   size_t max_queue_;
+  uint64_t tolerance_ns_;
   uint64_t discarded_ = 0;
   uint64_t order_mismatches_ = 0;
 };

@@ -86,7 +86,8 @@ StragglerDetector::Lane& StragglerDetector::lane_for(uint32_t probe_id, const Ca
   lane.comm = comm.comm;
   bool by_sequence = comm.comm && (comm.comm->seq_from_creation || comm.seq_absolute);
   if (lane.info.kind == CallKind::synchronizing)
-    lane.aligner.emplace(by_sequence ? AlignBy::sequence : AlignBy::exit_time, true);
+    lane.aligner.emplace(by_sequence ? AlignBy::sequence : AlignBy::exit_time, true, CollectiveAligner::kMaxQueue,
+                         config_.clock_tolerance_ns);
   else if (lane.info.kind == CallKind::async_enqueue && by_sequence)
     // NCCL returns at enqueue: its calls do not overlap, the numbers alone align them.
     lane.aligner.emplace(AlignBy::sequence, false);

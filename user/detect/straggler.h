@@ -72,6 +72,7 @@ struct DetectorConfig {
   uint64_t idle_ns = 2'000'000'000;    // others completed calls this long ago without a rank
   uint64_t hang_ns = 10'000'000'000;   // inside a collective this long while others are absent
   uint64_t settle_ns = 1'000'000'000;  // a communicator whose members are learnt from its calls: wait for them
+  uint64_t clock_tolerance_ns = 0;     // analyze: calls on merged node clocks agree to within this
 };
 
 struct DetectorCounters {

@@ -51,7 +51,9 @@ void JobJudges::on_call(const CallEvent& call) {
     registry_.on_lifecycle(call, *spec->second);
     return;
   }
-  detector->ingest(call, registry_.classify(call, *spec->second));
+  CallComm comm = registry_.classify(call, *spec->second);
+  if (tap_) tap_(call, comm);
+  detector->ingest(call, comm);
 }
 
 DetectorOutput JobJudges::advance(uint64_t now_ns) {
@@ -65,6 +67,7 @@ DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightC
     CommBackend backend = call.comm ? spec->second->backend : CommBackend::none;
     call.communicator = registry_.lookup(static_cast<int32_t>(call.tgid), backend, call.comm);
   }
+  if (in_flight_tap_) in_flight_tap_(now_ns, calls);
   return each([&](StragglerDetector& d) { return d.check_in_flight(now_ns, calls); });
 }
 

@@ -4,6 +4,7 @@
 // replays through here as a live session does.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,13 @@ class JobJudges {
   // The probe is attached in the rank: it takes part in that probe's alignment.
   void attached(uint32_t probe_id, int32_t pid);
   void on_call(const CallEvent& call);
+  // Also hands every collective call, with its communicator, to `tap` (a
+  // recording), before it is judged.
+  using CallTap = std::function<void(const CallEvent&, const CallComm&)>;
+  void set_call_tap(CallTap tap) { tap_ = std::move(tap); }
+  // And every reading of the calls in flight (at `now_ns`), communicators named.
+  using InFlightTap = std::function<void(uint64_t now_ns, const std::vector<InFlightCall>&)>;
+  void set_in_flight_tap(InFlightTap tap) { in_flight_tap_ = std::move(tap); }
   DetectorOutput advance(uint64_t now_ns);
   // Calls the kernel reports in flight, with their communicators named.
   DetectorOutput check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls);
@@ -49,6 +57,8 @@ class JobJudges {
   std::map<int32_t, StragglerDetector*> by_pid_;
   std::map<uint32_t, const ProbeSpec*> probes_;
   CommRegistry registry_;
+  CallTap tap_;
+  InFlightTap in_flight_tap_;
 };
 
 }  // namespace slowburn

@@ -14,6 +14,7 @@
 #include "loader/privileges.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
+#include "record/recorder.h"
 #include "session/attach.h"
 #include "session/call_stream.h"
 #include "session/discover.h"
@@ -102,6 +103,11 @@ Result<void> TraceSession::start() {
   if (!program) return program.error();
   program_ = std::move(*program);
   judges_ = std::make_unique<JobJudges>(o_.detector, probes_, result_.ranks, CommRegistry::for_processes(o_.proc_root));
+  if (Recorder* recorder = o_.recorder) {
+    judges_->set_call_tap([recorder](const CallEvent& call, const CallComm& comm) { recorder->call(call, comm); });
+    judges_->set_in_flight_tap(
+        [recorder](uint64_t now_ns, const std::vector<InFlightCall>& calls) { recorder->in_flight(now_ns, calls); });
+  }
   if (auto ok = start_hardware(); !ok) return ok;
   SymbolCache symbols;
   for (const RankIdentity& rank : result_.ranks) attach_rank(rank, symbols);

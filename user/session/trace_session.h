@@ -26,6 +26,8 @@
 
 namespace slowburn {
 
+class Recorder;
+
 struct TraceOptions {
   std::vector<int32_t> pids;                // empty: every rank process on the node
   std::vector<std::string> probe_patterns;  // empty: the whole catalog
@@ -43,6 +45,9 @@ struct TraceOptions {
   // flaps), QP errors from libibverbs and NCCL IB per-connection latency in
   // the ranks that load those libraries.
   bool rdma = true;
+  // Where every collective call also goes, with its communicator (a
+  // recording: record/recorder.h); null: nowhere.
+  Recorder* recorder = nullptr;
 };
 
 struct TraceResult {

@@ -20,6 +20,8 @@ void put_identity(json& j, const RankIdentity& id) {
   j["world_size"] = id.world_size ? json(*id.world_size) : json(nullptr);
   j["job"] = id.job;
   j["launcher"] = id.launcher;
+  // The rank's node (in analyze, the recording's; `host` is who printed the line).
+  if (!id.host.empty()) j["node"] = id.host;
 }
 
 // {"id":3,"key":"mpi:job:cid=3:ranks=2,3","label":"cid 3 (ranks 2,3)","library":"mpi","size":2,
@@ -254,6 +256,21 @@ void JsonSink::finding(const Finding& f) {
   j["kind"] = "finding";
   j["ts"] = unix_now_s();
   j["host"] = host_;
+  out_ << j.dump() << '\n';
+  out_.flush();
+}
+
+void JsonSink::node_clock(const NodeClock& n) {
+  json j{{"kind", "node"},
+         {"host", n.host},
+         {"recording", n.recording},
+         {"ranks", n.ranks},
+         {"reference", n.reference},
+         {"clock_offset_ns", n.offset_ns ? json(*n.offset_ns) : json(nullptr)},
+         {"clock_offset_spread_ns", n.offset_ns ? json(n.spread_ns) : json(nullptr)},
+         {"matched", n.matched},
+         {"from", n.lane.empty() ? json(nullptr) : json(n.lane)},
+         {"reason", n.unknown_reason.empty() ? json(nullptr) : json(n.unknown_reason)}};
   out_ << j.dump() << '\n';
   out_.flush();
 }

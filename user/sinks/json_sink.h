@@ -24,6 +24,7 @@ class JsonSink : public Sink {
   void finding(const Finding& finding) override;
   void histogram(const HistogramReport& report) override;
   void communicators(const std::vector<CommunicatorRef>& comms) override;
+  void node_clock(const NodeClock& node) override;
   void summary(const SessionSummary& summary) override;
   void verdict(const SessionVerdict& verdict) override;
 

@@ -56,6 +56,20 @@ struct SessionSummary {
   std::vector<Finding> findings;
 };
 
+// slowburn analyze: one node of a merged job, and its clock against the
+// reference node's (the first recording).
+struct NodeClock {
+  std::string host;
+  std::string recording;  // its file
+  std::vector<int> ranks;
+  bool reference = false;
+  std::optional<int64_t> offset_ns;  // add to the node's timestamps for the reference's clock
+  int64_t spread_ns = 0;             // of the matched releases' differences
+  size_t matched = 0;                // releases matched with the reference's
+  std::string lane;                  // the collective that gave it
+  std::string unknown_reason;        // no offset: why (the node is then left out)
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -73,6 +87,8 @@ class Sink {
   virtual void histogram(const HistogramReport& report) = 0;
   // The communicators the session told apart, once, before the summary.
   virtual void communicators(const std::vector<CommunicatorRef>& comms) = 0;
+  // analyze: a merged node and its clock offset, before anything else.
+  virtual void node_clock(const NodeClock& node) = 0;
   virtual void summary(const SessionSummary& summary) = 0;
   // The session's conclusion, last.
   virtual void verdict(const SessionVerdict& verdict) = 0;

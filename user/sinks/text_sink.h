@@ -22,6 +22,7 @@ class TextSink : public Sink {
   void finding(const Finding& finding) override;
   void histogram(const HistogramReport& report) override;
   void communicators(const std::vector<CommunicatorRef>& comms) override;
+  void node_clock(const NodeClock& node) override;
   void summary(const SessionSummary& summary) override;
   void verdict(const SessionVerdict& verdict) override;
 
@@ -29,6 +30,7 @@ class TextSink : public Sink {
   std::ostream& out_;
   std::map<std::pair<std::string, uint32_t>, WindowReport> latest_;  // per (probe, communicator), since the last tick
   std::vector<ProbeStatus> statuses_;                                // until probes_done()
+  bool header_done_nodes_ = false;
 };
 
 std::string format_window_table(const WindowReport& report);

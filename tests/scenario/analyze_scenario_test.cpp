@@ -1,0 +1,186 @@
+// Across nodes, for real: one MPI job traced by two tracers, each on half
+// of its ranks as if on its own node (--pid, --host), one of them on a
+// clock skewed by Debian's faketime (CLOCK_REALTIME only, as a node whose
+// clock is off; the kernel's timestamps are the node's own). `analyze`
+// must recover the skew from the collectives to within 1 ms, name the slow
+// rank with its node, and nobody in a healthy job.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "core/subprocess.h"
+#include "detect/straggler.h"
+#include "detect/verdict.h"
+#include "session/mpi_job.h"
+#include "support/temp_dir.h"
+#include "support/test_support.h"
+
+namespace slowburn {
+namespace {
+
+using namespace testing;
+
+#define SKIP_UNLESS_FAKETIME()                                                                                        \
+  do {                                                                                                                \
+    if (!find_program("faketime")) GTEST_SKIP() << "faketime not installed (apt-get install faketime, or make deps)"; \
+  } while (0)
+
+struct TwoNodes {
+  nlohmann::json node_b;  // its "node" line
+  std::vector<nlohmann::json> stragglers;
+  std::vector<nlohmann::json> hangs;
+  bool judged = false;
+  std::string output;
+};
+
+// Ranks 0-1 traced as node-a, ranks 2-3 as node-b on a clock `skew` ahead
+// (faketime's -f syntax: "+30s", "-0.045"), started a second later;
+// `stall_rank` (>= 0) stalled 3 s after that, outside any collective.
+TwoNodes trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank = -1) {
+  TwoNodes out;
+  TempDir dir;
+  MpiJobOptions options;
+  options.program = demo_workload_argv(workload_path("slowburn-mpi-workload"), slow_rank, kClearSlowdown, 3000, 60);
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  EXPECT_TRUE(job) << (job ? "" : job.error().message);
+  if (!job) return out;
+  std::vector<int32_t> pids;
+  for (int r = 0; r < 4; ++r)
+    for (const RankIdentity& id : job->ranks())
+      if (id.rank == r) pids.push_back(id.pid);
+  EXPECT_EQ(pids.size(), 4u);
+  if (pids.size() != 4) return out;
+  std::string recordings = (dir / "run").string() + "/";
+  auto tracer = [&](const std::string& host, int32_t p0, int32_t p1, double seconds) {
+    return std::vector<std::string>{"trace",
+                                    "--probe",
+                                    "mpi.*",
+                                    "-d",
+                                    std::to_string(seconds),
+                                    "--pid",
+                                    std::to_string(p0),
+                                    "--pid",
+                                    std::to_string(p1),
+                                    "--host",
+                                    host,
+                                    "--record",
+                                    recordings};
+  };
+  Ran a, b;
+  std::thread node_a([&] { a = run_slowburn(tracer("node-a", pids[0], pids[1], 13)); });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::thread node_b([&] {
+    b = run_slowburn(tracer("node-b", pids[2], pids[3], 11), std::chrono::seconds(60),
+                     {"env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "faketime", "-f", skew});
+  });
+  if (stall_rank >= 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    kill(pids[static_cast<size_t>(stall_rank)], SIGUSR1);  // the workload stalls between two steps
+  }
+  node_b.join();
+  node_a.join();
+  if (stall_rank >= 0) kill(pids[static_cast<size_t>(stall_rank)], SIGUSR1);
+  job->stop();
+  EXPECT_NE(a.status, 1) << a.output;
+  EXPECT_NE(b.status, 1) << b.output;
+  Ran analyzed = run_slowburn({"analyze", recordings, "--json", "--hang-s", "4"});
+  out.output = analyzed.output;
+  EXPECT_EQ(analyzed.status, 0) << analyzed.output;
+  for (const auto& node : json_lines(analyzed.output, "node"))
+    if (node["host"] == "node-b") out.node_b = node;
+  for (const auto& verdict : json_lines(analyzed.output, "verdict")) {
+    out.judged = verdict["judged"].get<bool>();
+    for (const auto& s : verdict["stragglers"]) out.stragglers.push_back(s);
+    for (const auto& h : verdict["hangs"]) out.hangs.push_back(h);
+  }
+  return out;
+}
+
+double offset_of(const TwoNodes& t) {
+  EXPECT_TRUE(t.node_b.is_object()) << t.output;
+  if (!t.node_b.is_object() || t.node_b["clock_offset_ns"].is_null()) {
+    ADD_FAILURE() << "node-b's offset is unknown\n" << t.output;
+    return 0;
+  }
+  return t.node_b["clock_offset_ns"].get<double>();
+}
+
+TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
+  SKIP_UNLESS_MPI();
+  SKIP_UNLESS_FAKETIME();
+  TwoNodes t = trace_two_nodes(3, "+30s");
+  EXPECT_NEAR(offset_of(t), -30e9, 1e6) << "node-b's clock runs 30 s ahead: add -30 s\n" << t.output;
+  EXPECT_TRUE(t.judged) << t.output;
+  bool named = false;
+  for (const auto& s : t.stragglers) {
+    if (s["rank"] == 3) {
+      named = true;
+      EXPECT_EQ(s["node"], "node-b") << s.dump();
+    } else {
+      // Another rank only with slowness of its own (a busy node: README).
+      const auto& e = s["evidence"];
+      bool own = (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||
+                 e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
+      EXPECT_TRUE(own) << s.dump();
+    }
+  }
+  EXPECT_TRUE(named) << t.output;
+}
+
+TEST(AnalyzeAcrossNodes, AHealthyJobOnAClockBehindNamesNobody) {
+  SKIP_UNLESS_MPI();
+  SKIP_UNLESS_FAKETIME();
+  TwoNodes t = trace_two_nodes(-1, "-0.045");
+  EXPECT_NEAR(offset_of(t), 45e6, 1e6) << "node-b's clock runs 45 ms behind: add +45 ms\n" << t.output;
+  EXPECT_TRUE(t.judged) << t.output;
+  for (const auto& s : t.stragglers) {
+    const auto& e = s["evidence"];
+    bool own = (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||
+               e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
+    EXPECT_TRUE(own) << "named without slowness of its own: " << s.dump();
+  }
+}
+
+TEST(AnalyzeAcrossNodes, ARankStalledOnOneNodeIsTheHangOfTheWholeJob) {
+  // Rank 2 (node-b) stops calling; ranks 0 and 1 wait on node-a, where
+  // their tracer alone sees two ranks inside a collective and nobody absent.
+  SKIP_UNLESS_MPI();
+  SKIP_UNLESS_FAKETIME();
+  TwoNodes t = trace_two_nodes(-1, "+2s", 2);
+  EXPECT_NEAR(offset_of(t), -2e9, 1e6) << t.output;
+  ASSERT_EQ(t.hangs.size(), 1u) << t.output;
+  const auto& hang = t.hangs[0];
+  EXPECT_EQ(hang["rank"], 2) << hang.dump();
+  EXPECT_EQ(hang["node"], "node-b") << hang.dump();
+  auto waiting = hang["evidence"]["waiting_ranks"].get<std::vector<int>>();
+  for (int r : {0, 1, 3}) EXPECT_NE(std::find(waiting.begin(), waiting.end(), r), waiting.end()) << hang.dump();
+}
+
+TEST(AnalyzeAcrossNodes, ATracerKilledMidWriteLeavesARecordingAnalyzeReads) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  MpiJobOptions options;
+  options.program = demo_workload_argv(workload_path("slowburn-mpi-workload"), 1, kClearSlowdown, 3000, 60);
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  ASSERT_TRUE(job) << job.error().message;
+  auto path = dir / "node-a.sbr";
+  auto tracer = Subprocess::spawn({slowburn_binary().string(), "trace", "--probe", "mpi.*", "--record", path.string()},
+                                  {(dir / "trace.out").string(), {}});
+  ASSERT_TRUE(tracer) << tracer.error().message;
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  kill(tracer->pid(), SIGKILL);
+  (void)tracer->wait_for(std::chrono::seconds(5));
+  job->stop();
+  Ran analyzed = run_slowburn({"analyze", path.string(), "--json"});
+  EXPECT_EQ(analyzed.status, 0) << analyzed.output << read_text(dir / "trace.out");
+  auto verdicts = json_lines(analyzed.output, "verdict");
+  ASSERT_EQ(verdicts.size(), 1u) << analyzed.output;
+  EXPECT_GT(verdicts[0]["instances"].get<int>(), 100) << "the batches committed before the kill";
+}
+
+}  // namespace
+}  // namespace slowburn

@@ -1,0 +1,183 @@
+// analyze on synthetic recordings of one job split over nodes whose clocks
+// disagree: each node's offset recovered from the collectives alone, the
+// slow rank named with its node wherever it runs, nobody in a healthy job;
+// recordings of two jobs refused together; a node whose clock cannot be
+// matched left out with the reason.
+#include "merge/analyze.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "probes/catalog.h"
+#include "record/recorder.h"
+#include "record/recording_sink.h"
+#include "sinks/json_sink.h"
+#include "support/synthetic_job.h"
+#include "support/temp_dir.h"
+
+namespace slowburn {
+namespace {
+
+using testing::SyntheticJob;
+using testing::TempDir;
+
+struct NodeSpec {
+  std::string host;
+  std::vector<int> ranks;
+  int64_t clock_shift_ns = 0;  // added to its timestamps: its clock runs that far ahead
+  std::string job = "77";
+};
+
+// One recording per node of the job's calls: its ranks' calls only, on its
+// own clock, from `first_step` (a tracer started later sees fewer).
+void record(const TempDir& dir, const std::vector<CallEvent>& events, const NodeSpec& node, int steps_skipped = 0) {
+  auto recorder = Recorder::create(dir.path() / (node.host + ".sbr"), {node.host});
+  ASSERT_TRUE(recorder) << recorder.error().message;
+  RecordingSink sink(**recorder);
+  const ProbeSpec* allreduce = find_probe("mpi.allreduce");
+  for (int r : node.ranks) {
+    ProbeStatus s;
+    s.probe = allreduce->name;
+    s.pid = SyntheticJob::pid(r);
+    s.state = ProbeState::attached;
+    RankIdentity id;
+    id.pid = s.pid;
+    id.rank = r;
+    id.job = node.job;
+    s.rank = id;
+    sink.probe_status(s);
+  }
+  auto comm = std::make_shared<CommunicatorInfo>();
+  comm->id = 0;
+  comm->key = "job:" + node.job;
+  comm->label = "all ranks";
+  for (const CallEvent& e : events) {
+    int rank = static_cast<int>(e.pid) - SyntheticJob::pid(0);
+    if (std::find(node.ranks.begin(), node.ranks.end(), rank) == node.ranks.end()) continue;
+    if (e.seq <= static_cast<uint64_t>(steps_skipped)) continue;
+    CallEvent mine = e;
+    mine.probe_id = allreduce->id;
+    mine.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(e.entry_ns) + node.clock_shift_ns);
+    mine.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(e.exit_ns) + node.clock_shift_ns);
+    (*recorder)->call(mine, {comm, std::nullopt, e.seq - static_cast<uint64_t>(steps_skipped), false});
+  }
+  ASSERT_TRUE((*recorder)->finish());
+}
+
+std::vector<CallEvent> job_events(int slow_rank, int steps = 3000) {
+  SyntheticJob job;
+  job.ranks = 4;
+  job.compute_ns = [slow_rank](int rank, int) { return rank == slow_rank ? 4.5e6 : 3e6; };
+  return job.run(steps);
+}
+
+struct Analyzed {
+  Result<AnalyzeResult> result;
+  std::string json;
+};
+
+Analyzed analyze(const TempDir& dir, std::optional<std::string> job = std::nullopt) {
+  AnalyzeOptions options;
+  options.inputs = {dir.path()};
+  options.job = job;
+  std::ostringstream out;
+  JsonSink sink(out, "analyst", 0);
+  auto result = run_analyze(options, sink);
+  return {std::move(result), out.str()};
+}
+
+std::set<std::pair<int, std::string>> named(const SessionVerdict& v) {
+  std::set<std::pair<int, std::string>> out;
+  for (const Finding& f : v.stragglers) out.insert({f.culprit.rank, f.culprit.host});
+  return out;
+}
+
+TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
+  // node-b's clock is 2.5 s behind node-a's and its tracer started 200
+  // steps later; rank 3, on node-b, computes 1.5x longer.
+  for (int64_t shift : {int64_t{-2'500'000'000}, int64_t{40'000'000}}) {
+    TempDir dir;
+    auto events = job_events(3);
+    record(dir, events, {"node-a", {0, 1}});
+    record(dir, events, {"node-b", {2, 3}, shift}, 200);
+    auto a = analyze(dir);
+    ASSERT_TRUE(a.result) << a.result.error().message;
+    ASSERT_EQ(a.result->nodes.size(), 2u);
+    EXPECT_TRUE(a.result->nodes[0].reference);
+    ASSERT_TRUE(a.result->nodes[1].offset_ns.has_value()) << a.result->nodes[1].unknown_reason;
+    EXPECT_NEAR(static_cast<double>(*a.result->nodes[1].offset_ns), static_cast<double>(-shift), 100'000);
+    EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{3, "node-b"}})) << a.json;
+    ASSERT_FALSE(a.result->verdict.stragglers.empty());
+    EXPECT_NE(a.result->verdict.stragglers[0].summary.find("on node-b)"), std::string::npos)
+        << a.result->verdict.stragglers[0].summary;
+    EXPECT_EQ(a.json.rfind("{\"clock_offset_ns\":null", 0), std::string::npos);
+    EXPECT_NE(a.json.find("\"kind\":\"node\""), std::string::npos);
+    EXPECT_NE(a.json.find("\"kind\":\"verdict\""), std::string::npos);
+  }
+}
+
+TEST(Analyze, OneRankPerNodeAndAHealthyJob) {
+  TempDir slow_dir, healthy_dir;
+  auto slow = job_events(0);
+  auto healthy = job_events(-1);
+  for (int r = 0; r < 4; ++r) {
+    NodeSpec node{"node-" + std::to_string(r), {r}, r * 7'000'000 - 10'000'000};
+    record(slow_dir, slow, node, r * 50);
+    record(healthy_dir, healthy, node, r * 50);
+  }
+  auto s = analyze(slow_dir);
+  ASSERT_TRUE(s.result) << s.result.error().message;
+  for (size_t i = 1; i < 4; ++i) {
+    ASSERT_TRUE(s.result->nodes[i].offset_ns) << s.result->nodes[i].unknown_reason;
+    EXPECT_NEAR(static_cast<double>(*s.result->nodes[i].offset_ns), -7e6 * static_cast<double>(i), 100'000);
+  }
+  EXPECT_EQ(named(s.result->verdict), (std::set<std::pair<int, std::string>>{{0, "node-0"}})) << s.json;
+  auto h = analyze(healthy_dir);
+  ASSERT_TRUE(h.result) << h.result.error().message;
+  EXPECT_TRUE(h.result->verdict.judged);
+  EXPECT_TRUE(h.result->verdict.stragglers.empty()) << h.json;
+}
+
+TEST(Analyze, TwoJobsAreRefusedTogetherUnlessOneIsPicked) {
+  TempDir dir;
+  auto events = job_events(1);
+  record(dir, events, {"node-a", {0, 1}});
+  record(dir, events, {"node-b", {2, 3}, 0, "78"});
+  auto both = analyze(dir);
+  ASSERT_FALSE(both.result);
+  EXPECT_NE(both.result.error().message.find("pick one with --job"), std::string::npos) << both.result.error().message;
+  auto one = analyze(dir, "77");
+  ASSERT_TRUE(one.result) << one.result.error().message;
+  EXPECT_EQ(one.result->nodes[1].ranks.size(), 0u) << "node-b holds none of job 77's ranks";
+  auto unknown = analyze(dir, "79");
+  ASSERT_FALSE(unknown.result);
+  EXPECT_NE(unknown.result.error().message.find("no rank of job '79'"), std::string::npos);
+}
+
+TEST(Analyze, ANodeWhoseClockCannotBeMatchedIsLeftOutAndSaid) {
+  // node-b recorded a different stretch of the job: no release in common.
+  TempDir dir;
+  auto events = job_events(1, 2000);
+  record(dir, events, {"node-a", {0, 1}});
+  std::vector<CallEvent> later = SyntheticJob{}.run(10, 5000);
+  record(dir, later, {"node-b", {2, 3}});
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  EXPECT_FALSE(a.result->nodes[1].offset_ns.has_value());
+  EXPECT_FALSE(a.result->nodes[1].unknown_reason.empty());
+  EXPECT_NE(a.json.find("\"clock_offset_ns\":null"), std::string::npos);
+}
+
+TEST(Analyze, TwoRecordingsFromOneHostAreRefused) {
+  TempDir dir;
+  auto events = job_events(1, 100);
+  record(dir, events, {"node-a", {0, 1}});
+  std::filesystem::copy_file(dir.path() / "node-a.sbr", dir.path() / "node-a-copy.sbr");
+  auto a = analyze(dir);
+  ASSERT_FALSE(a.result);
+  EXPECT_NE(a.result.error().message.find("give each tracer its own --host"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace slowburn

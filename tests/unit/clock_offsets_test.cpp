@@ -1,0 +1,97 @@
+// Node clock offsets from collective releases: recovered from the data
+// whatever the sign and size of the skew, through lost instances and
+// different start times; refused when the steps are too regular to match.
+#include "merge/clock_offsets.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace slowburn {
+namespace {
+
+// Releases of a job whose steps take ~10 ms with a few % of jitter, on the
+// reference clock.
+std::vector<int64_t> job_releases(size_t n, double jitter_share, uint64_t seed = 7) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> jitter(0, 10e6 * jitter_share);
+  std::vector<int64_t> out;
+  double t = 1.7e18;  // a wall clock in ns
+  for (size_t i = 0; i < n; ++i) {
+    t += 10e6 + jitter(rng);
+    out.push_back(static_cast<int64_t>(t));
+  }
+  return out;
+}
+
+// The same releases as a node whose clock is `skew_ns` behind the
+// reference (offset = +skew), traced from `first` to `last`, with a
+// collective spread of up to 20 us and every 97th instance lost.
+ReleaseSeries as_node(const std::vector<int64_t>& reference, int64_t skew_ns, size_t first, size_t last) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int64_t> spread(0, 20'000);
+  ReleaseSeries s;
+  for (size_t i = first; i < last; ++i)
+    if (i % 97 != 0) s.release_ns.push_back(reference[i] - skew_ns + spread(rng));
+  return s;
+}
+
+TEST(ClockOffsets, RecoveredByShiftWhateverTheSignAndSize) {
+  auto ref = job_releases(3000, 0.03);
+  for (int64_t skew : {int64_t{37'000'000}, int64_t{-42'000'000}, int64_t{3'500'000'000}, int64_t{-2'000'000'000}}) {
+    LaneReleases a{{"mpi:1:cid=0/mpi.allreduce", {ref, {}}}};
+    LaneReleases b{{"mpi:1:cid=0/mpi.allreduce", as_node(ref, skew, 150, 2700)}};
+    auto offset = estimate_clock_offset(a, b);
+    ASSERT_TRUE(offset) << offset.error().message;
+    EXPECT_NEAR(static_cast<double>(offset->offset_ns), static_cast<double>(skew), 30'000) << "skew " << skew;
+    EXPECT_LT(offset->spread_ns, 20'000);
+    EXPECT_GT(offset->matched, 2400u) << "every release the two share, lost ones aside";
+  }
+}
+
+TEST(ClockOffsets, BySequenceNumbersWithoutSearching) {
+  auto ref = job_releases(500, 0.0);  // perfectly regular: numbers need no search
+  ReleaseSeries a{ref, {}}, b;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    a.seq.push_back(i + 1);
+    if (i >= 40) {
+      b.release_ns.push_back(ref[i] + 5'000'000);
+      b.seq.push_back(i + 1);
+    }
+  }
+  auto offset = estimate_clock_offset({{"gloo:g/gloo.allreduce", a}}, {{"gloo:g/gloo.allreduce", b}});
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_EQ(offset->offset_ns, -5'000'000);
+  EXPECT_EQ(offset->matched, 460u);
+}
+
+TEST(ClockOffsets, TooRegularStepsAreRefusedNotGuessed) {
+  auto ref = job_releases(1000, 0.0);
+  auto offset = estimate_clock_offset({{"lane", {ref, {}}}}, {{"lane", as_node(ref, 25'000'000, 100, 900)}});
+  ASSERT_FALSE(offset);
+  EXPECT_NE(offset.error().message.find("too regularly"), std::string::npos) << offset.error().message;
+}
+
+TEST(ClockOffsets, NothingSharedOrTooFewIsSaid) {
+  auto ref = job_releases(100, 0.03);
+  auto none = estimate_clock_offset({{"a", {ref, {}}}}, {{"b", {ref, {}}}});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("no collective of a communicator seen on both nodes"), std::string::npos);
+  auto few = estimate_clock_offset({{"a", {ref, {}}}}, {{"a", as_node(ref, 0, 0, 10)}});
+  ASSERT_FALSE(few);
+  EXPECT_NE(few.error().message.find("at least 20"), std::string::npos) << few.error().message;
+}
+
+TEST(ClockOffsets, TheLaneWithMostMatchesDecides) {
+  auto ref = job_releases(2000, 0.03);
+  auto other = job_releases(60, 0.03, 99);
+  LaneReleases a{{"big", {ref, {}}}, {"small", {other, {}}}};
+  LaneReleases b{{"big", as_node(ref, 8'000'000, 0, 2000)}, {"small", as_node(other, 8'000'000, 0, 60)}};
+  auto offset = estimate_clock_offset(a, b);
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_EQ(offset->lane, "big");
+  EXPECT_NEAR(static_cast<double>(offset->offset_ns), 8e6, 30'000);
+}
+
+}  // namespace
+}  // namespace slowburn

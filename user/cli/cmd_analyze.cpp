@@ -1,0 +1,65 @@
+// slowburn analyze: recordings of one job from many nodes, judged as one job.
+#include "cli/command.h"
+#include "merge/analyze.h"
+#include "record/recording_reader.h"
+
+namespace slowburn::cli {
+
+namespace {
+struct AnalyzeArgs {
+  AnalyzeOptions options;
+  std::vector<std::string> inputs;
+  std::string job;
+  std::string persistence = "3/5";
+  double window_ms = 500;
+  double hang_s = 10;
+  bool json = false;
+};
+}  // namespace
+
+Command add_analyze_command(CLI::App& app) {
+  auto args = std::make_shared<AnalyzeArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "analyze",
+      "Merge the recordings of one job from many nodes ('slowburn trace --record') and judge it as one job: each "
+      "node's clock offset estimated from the collectives themselves, then the same straggler verdict as trace, "
+      "naming rank, node and communicator.\n\nExamples:\n"
+      "  slowburn analyze /shared/run42                  # every *.sbr in the directory\n"
+      "  slowburn analyze node-a.sbr node-b.sbr --json | jq 'select(.kind==\"node\" or .kind==\"verdict\")'\n"
+      "  slowburn analyze run42/ --job 1603207169         # recordings holding several jobs\n"
+      "The first recording is the clock reference. Exit status: 0 a verdict was reached, 1 an error, 2 too few "
+      "aligned collectives to judge.");
+  sub->add_option("recordings", args->inputs, "Recordings (.sbr) or directories of them")->required();
+  sub->add_option("--job", args->job, "The job to judge, when the recordings hold several");
+  sub->add_flag("--json", args->json, "JSON lines: kind in {node, window, finding, status, verdict}");
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  detector->add_option("--window-ms", args->window_ms, "Window length")
+      ->check(CLI::Range(10.0, 3'600'000.0))
+      ->capture_default_str();
+  detector->add_option("--z-threshold", args->options.detector.z_threshold, "Robust z of arrival lateness")
+      ->capture_default_str();
+  detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
+  detector
+      ->add_option("--hang-s", args->hang_s,
+                   "A hang: ranks inside a collective this long, when the recordings end, while a member never entered")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  return {sub, [args] {
+            if (auto ok = parse_persistence(args->persistence, args->options.detector); !ok) return fail(ok.error());
+            args->options.detector.window_ns = static_cast<uint64_t>(args->window_ms * 1e6);
+            args->options.detector.hang_ns = static_cast<uint64_t>(args->hang_s * 1e9);
+            for (const std::string& input : args->inputs) args->options.inputs.emplace_back(input);
+            if (!args->job.empty()) args->options.job = args->job;
+            // Times are put on the reference's (the first recording's) clock.
+            std::optional<int64_t> wall_offset;
+            if (auto paths = recordings_in(args->options.inputs); paths && !paths->empty())
+              if (auto info = read_recording_info(paths->front()))
+                wall_offset = info->anchor_realtime_ns - info->anchor_monotonic_ns;
+            auto sink = make_stdout_sink(args->json, "", wall_offset);
+            auto result = run_analyze(args->options, *sink);
+            if (!result) return fail(result.error());
+            return result->verdict.judged ? 0 : kExitUndetermined;
+          }};
+}
+
+}  // namespace slowburn::cli

@@ -1,0 +1,187 @@
+#include "merge/clock_offsets.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/format.h"
+
+namespace slowburn {
+
+namespace {
+
+// A microsecond added to both spreads before comparing them: two perfect
+// matches (spread 0) are equally good, not infinitely different.
+constexpr int64_t kSpreadFloorNs = 1000;
+
+int64_t median_of(std::vector<int64_t> values) {
+  auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
+int64_t spread_of(const std::vector<int64_t>& values, int64_t center) {
+  std::vector<int64_t> deviations;
+  deviations.reserve(values.size());
+  for (int64_t v : values) deviations.push_back(std::llabs(v - center));
+  return median_of(std::move(deviations));
+}
+
+ClockOffset from_differences(const std::vector<int64_t>& diffs, const std::string& lane) {
+  ClockOffset c;
+  c.offset_ns = median_of(diffs);
+  c.spread_ns = spread_of(diffs, c.offset_ns);
+  c.matched = diffs.size();
+  c.lane = lane;
+  return c;
+}
+
+// Every node release matched to the nearest reference release on the
+// estimated clock, within `tolerance_ns`; twice, the second time around the
+// first pass's median.
+std::vector<int64_t> match_nearest(const std::vector<int64_t>& ref, const std::vector<int64_t>& node, int64_t offset,
+                                   int64_t tolerance_ns) {
+  std::vector<int64_t> diffs;
+  for (int pass = 0; pass < 2; ++pass) {
+    diffs.clear();
+    for (int64_t t : node) {
+      int64_t x = t + offset;
+      auto it = std::lower_bound(ref.begin(), ref.end(), x);
+      int64_t best = INT64_MAX;
+      if (it != ref.end()) best = *it - x;
+      if (it != ref.begin() && x - *(it - 1) < std::llabs(best)) best = *(it - 1) - x;
+      if (best != INT64_MAX && std::llabs(best) <= tolerance_ns) diffs.push_back(x + best - t);
+    }
+    if (diffs.empty()) break;
+    offset = median_of(diffs);
+  }
+  return diffs;
+}
+
+Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
+                                const OffsetSearch& search) {
+  std::map<uint64_t, int64_t> at;
+  for (size_t i = 0; i < ref.seq.size(); ++i) at[ref.seq[i]] = ref.release_ns[i];
+  std::vector<int64_t> diffs;
+  for (size_t i = 0; i < node.seq.size(); ++i)
+    if (auto it = at.find(node.seq[i]); it != at.end()) diffs.push_back(it->second - node.release_ns[i]);
+  if (diffs.size() < search.min_matched)
+    return make_error("{}: {} instance(s) with the same sequence number on both nodes (at least {} needed)", lane,
+                      diffs.size(), search.min_matched);
+  return from_differences(diffs, lane);
+}
+
+struct ShiftMatch {
+  int64_t shift = 0;
+  int64_t spread = INT64_MAX;
+  int64_t runner_up = INT64_MAX;  // the next best shift's spread
+};
+
+// The node's releases [start, start + w) tried at every shift against the
+// reference's (reference index = node index + shift), each scored by the
+// spread of a sample of its differences.
+ShiftMatch best_shift(const std::vector<int64_t>& ref, const std::vector<int64_t>& node, int64_t start, int64_t w,
+                      const OffsetSearch& search) {
+  auto ref_size = static_cast<int64_t>(ref.size());
+  auto min_pairs = std::min(static_cast<int64_t>(search.min_matched), w);
+  int64_t end = start + w;
+  ShiftMatch m;
+  std::vector<int64_t> diffs;
+  for (int64_t shift = min_pairs - end; shift <= ref_size - min_pairs - start; ++shift) {
+    int64_t lo = std::max(start, -shift);
+    int64_t hi = std::min(end, ref_size - shift);
+    if (hi - lo < min_pairs) continue;
+    int64_t stride = std::max<int64_t>(1, (hi - lo) / static_cast<int64_t>(search.sample));
+    diffs.clear();
+    for (int64_t j = lo; j < hi; j += stride)
+      diffs.push_back(ref[static_cast<size_t>(j + shift)] - node[static_cast<size_t>(j)]);
+    int64_t spread = spread_of(diffs, median_of(diffs));
+    if (spread < m.spread) {
+      m.runner_up = m.spread;
+      m.spread = spread;
+      m.shift = shift;
+    } else if (spread < m.runner_up) {
+      m.runner_up = spread;
+    }
+  }
+  return m;
+}
+
+bool stands_out(const ShiftMatch& m, const OffsetSearch& search) {
+  return m.runner_up == INT64_MAX || static_cast<double>(m.runner_up + kSpreadFloorNs) >=
+                                         search.min_contrast * static_cast<double>(m.spread + kSpreadFloorNs);
+}
+
+Result<ClockOffset> by_shift(const std::string& lane, const std::vector<int64_t>& ref, const std::vector<int64_t>& node,
+                             const OffsetSearch& search) {
+  if (ref.size() < search.min_matched || node.size() < search.min_matched)
+    return make_error("{}: {} and {} instances (at least {} on each node needed)", lane, ref.size(), node.size(),
+                      search.min_matched);
+  // A few short windows of consecutive releases spread over the node's
+  // series: one without a lost instance inside matches at a single shift.
+  auto w = static_cast<int64_t>(std::min(search.window, node.size()));
+  auto n = static_cast<int64_t>(node.size());
+  int64_t windows = std::min<int64_t>(search.windows, std::max<int64_t>(1, n / w));
+  std::optional<ShiftMatch> chosen;
+  int64_t chosen_start = 0;
+  for (int64_t k = 0; k < windows; ++k) {
+    int64_t start = windows == 1 ? (n - w) / 2 : k * (n - w) / (windows - 1);
+    ShiftMatch m = best_shift(ref, node, start, w, search);
+    if (m.spread == INT64_MAX) continue;
+    if (!chosen || (stands_out(m, search) && (!stands_out(*chosen, search) || m.spread < chosen->spread))) {
+      chosen = m;
+      chosen_start = start;
+    }
+  }
+  if (!chosen) return make_error("{}: the two nodes' instances never overlap by {}", lane, search.min_matched);
+  if (!stands_out(*chosen, search))
+    return make_error(
+        "{}: its steps repeat too regularly to match the nodes' instances without sequence numbers (the best match "
+        "spreads {}, the next {})",
+        lane, format_ns(static_cast<double>(chosen->spread)), format_ns(static_cast<double>(chosen->runner_up)));
+
+  std::vector<int64_t> diffs;
+  auto ref_size = static_cast<int64_t>(ref.size());
+  for (int64_t j = std::max(chosen_start, -chosen->shift); j < std::min(chosen_start + w, ref_size - chosen->shift);
+       ++j)
+    diffs.push_back(ref[static_cast<size_t>(j + chosen->shift)] - node[static_cast<size_t>(j)]);
+  int64_t coarse = median_of(diffs);
+  // Half the reference's usual step: a release further than that from any
+  // reference release is one the reference did not see.
+  std::vector<int64_t> steps;
+  for (size_t i = 1; i < ref.size(); ++i) steps.push_back(ref[i] - ref[i - 1]);
+  int64_t tolerance = std::max<int64_t>(1, median_of(steps) / 2);
+  std::vector<int64_t> matched = match_nearest(ref, node, coarse, tolerance);
+  if (matched.size() < search.min_matched)
+    return make_error("{}: only {} instance(s) matched on the estimated clock", lane, matched.size());
+  return from_differences(matched, lane);
+}
+
+}  // namespace
+
+Result<ClockOffset> estimate_clock_offset(const LaneReleases& reference, const LaneReleases& node,
+                                          const OffsetSearch& search) {
+  std::optional<ClockOffset> chosen;
+  std::string reasons;
+  size_t shared = 0;
+  for (const auto& [lane, mine] : node) {
+    auto theirs = reference.find(lane);
+    if (theirs == reference.end()) continue;
+    ++shared;
+    bool numbered = !mine.seq.empty() && !theirs->second.seq.empty();
+    auto estimate = numbered ? by_sequence(lane, theirs->second, mine, search)
+                             : by_shift(lane, theirs->second.release_ns, mine.release_ns, search);
+    if (!estimate) {
+      reasons += (reasons.empty() ? "" : "; ") + estimate.error().message;
+      continue;
+    }
+    // The lane with the most matches, then the tightest.
+    if (!chosen || estimate->matched > chosen->matched ||
+        (estimate->matched == chosen->matched && estimate->spread_ns < chosen->spread_ns))
+      chosen = *estimate;
+  }
+  if (chosen) return *chosen;
+  if (shared == 0) return make_error("no collective of a communicator seen on both nodes");
+  return make_error("{}", reasons);
+}
+
+}  // namespace slowburn

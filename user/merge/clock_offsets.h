@@ -1,0 +1,60 @@
+// Node clock offsets from the data, never from the nodes' clocks: a
+// synchronizing collective releases all its ranks together, so the k-th
+// release of a communicator's collective seen on node A and on node B
+// happened at the same instant, and their difference is the offset between
+// the two clocks (plus the collective's own spread, a few microseconds).
+//
+// Which release is the k-th on each node:
+//   - by the communicator's sequence number when it counts from the
+//     communicator's creation on every member (gloo's tag): no search;
+//   - otherwise (tracers started at different steps) by searching the shift
+//     between the two nodes' series that makes the differences agree, then
+//     matching every release to the nearest one on the estimated clock.
+// A job whose steps repeat too regularly for one shift to stand out is
+// refused, said why: a wrong shift would put one node a whole step away.
+// Pure: fed release times, no files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace slowburn {
+
+// One lane (communicator key + probe) as one node saw it: its instances'
+// releases on that node's clock, oldest first.
+struct ReleaseSeries {
+  std::vector<int64_t> release_ns;
+  // Parallel to release_ns when the sequence numbers count from the
+  // communicator's creation (the same instance has the same number on every
+  // node); empty otherwise.
+  std::vector<uint64_t> seq;
+};
+
+using LaneReleases = std::map<std::string, ReleaseSeries>;
+
+struct ClockOffset {
+  int64_t offset_ns = 0;  // add to the node's timestamps to get the reference's clock
+  int64_t spread_ns = 0;  // median absolute deviation of the matched differences
+  size_t matched = 0;     // releases matched across the two nodes
+  std::string lane;       // the lane that gave it
+};
+
+struct OffsetSearch {
+  size_t min_matched = 20;    // fewer matched releases than this: no estimate
+  size_t window = 48;         // consecutive releases of the node tried against every shift
+  size_t windows = 5;         // such windows, spread over its series (one may hold a lost instance)
+  size_t sample = 48;         // differences scored per shift
+  double min_contrast = 3.0;  // the best shift's spread must beat the runner-up's this many times
+};
+
+// The node's offset to the reference, from the lanes both saw; an error
+// that says why when none gives one (no shared communicator, too few
+// instances, too regular to match).
+Result<ClockOffset> estimate_clock_offset(const LaneReleases& reference, const LaneReleases& node,
+                                          const OffsetSearch& search = {});
+
+}  // namespace slowburn

@@ -1,0 +1,183 @@
+#include "record/recording_reader.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "core/strings.h"
+#include "probes/catalog.h"
+#include "record/schema.h"
+
+namespace slowburn {
+
+namespace {
+
+CommBackend backend_named(const std::string& name) {
+  for (CommBackend b : {CommBackend::mpi, CommBackend::nccl, CommBackend::gloo})
+    if (comm_backend_name(b) == name) return b;
+  return CommBackend::none;
+}
+
+CommSource source_named(const std::string& name) {
+  for (CommSource s : {CommSource::memory, CommSource::creation, CommSource::inferred})
+    if (comm_source_name(s) == name) return s;
+  return CommSource::job;
+}
+
+std::vector<int> ints(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& part : split(text, ','))
+    if (!part.empty()) out.push_back(std::stoi(part));
+  return out;
+}
+
+Error damaged(const std::filesystem::path& path, const std::exception& e) {
+  return make_error("{}: cannot read it as a slowburn recording: {}", path.string(), e.what());
+}
+
+// Opens and checks it is a recording this slowburn reads.
+Result<std::unique_ptr<SQLite::Database>> open_checked(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return make_error("{}: no such recording (give files written by 'slowburn trace --record', or their directory)",
+                      path.string());
+  try {
+    auto db = std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READONLY);
+    auto app = db->execAndGet("PRAGMA application_id").getInt();
+    if (app != recording::kApplicationId)
+      return make_error("{}: not a slowburn recording (SQLite application id {:#x}, expected {:#x})", path.string(),
+                        static_cast<uint32_t>(app), static_cast<uint32_t>(recording::kApplicationId));
+    int version = db->execAndGet("PRAGMA user_version").getInt();
+    if (version > recording::kSchemaVersion)
+      return make_error(
+          "{}: recorded by a newer slowburn (schema {}; this one reads up to {}): analyze it with that one",
+          path.string(), version, recording::kSchemaVersion);
+    return db;
+  } catch (const std::exception& e) {
+    return damaged(path, e);
+  }
+}
+
+}  // namespace
+
+Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
+  auto opened = open_checked(path);
+  if (!opened) return opened.error();
+  SQLite::Database& db = **opened;
+  RecordingInfo info;
+  info.path = path;
+  try {
+    SQLite::Statement meta(db, "SELECT key, value FROM meta");
+    while (meta.executeStep()) {
+      std::string key = meta.getColumn(0).getString();
+      std::string value = meta.getColumn(1).getString();
+      if (key == "host") info.host = value;
+      if (key == "clock_anchor_monotonic_ns") info.anchor_monotonic_ns = std::stoll(value);
+      if (key == "clock_anchor_realtime_ns") info.anchor_realtime_ns = std::stoll(value);
+      if (key == "in_flight_read_ns") info.in_flight_read_ns = std::stoull(value);
+    }
+    if (info.anchor_monotonic_ns == 0) return make_error("{}: its clock anchor is missing", path.string());
+
+    SQLite::Statement ranks(db,
+                            "SELECT pid, rank, local_rank, world_size, job, launcher, host, command FROM ranks "
+                            "ORDER BY rank, pid");
+    while (ranks.executeStep()) {
+      RankIdentity id;
+      id.pid = ranks.getColumn(0).getInt();
+      id.rank = ranks.getColumn(1).getInt();
+      if (!ranks.getColumn(2).isNull()) id.local_rank = ranks.getColumn(2).getInt();
+      if (!ranks.getColumn(3).isNull()) id.world_size = ranks.getColumn(3).getInt();
+      id.job = ranks.getColumn(4).getString();
+      id.launcher = ranks.getColumn(5).getString();
+      id.host = info.host;  // the node as the recording names it
+      id.command = ranks.getColumn(7).getString();
+      info.ranks.push_back(std::move(id));
+    }
+
+    SQLite::Statement probes(db, "SELECT id, name FROM probes");
+    while (probes.executeStep())
+      info.probes[static_cast<uint32_t>(probes.getColumn(0).getInt64())] = probes.getColumn(1).getString();
+
+    SQLite::Statement comms(db,
+                            "SELECT id, key, label, backend, source, size, members, local_pids, seq_from_creation "
+                            "FROM communicators");
+    while (comms.executeStep()) {
+      RecordedCommunicator c;
+      c.id = static_cast<uint32_t>(comms.getColumn(0).getInt64());
+      c.key = comms.getColumn(1).getString();
+      c.label = comms.getColumn(2).getString();
+      c.backend = backend_named(comms.getColumn(3).getString());
+      c.source = source_named(comms.getColumn(4).getString());
+      if (!comms.getColumn(5).isNull()) c.size = comms.getColumn(5).getInt();
+      c.members = ints(comms.getColumn(6).getString());
+      if (!comms.getColumn(7).isNull()) {
+        std::vector<int32_t> pids;
+        for (int p : ints(comms.getColumn(7).getString())) pids.push_back(p);
+        c.local_pids = std::move(pids);
+      }
+      c.seq_from_creation = comms.getColumn(8).getInt() != 0;
+      info.communicators[c.id] = std::move(c);
+    }
+
+    SQLite::Statement attached(db, "SELECT DISTINCT probe, pid FROM probe_states WHERE state = 'attached' AND pid > 0");
+    while (attached.executeStep())
+      info.attached.emplace_back(attached.getColumn(0).getString(), attached.getColumn(1).getInt());
+
+    info.calls = static_cast<uint64_t>(db.execAndGet("SELECT count(*) FROM calls").getInt64());
+    SQLite::Statement flight(db, "SELECT pid, tid, probe_id, entry_ns, comm_id FROM in_flight");
+    while (flight.executeStep())
+      info.in_flight.push_back({flight.getColumn(0).getInt(), static_cast<uint32_t>(flight.getColumn(1).getInt64()),
+                                static_cast<uint32_t>(flight.getColumn(2).getInt64()),
+                                static_cast<uint64_t>(flight.getColumn(3).getInt64()),
+                                static_cast<uint32_t>(flight.getColumn(4).getInt64())});
+  } catch (const std::exception& e) {
+    return damaged(path, e);
+  }
+  return info;
+}
+
+struct CallCursor::State {
+  std::filesystem::path path;
+  std::unique_ptr<SQLite::Database> db;
+  std::unique_ptr<SQLite::Statement> select;
+};
+
+CallCursor::CallCursor(std::unique_ptr<State> state) : state_(std::move(state)) {}
+CallCursor::CallCursor(CallCursor&&) noexcept = default;
+CallCursor& CallCursor::operator=(CallCursor&&) noexcept = default;
+CallCursor::~CallCursor() = default;
+
+Result<CallCursor> CallCursor::open(const std::filesystem::path& path) {
+  auto opened = open_checked(path);
+  if (!opened) return opened.error();
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->db = std::move(*opened);
+  try {
+    state->select = std::make_unique<SQLite::Statement>(*state->db,
+                                                        "SELECT pid, tid, probe_id, entry_ns, exit_ns, comm_id, "
+                                                        "comm_rank, seq, seq_absolute FROM calls ORDER BY rowid");
+  } catch (const std::exception& e) {
+    return damaged(path, e);
+  }
+  return CallCursor(std::move(state));
+}
+
+Result<bool> CallCursor::next(RecordedCall& call) {
+  try {
+    SQLite::Statement& s = *state_->select;
+    if (!s.executeStep()) return false;
+    call.pid = s.getColumn(0).getInt();
+    call.tid = static_cast<uint32_t>(s.getColumn(1).getInt64());
+    call.probe_id = static_cast<uint32_t>(s.getColumn(2).getInt64());
+    call.entry_ns = static_cast<uint64_t>(s.getColumn(3).getInt64());
+    call.exit_ns = static_cast<uint64_t>(s.getColumn(4).getInt64());
+    call.comm_id = static_cast<uint32_t>(s.getColumn(5).getInt64());
+    call.comm_rank = s.getColumn(6).isNull() ? std::nullopt : std::optional<int>(s.getColumn(6).getInt());
+    call.seq = static_cast<uint64_t>(s.getColumn(7).getInt64());
+    call.seq_absolute = s.getColumn(8).getInt() != 0;
+    return true;
+  } catch (const std::exception& e) {
+    return damaged(state_->path, e);
+  }
+}
+
+}  // namespace slowburn

@@ -1,0 +1,86 @@
+// Reads a recording (record/schema.h) back: what analyze needs to merge
+// nodes. Refuses, with the reason, a file that is not a slowburn recording,
+// one from a newer schema, and a damaged one; a recording whose tracer was
+// killed reads up to its last committed batch.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rank_identity.h"
+#include "events/communicator.h"
+
+namespace slowburn {
+
+struct RecordedCommunicator {
+  uint32_t id = 0;  // the recording session's number for it
+  std::string key;  // identity across nodes
+  std::string label;
+  CommBackend backend = CommBackend::none;
+  CommSource source = CommSource::job;
+  std::optional<int> size;
+  std::vector<int> members;
+  std::optional<std::vector<int32_t>> local_pids;
+  bool seq_from_creation = false;
+};
+
+struct RecordedCall {
+  int32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t probe_id = 0;
+  uint64_t entry_ns = 0;  // the node's CLOCK_MONOTONIC
+  uint64_t exit_ns = 0;
+  uint32_t comm_id = 0;
+  std::optional<int> comm_rank;
+  uint64_t seq = 0;
+  bool seq_absolute = false;
+};
+
+// A call that had entered and not returned at the recording's last reading.
+struct RecordedInFlight {
+  int32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t probe_id = 0;
+  uint64_t entry_ns = 0;
+  uint32_t comm_id = 0;
+};
+
+struct RecordingInfo {
+  std::filesystem::path path;
+  std::string host;
+  int64_t anchor_monotonic_ns = 0;
+  int64_t anchor_realtime_ns = 0;
+  std::vector<RankIdentity> ranks;
+  std::map<uint32_t, std::string> probes;  // id -> catalog name
+  std::map<uint32_t, RecordedCommunicator> communicators;
+  std::vector<std::pair<std::string, int32_t>> attached;  // (probe, pid) attached
+  uint64_t calls = 0;
+  std::optional<uint64_t> in_flight_read_ns;  // when the calls in flight were last read
+  std::vector<RecordedInFlight> in_flight;
+};
+
+Result<RecordingInfo> read_recording_info(const std::filesystem::path& path);
+
+// Streams the calls in the order they were recorded (the ring buffer's:
+// nearly by exit). `next` returns false at the end.
+class CallCursor {
+ public:
+  static Result<CallCursor> open(const std::filesystem::path& path);
+  CallCursor(CallCursor&&) noexcept;
+  CallCursor& operator=(CallCursor&&) noexcept;
+  ~CallCursor();
+  Result<bool> next(RecordedCall& call);
+
+ private:
+  struct State;
+  explicit CallCursor(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace slowburn

@@ -1,0 +1,48 @@
+// The recording's file format: an SQLite database any user can open
+// (`sqlite3 node-a.sbr 'select ...'`), versioned by PRAGMA user_version and
+// marked as slowburn's by PRAGMA application_id. README "Recordings"
+// documents every table; a change of meaning bumps kSchemaVersion, and the
+// reader refuses versions it does not know.
+//
+// Times are the node's CLOCK_MONOTONIC in ns (the kernel's timestamps, as
+// traced); meta's clock_anchor_* pair one CLOCK_MONOTONIC instant with the
+// node's CLOCK_REALTIME, so wall time = t - clock_anchor_monotonic_ns +
+// clock_anchor_realtime_ns. `slowburn analyze` never trusts that anchor
+// across nodes: it estimates each node's offset from the collectives.
+#pragma once
+
+#include <cstdint>
+
+namespace slowburn::recording {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
+
+inline constexpr const char* kSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE ranks(pid INTEGER PRIMARY KEY, rank INTEGER NOT NULL, local_rank INTEGER, world_size INTEGER,
+                   job TEXT NOT NULL, launcher TEXT NOT NULL, host TEXT NOT NULL, command TEXT NOT NULL);
+CREATE TABLE probes(id INTEGER PRIMARY KEY, name TEXT NOT NULL, kind TEXT NOT NULL);
+CREATE TABLE probe_states(probe TEXT NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL, library TEXT NOT NULL,
+                          detail TEXT NOT NULL);
+CREATE TABLE communicators(id INTEGER PRIMARY KEY, key TEXT NOT NULL, label TEXT NOT NULL, backend TEXT NOT NULL,
+                           source TEXT NOT NULL, size INTEGER, members TEXT NOT NULL, local_pids TEXT,
+                           seq_from_creation INTEGER NOT NULL);
+CREATE TABLE calls(pid INTEGER NOT NULL, tid INTEGER NOT NULL, probe_id INTEGER NOT NULL,
+                   entry_ns INTEGER NOT NULL, exit_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL,
+                   comm_rank INTEGER, seq INTEGER NOT NULL, seq_absolute INTEGER NOT NULL);
+CREATE TABLE in_flight(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+                       probe_id INTEGER NOT NULL, entry_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL);
+CREATE TABLE windows(start_ns INTEGER NOT NULL, probe TEXT NOT NULL, comm_id INTEGER, pid INTEGER NOT NULL,
+                     rank INTEGER NOT NULL, calls INTEGER NOT NULL, lateness_median_ns REAL, gap_median_ns REAL,
+                     blame_ns REAL NOT NULL, last_fraction REAL NOT NULL, flagged INTEGER NOT NULL);
+CREATE TABLE findings(detected_ns INTEGER NOT NULL, type TEXT NOT NULL, detector TEXT NOT NULL,
+                      rank INTEGER NOT NULL, pid INTEGER NOT NULL, probe TEXT NOT NULL, comm_id INTEGER,
+                      blame_share REAL NOT NULL, cost_ns INTEGER NOT NULL, summary TEXT NOT NULL);
+CREATE TABLE device_events(ts_ns INTEGER NOT NULL, type TEXT NOT NULL, device TEXT NOT NULL, ranks TEXT NOT NULL,
+                           summary TEXT NOT NULL);
+CREATE TABLE counters(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE verdict(judged INTEGER NOT NULL, reason TEXT NOT NULL, stragglers TEXT NOT NULL, summary TEXT NOT NULL);
+)sql";
+
+}  // namespace slowburn::recording
