@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <set>
 #include <thread>
 
 #include "core/subprocess.h"
@@ -31,6 +32,8 @@ struct TwoNodes {
   nlohmann::json node_b;  // its "node" line
   std::vector<nlohmann::json> stragglers;
   std::vector<nlohmann::json> hangs;
+  std::set<std::string> timeline_nodes;  // the Perfetto timeline's processes
+  size_t timeline_slices = 0;
   bool judged = false;
   std::string output;
 };
@@ -86,7 +89,17 @@ TwoNodes trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank 
   job->stop();
   EXPECT_NE(a.status, 1) << a.output;
   EXPECT_NE(b.status, 1) << b.output;
-  Ran analyzed = run_slowburn({"analyze", recordings, "--json", "--hang-s", "4"});
+  auto timeline = (dir / "timeline.json").string();
+  Ran analyzed = run_slowburn({"analyze", recordings, "--json", "--hang-s", "4", "--perfetto", timeline});
+  try {
+    auto trace = nlohmann::json::parse(read_text(timeline));
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] == "M" && e["name"] == "process_name") out.timeline_nodes.insert(e["args"]["name"]);
+      out.timeline_slices += e["ph"] == "X";
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the timeline is not JSON: " << e.what();
+  }
   out.output = analyzed.output;
   EXPECT_EQ(analyzed.status, 0) << analyzed.output;
   for (const auto& node : json_lines(analyzed.output, "node"))
@@ -128,6 +141,8 @@ TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
     }
   }
   EXPECT_TRUE(named) << t.output;
+  EXPECT_EQ(t.timeline_nodes, (std::set<std::string>{"node-a", "node-b"}));
+  EXPECT_GT(t.timeline_slices, 1000u);
 }
 
 TEST(AnalyzeAcrossNodes, AHealthyJobOnAClockBehindNamesNobody) {

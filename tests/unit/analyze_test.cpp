@@ -7,12 +7,16 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "probes/catalog.h"
 #include "record/recorder.h"
 #include "record/recording_sink.h"
+#include "sinks/fan_out_sink.h"
 #include "sinks/json_sink.h"
+#include "sinks/perfetto_sink.h"
 #include "support/synthetic_job.h"
 #include "support/temp_dir.h"
 
@@ -77,12 +81,16 @@ struct Analyzed {
   std::string json;
 };
 
-Analyzed analyze(const TempDir& dir, std::optional<std::string> job = std::nullopt) {
+Analyzed analyze(const TempDir& dir, std::optional<std::string> job = std::nullopt, PerfettoSink* timeline = nullptr) {
   AnalyzeOptions options;
   options.inputs = {dir.path()};
   options.job = job;
+  options.timeline = timeline;
   std::ostringstream out;
-  JsonSink sink(out, "analyst", 0);
+  JsonSink json(out, "analyst", 0);
+  std::vector<Sink*> sinks{&json};
+  if (timeline) sinks.push_back(timeline);
+  FanOutSink sink(sinks);
   auto result = run_analyze(options, sink);
   return {std::move(result), out.str()};
 }
@@ -177,6 +185,65 @@ TEST(Analyze, TwoRecordingsFromOneHostAreRefused) {
   auto a = analyze(dir);
   ASSERT_FALSE(a.result);
   EXPECT_NE(a.result.error().message.find("give each tracer its own --host"), std::string::npos);
+}
+
+TEST(Analyze, ThePerfettoTimelineHasANodePerProcessARankPerTrackAndNoOverlaps) {
+  TempDir dir, out;
+  auto events = job_events(3, 1500);
+  record(dir, events, {"node-a", {0, 1}});
+  record(dir, events, {"node-b", {2, 3}, 900'000'000}, 100);
+  auto path = (out.path() / "timeline.json").string();
+  auto timeline = PerfettoSink::create(path, 0, "");
+  ASSERT_TRUE(timeline) << timeline.error().message;
+  auto a = analyze(dir, std::nullopt, timeline->get());
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  std::ifstream in(path);
+  auto trace = nlohmann::json::parse(in);  // throws, failing the test, on a malformed file
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::map<int, std::string> processes;
+  std::map<std::pair<int, int>, std::string> tracks;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
+  size_t instants = 0, counters = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (ph == "M" && e["name"] == "thread_name") tracks[{e["pid"], e["tid"]}] = e["args"]["name"];
+    if (ph == "X") {
+      ASSERT_GE(e["dur"].get<double>(), 0.0);
+      slices[{e["pid"], e["tid"]}].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    }
+    instants += ph == "i";
+    counters += ph == "C";
+  }
+  std::set<std::string> nodes;
+  for (const auto& [pid, name] : processes) nodes.insert(name);
+  EXPECT_EQ(nodes, (std::set<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(tracks.size(), 4u) << "one track per rank (one communicator each)";
+  EXPECT_GE(instants, 1u) << "the finding";
+  EXPECT_GT(counters, 0u) << "lateness per window";
+  for (auto& [track, spans] : slices) {
+    ASSERT_TRUE(tracks.contains(track)) << "every slice's track is named";
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) ASSERT_LE(spans[i - 1].second, spans[i].first) << tracks[track];
+  }
+  // On the merged clock node-b's calls end with node-a's (the collective
+  // released them together), though its own clock was 0.9 s ahead.
+  std::vector<double> a_ends, matched;
+  for (auto& [track, spans] : slices)
+    if (processes[track.first] == "node-a")
+      for (auto& s : spans) a_ends.push_back(s.second);
+  std::sort(a_ends.begin(), a_ends.end());
+  size_t b_calls = 0;
+  for (auto& [track, spans] : slices) {
+    if (processes[track.first] != "node-b") continue;
+    for (auto& s : spans) {
+      ++b_calls;
+      auto it = std::lower_bound(a_ends.begin(), a_ends.end(), s.second - 100.0);
+      if (it != a_ends.end() && *it <= s.second + 100.0) matched.push_back(s.second);
+    }
+  }
+  EXPECT_GT(static_cast<double>(matched.size()), 0.95 * static_cast<double>(b_calls))
+      << "node-b's calls end within 100 us of one of node-a's";
 }
 
 }  // namespace

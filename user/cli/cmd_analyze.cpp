@@ -2,6 +2,7 @@
 #include "cli/command.h"
 #include "merge/analyze.h"
 #include "record/recording_reader.h"
+#include "sinks/fan_out_sink.h"
 
 namespace slowburn::cli {
 
@@ -14,6 +15,7 @@ struct AnalyzeArgs {
   double window_ms = 500;
   double hang_s = 10;
   bool json = false;
+  std::string perfetto;
 };
 }  // namespace
 
@@ -27,10 +29,13 @@ Command add_analyze_command(CLI::App& app) {
       "  slowburn analyze /shared/run42                  # every *.sbr in the directory\n"
       "  slowburn analyze node-a.sbr node-b.sbr --json | jq 'select(.kind==\"node\" or .kind==\"verdict\")'\n"
       "  slowburn analyze run42/ --job 1603207169         # recordings holding several jobs\n"
+      "  slowburn analyze run42/ --perfetto run42.json    # then open it in https://ui.perfetto.dev\n"
       "The first recording is the clock reference. Exit status: 0 a verdict was reached, 1 an error, 2 too few "
       "aligned collectives to judge.");
   sub->add_option("recordings", args->inputs, "Recordings (.sbr) or directories of them")->required();
   sub->add_option("--job", args->job, "The job to judge, when the recordings hold several");
+  sub->add_option("--perfetto", args->perfetto,
+                  "Also write the merged timeline to this file (Perfetto UI, chrome://tracing): one process per node");
   sub->add_flag("--json", args->json, "JSON lines: kind in {node, window, finding, status, verdict}");
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
@@ -55,8 +60,18 @@ Command add_analyze_command(CLI::App& app) {
             if (auto paths = recordings_in(args->options.inputs); paths && !paths->empty())
               if (auto info = read_recording_info(paths->front()))
                 wall_offset = info->anchor_realtime_ns - info->anchor_monotonic_ns;
-            auto sink = make_stdout_sink(args->json, "", wall_offset);
-            auto result = run_analyze(args->options, *sink);
+            auto out = make_stdout_sink(args->json, "", wall_offset);
+            std::vector<Sink*> sinks{out.get()};
+            std::unique_ptr<PerfettoSink> timeline;
+            if (!args->perfetto.empty()) {
+              auto created = PerfettoSink::create(args->perfetto, wall_offset.value_or(0), "");
+              if (!created) return fail(created.error());
+              timeline = std::move(*created);
+              args->options.timeline = timeline.get();
+              sinks.push_back(timeline.get());
+            }
+            FanOutSink sink(sinks);
+            auto result = run_analyze(args->options, sink);
             if (!result) return fail(result.error());
             return result->verdict.judged ? 0 : kExitUndetermined;
           }};

@@ -5,6 +5,8 @@
 #include "record/recorder.h"
 #include "record/recording_sink.h"
 #include "session/trace_session.h"
+#include "sinks/fan_out_sink.h"
+#include "sinks/perfetto_sink.h"
 
 namespace slowburn::cli {
 
@@ -19,6 +21,7 @@ struct TraceArgs {
   double hang_s = 10;
   bool json = false;
   std::string record;
+  std::string perfetto;
   std::string host;
 };
 
@@ -43,6 +46,56 @@ Result<void> apply(TraceArgs& args) {
   if (args.host.empty()) args.host = hostname();
   return {};
 }
+
+// The session with its outputs: stdout, and the recording and the timeline
+// when asked for (each also fed every call through the session's tap).
+int run(TraceArgs& args, const std::atomic<bool>& stop) {
+  auto out = make_stdout_sink(args.json, args.host);
+  std::vector<Sink*> sinks{out.get()};
+  std::unique_ptr<Recorder> recorder;
+  std::unique_ptr<RecordingSink> recording;
+  std::unique_ptr<PerfettoSink> timeline;
+  if (!args.record.empty()) {
+    auto path = recording_path(args);
+    if (!path) return fail(path.error());
+    auto created = Recorder::create(*path, {args.host});
+    if (!created) return fail(created.error());
+    recorder = std::move(*created);
+    recording = std::make_unique<RecordingSink>(*recorder);
+    sinks.push_back(recording.get());
+  }
+  if (!args.perfetto.empty()) {
+    auto created = PerfettoSink::create(args.perfetto, wall_offset_ns(), args.host);
+    if (!created) return fail(created.error());
+    timeline = std::move(*created);
+    sinks.push_back(timeline.get());
+  }
+  args.options.on_call = [&](const CallEvent& call, const CallComm& comm) {
+    if (recorder) recorder->call(call, comm);
+    if (timeline)
+      if (const ProbeSpec* spec = find_probe(static_cast<uint16_t>(call.probe_id)))
+        timeline->call(call, comm, spec->name);
+  };
+  if (recorder)
+    args.options.on_in_flight = [&](uint64_t now_ns, const std::vector<InFlightCall>& calls) {
+      recorder->in_flight(now_ns, calls);
+    };
+  FanOutSink sink(sinks);
+  auto result = run_trace(args.options, sink, stop);
+  if (timeline && !result) timeline->verdict({});  // close the file
+  if (recorder) {
+    auto finished = recorder->finish();
+    if (!finished) return fail(finished.error());
+    std::cerr << fmt::format("slowburn: recorded to {}{}\n", recorder->path().string(),
+                             recorder->dropped_calls()
+                                 ? fmt::format(" ({} calls dropped: the disk fell behind)", recorder->dropped_calls())
+                                 : "");
+  }
+  if (!result) return fail(result.error());
+  // Too little aligned to judge is not an all-clear.
+  return result->verdict.judged ? 0 : kExitUndetermined;
+}
+
 }  // namespace
 
 Command add_trace_command(CLI::App& app) {
@@ -72,6 +125,9 @@ Command add_trace_command(CLI::App& app) {
   sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event}");
   sub->add_option("--record", args->record,
                   "Also write the session to this SQLite recording (a directory: DIR/HOST.sbr) for 'slowburn analyze'");
+  sub->add_option(
+      "--perfetto", args->perfetto,
+      "Also write a timeline of every call, finding and event to this file (Perfetto UI, chrome://tracing)");
   sub->add_option("--host", args->host, "The node's name in the recording and JSON lines (default: the hostname)");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")
       ->capture_default_str();
@@ -98,33 +154,7 @@ Command add_trace_command(CLI::App& app) {
   return {sub, [args] {
             if (auto ok = apply(*args); !ok) return fail(ok.error());
             const auto& stop = install_stop_handlers();
-            auto sink = make_stdout_sink(args->json, args->host);
-            std::unique_ptr<Recorder> recorder;
-            std::unique_ptr<RecordingSink> recording_sink;
-            std::unique_ptr<TeeSink> tee;
-            if (!args->record.empty()) {
-              auto path = recording_path(*args);
-              if (!path) return fail(path.error());
-              auto created = Recorder::create(*path, {args->host});
-              if (!created) return fail(created.error());
-              recorder = std::move(*created);
-              recording_sink = std::make_unique<RecordingSink>(*recorder);
-              tee = std::make_unique<TeeSink>(*sink, *recording_sink);
-              args->options.recorder = recorder.get();
-            }
-            auto result = run_trace(args->options, tee ? static_cast<Sink&>(*tee) : *sink, stop);
-            if (recorder) {
-              auto finished = recorder->finish();
-              if (!finished) return fail(finished.error());
-              std::cerr << fmt::format(
-                  "slowburn: recorded to {}{}\n", recorder->path().string(),
-                  recorder->dropped_calls()
-                      ? fmt::format(" ({} calls dropped: the disk fell behind)", recorder->dropped_calls())
-                      : "");
-            }
-            if (!result) return fail(result.error());
-            // Too little aligned to judge is not an all-clear.
-            return result->verdict.judged ? 0 : kExitUndetermined;
+            return run(*args, stop);
           }};
 }
 

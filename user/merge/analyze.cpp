@@ -264,6 +264,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
       if (!node->pids.contains(r.pid)) continue;
       r.pid = node->merged_pid.at(r.pid);
       detector.add_rank(r);
+      if (options.timeline) options.timeline->rank(r);
     }
   for (Node* node : judged)
     for (const auto& [probe, pid] : node->info.attached)
@@ -339,6 +340,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
       comm.seq = c.seq;
       comm.seq_absolute = c.seq_absolute;
       detector.ingest(e, comm);
+      if (options.timeline) options.timeline->call(e, comm, spec->name);
       if (first_ns == 0) first_ns = e.exit_ns;
       last_ns = std::max(last_ns, e.exit_ns);
       if (e.exit_ns >= next_advance) {

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "detect/straggler.h"
 #include "merge/clock_offsets.h"
+#include "sinks/perfetto_sink.h"
 #include "sinks/sink.h"
 
 namespace slowburn {
@@ -27,6 +28,9 @@ struct AnalyzeOptions {
   std::optional<std::string> job;             // the job to judge, when the recordings hold several
   DetectorConfig detector;
   OffsetSearch offsets;
+  // Also every call, on the merged clock, to this timeline (which the sink
+  // given to run_analyze should include for findings and windows).
+  PerfettoSink* timeline = nullptr;
 };
 
 struct AnalyzeResult {

@@ -29,28 +29,4 @@ class RecordingSink : public Sink {
   Recorder& r_;
 };
 
-// Everything to two sinks, in order: what the user reads and the recording.
-class TeeSink : public Sink {
- public:
-  TeeSink(Sink& first, Sink& second) : a_(first), b_(second) {}
-  void probe_status(const ProbeStatus& s) override { a_.probe_status(s), b_.probe_status(s); }
-  void probes_done(size_t attached, size_t processes) override {
-    a_.probes_done(attached, processes), b_.probes_done(attached, processes);
-  }
-  void note(const std::string& text) override { a_.note(text), b_.note(text); }
-  void device_event(const DeviceEvent& e) override { a_.device_event(e), b_.device_event(e); }
-  void window(const WindowReport& w) override { a_.window(w), b_.window(w); }
-  void tick(uint64_t now_ns) override { a_.tick(now_ns), b_.tick(now_ns); }
-  void finding(const Finding& f) override { a_.finding(f), b_.finding(f); }
-  void histogram(const HistogramReport& h) override { a_.histogram(h), b_.histogram(h); }
-  void communicators(const std::vector<CommunicatorRef>& c) override { a_.communicators(c), b_.communicators(c); }
-  void node_clock(const NodeClock& n) override { a_.node_clock(n), b_.node_clock(n); }
-  void summary(const SessionSummary& s) override { a_.summary(s), b_.summary(s); }
-  void verdict(const SessionVerdict& v) override { a_.verdict(v), b_.verdict(v); }
-
- private:
-  Sink& a_;
-  Sink& b_;
-};
-
 }  // namespace slowburn

@@ -14,7 +14,6 @@
 #include "loader/privileges.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
-#include "record/recorder.h"
 #include "session/attach.h"
 #include "session/call_stream.h"
 #include "session/discover.h"
@@ -103,11 +102,8 @@ Result<void> TraceSession::start() {
   if (!program) return program.error();
   program_ = std::move(*program);
   judges_ = std::make_unique<JobJudges>(o_.detector, probes_, result_.ranks, CommRegistry::for_processes(o_.proc_root));
-  if (Recorder* recorder = o_.recorder) {
-    judges_->set_call_tap([recorder](const CallEvent& call, const CallComm& comm) { recorder->call(call, comm); });
-    judges_->set_in_flight_tap(
-        [recorder](uint64_t now_ns, const std::vector<InFlightCall>& calls) { recorder->in_flight(now_ns, calls); });
-  }
+  if (o_.on_call) judges_->set_call_tap(o_.on_call);
+  if (o_.on_in_flight) judges_->set_in_flight_tap(o_.on_in_flight);
   if (auto ok = start_hardware(); !ok) return ok;
   SymbolCache symbols;
   for (const RankIdentity& rank : result_.ranks) attach_rank(rank, symbols);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,12 +22,11 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "detect/straggler.h"
+#include "events/call_event.h"
 #include "events/device_event.h"
 #include "sinks/sink.h"
 
 namespace slowburn {
-
-class Recorder;
 
 struct TraceOptions {
   std::vector<int32_t> pids;                // empty: every rank process on the node
@@ -45,9 +45,10 @@ struct TraceOptions {
   // flaps), QP errors from libibverbs and NCCL IB per-connection latency in
   // the ranks that load those libraries.
   bool rdma = true;
-  // Where every collective call also goes, with its communicator (a
-  // recording: record/recorder.h); null: nowhere.
-  Recorder* recorder = nullptr;
+  // Where every collective call also goes, with its communicator, and every
+  // reading of the calls in flight (a recording, a timeline); unset: nowhere.
+  std::function<void(const CallEvent&, const CallComm&)> on_call;
+  std::function<void(uint64_t now_ns, const std::vector<InFlightCall>&)> on_in_flight;
 };
 
 struct TraceResult {
