@@ -308,6 +308,7 @@ bench:
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP)
 		$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 
 # Runs the Xid parser fuzzer for FUZZ_SECONDS on a copy of the seed corpus.
 fuzz:
