@@ -11,6 +11,15 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
+std::string join_numbers(const std::vector<int>& values, std::string_view separator) {
+  std::string out;
+  for (int v : values) {
+    if (!out.empty()) out += separator;
+    out += std::to_string(v);
+  }
+  return out;
+}
+
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> pieces;
   size_t start = 0;

@@ -10,6 +10,8 @@
 namespace slowburn {
 
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+// "2,3,5": numbers as a recording stores a list.
+std::string join_numbers(const std::vector<int>& values, std::string_view separator = ",");
 
 // Splits on every separator; empty pieces are dropped ("a::b" -> {a, b}).
 std::vector<std::string> split(std::string_view text, char separator);

@@ -41,12 +41,6 @@ std::pair<int64_t, int64_t> clock_anchor() {
   return {mono, real};
 }
 
-std::string join_ints(const std::vector<int>& values) {
-  std::string out;
-  for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
-  return out;
-}
-
 void write_communicator(SQLite::Database& db, const CommunicatorInfo& c) {
   SQLite::Statement s(
       db,
@@ -58,8 +52,8 @@ void write_communicator(SQLite::Database& db, const CommunicatorInfo& c) {
   s.bind(4, std::string(comm_backend_name(c.backend)));
   s.bind(5, std::string(comm_source_name(c.source)));
   if (c.size) s.bind(6, *c.size);
-  s.bind(7, join_ints(c.members));
-  if (c.local_pids) s.bind(8, join_ints(std::vector<int>(c.local_pids->begin(), c.local_pids->end())));
+  s.bind(7, join_numbers(c.members));
+  if (c.local_pids) s.bind(8, join_numbers(std::vector<int>(c.local_pids->begin(), c.local_pids->end())));
   s.bind(9, c.seq_from_creation ? 1 : 0);
   s.exec();
 }

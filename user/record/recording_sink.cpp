@@ -2,6 +2,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "core/strings.h"
+
 namespace slowburn {
 
 namespace {
@@ -18,12 +20,6 @@ void bind_comm(SQLite::Statement& s, int index, const CommunicatorRef& comm) {
     s.bind(index, static_cast<int64_t>(comm->id));
   else
     s.bind(index);
-}
-
-std::string join(const std::vector<int>& values) {
-  std::string out;
-  for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
-  return out;
 }
 
 }  // namespace
@@ -70,7 +66,7 @@ void RecordingSink::probe_status(const ProbeStatus& status) {
 }
 
 void RecordingSink::device_event(const DeviceEvent& event) {
-  r_.write([ts = event.ts_ns, type = event.type, device = event.device, ranks = join(event.ranks),
+  r_.write([ts = event.ts_ns, type = event.type, device = event.device, ranks = join_numbers(event.ranks),
             summary = event.summary](SQLite::Database& db) {
     SQLite::Statement s(db, "INSERT INTO device_events(ts_ns, type, device, ranks, summary) VALUES(?,?,?,?,?)");
     s.bind(1, static_cast<int64_t>(ts));
@@ -160,7 +156,7 @@ void RecordingSink::verdict(const SessionVerdict& v) {
     summary += (summary.empty() ? "" : "\n") + f.summary;
   }
   for (const Finding& f : v.hangs) summary += (summary.empty() ? "" : "\n") + f.summary;
-  r_.write([judged = v.judged, reason = v.reason, named = join(named), summary](SQLite::Database& db) {
+  r_.write([judged = v.judged, reason = v.reason, named = join_numbers(named), summary](SQLite::Database& db) {
     SQLite::Statement s(db, "INSERT INTO verdict(judged, reason, stragglers, summary) VALUES(?,?,?,?)");
     s.bind(1, judged ? 1 : 0);
     s.bind(2, reason);
