@@ -140,6 +140,9 @@ Result<std::vector<Node>> read_nodes(const AnalyzeOptions& options) {
       used.insert(merged);
       node.merged_pid[r.pid] = merged;
     }
+  // Recordings without a rank of the job are not its nodes (nor its clock reference).
+  std::erase_if(nodes, [](const Node& n) { return n.pids.empty(); });
+  if (nodes.empty()) return make_error("no recording holds a rank of the job");
   return nodes;
 }
 

@@ -48,7 +48,7 @@ struct OffsetSearch {
   size_t window = 48;         // consecutive releases of the node tried against every shift
   size_t windows = 5;         // such windows, spread over its series (one may hold a lost instance)
   size_t sample = 48;         // differences scored per shift
-  double min_contrast = 3.0;  // the best shift's spread must beat the runner-up's this many times
+  double min_contrast = 2.0;  // the best shift's spread must beat the runner-up's this many times
 };
 
 // The node's offset to the reference, from the lanes both saw; an error
