@@ -109,7 +109,8 @@ void Recorder::call(const CallEvent& call, const CallComm& comm) {
     if (written != comm.comm.get()) {
       written = comm.comm.get();
       kept_.push_back(comm.comm);
-      write([info = comm.comm](SQLite::Database& db) { write_communicator(db, *info); });
+      // A copy: the writer thread must not read what the registry owns.
+      write([info = *comm.comm](SQLite::Database& db) { write_communicator(db, info); });
     }
   }
   std::lock_guard lock(mutex_);
