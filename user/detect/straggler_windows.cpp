@@ -8,6 +8,7 @@
 #include "detect/straggler.h"
 #include "detect/straggler_internal.h"
 #include "detect/verdict.h"
+#include "stats/peer_sample.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -16,13 +17,6 @@ namespace {
 constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
 constexpr double kTailQuantile = 0.9;
 
-// Every value of every rank but one: a rank's peers.
-std::vector<double> peers_of(const std::map<int32_t, std::vector<double>>& per_rank, int32_t except) {
-  std::vector<double> values;
-  for (const auto& [pid, v] : per_rank)
-    if (pid != except) values.insert(values.end(), v.begin(), v.end());
-  return values;
-}
 }  // namespace
 
 WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum,
@@ -64,18 +58,18 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
   // measure how much a rank's arrival normally varies. The peers are every
   // other rank calling this probe in the window, on any communicator. Fewer
   // than 3 such ranks: no z at all.
-  std::vector<std::vector<double>> peer_gaps(report.ranks.size());
-  for (size_t i = 0; i < report.ranks.size(); ++i) peer_gaps[i] = peers_of(pool.gaps_ns, report.ranks[i].identity.pid);
+  const PeerSample& peer_gaps = *pool.gaps;
+  const PeerSample& peer_lateness = *pool.lateness;
   size_t aligned_count = 0;
   for (const RankWindowStats& stats : report.ranks) aligned_count += stats.lateness_median_ns.has_value();
   size_t pool_ranks = pool.lateness_ns.size();
   if (pool_ranks >= 3) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       RankWindowStats& stats = report.ranks[i];
-      std::vector<double> peer_lateness = peers_of(pool.lateness_ns, stats.identity.pid);
-      if (stats.lateness_median_ns) stats.z_lateness = robust_z_against(*stats.lateness_median_ns, peer_lateness);
-      if (stats.lateness_p90_ns) stats.z_lateness_tail = robust_z_against(*stats.lateness_p90_ns, peer_lateness);
-      if (stats.gap_median_ns) stats.z_gap = robust_z_against(*stats.gap_median_ns, peer_gaps[i]);
+      int32_t pid = stats.identity.pid;
+      if (stats.lateness_median_ns) stats.z_lateness = peer_lateness.z_against_peers(*stats.lateness_median_ns, pid);
+      if (stats.lateness_p90_ns) stats.z_lateness_tail = peer_lateness.z_against_peers(*stats.lateness_p90_ns, pid);
+      if (stats.gap_median_ns) stats.z_gap = peer_gaps.z_against_peers(*stats.gap_median_ns, pid);
     }
   }
 
@@ -89,7 +83,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
   double step_ns = accum.instances ? static_cast<double>(elapsed_ns) / static_cast<double>(accum.instances) : 0;
   for (size_t i = 0; enough && step_ns > 0 && i < report.ranks.size(); ++i) {
     RankWindowStats& stats = report.ranks[i];
-    auto peer_median = median(peer_gaps[i]);
+    auto peer_median = peer_gaps.peer_median(stats.identity.pid);
     if (!stats.gap_median_ns || !peer_median) continue;
     Cusum& cusum =
         lane.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision).first->second;
@@ -124,6 +118,10 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
       auto& gaps = pool.gaps_ns[pid];
       gaps.insert(gaps.end(), rank.gaps_ns.begin(), rank.gaps_ns.end());
     }
+  for (auto& [key, pool] : pools) {
+    pool.lateness.emplace(pool.lateness_ns);
+    pool.gaps.emplace(pool.gaps_ns);
+  }
   size_t first_report = out.windows.size();
   for (const auto& [key, accum] : window.lanes)
     out.windows.push_back(evaluate(window, key, accum, pools[pool_key(key)], elapsed));

@@ -5,11 +5,6 @@
 
 namespace slowburn {
 
-namespace {
-constexpr double kMadToSigma = 1.4826;       // MAD of a normal sample = 0.6745 sigma
-constexpr double kMeanAdToSigma = 1.253314;  // mean AD of a normal sample = 0.7979 sigma
-}  // namespace
-
 std::optional<double> median(std::span<const double> values) {
   if (values.empty()) return std::nullopt;
   std::vector<double> sorted(values.begin(), values.end());

@@ -8,6 +8,9 @@
 
 namespace slowburn {
 
+inline constexpr double kMadToSigma = 1.4826;       // MAD of a normal sample = 0.6745 sigma
+inline constexpr double kMeanAdToSigma = 1.253314;  // mean AD of a normal sample = 0.7979 sigma
+
 // Median of the values; nullopt when empty. Even count: mean of the middle two.
 std::optional<double> median(std::span<const double> values);
 
