@@ -239,6 +239,7 @@ BENCH_TARGET := $(BUILD)/bench/call_loop
 BENCH_KMSG   := $(BUILD)/bench/kmsg_cost
 BENCH_IB     := $(BUILD)/bench/ib_cost
 BENCH_IBLOOP := $(BUILD)/bench/ib_poll_loop
+BENCH_SYNTH  := $(BUILD)/bench/synth_recordings
 
 $(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
@@ -261,6 +262,11 @@ $(BENCH_KMSG): $(BUILD)/obj/bench/kmsg_cost.o $(LIB)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_IB): $(BUILD)/obj/bench/ib_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_SYNTH): $(BUILD)/obj/bench/synth_recordings.o $(LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -305,7 +311,7 @@ demo:
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP)
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH)
 		$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md

@@ -55,3 +55,24 @@ echo
 /usr/bin/time -f '%e %M' -o "$tmp/time" "$slowburn" analyze "$tmp/r1.sbr" >/dev/null 2>&1 || true
 read -r secs kib <"$tmp/time"
 echo "- one recording of $calls calls: ${secs} s, peak RSS ${kib} KiB"
+echo
+echo "### 13. analyze on synthetic merges (many nodes)"
+echo
+echo "\`$build/bench/synth_recordings DIR RANKS 8 SECONDS 50 RANK\`: recordings of a job of RANKS ranks,"
+echo "8 a node, one all-reduce per 50 ms step, rank RANK 1.5x slower (-1: none), node clocks skewed by up to"
+echo "+-100 ms and tracers started up to 16 steps late; then \`slowburn analyze DIR\` (time, peak RSS)."
+echo
+echo "| ranks | nodes | job seconds | slowed rank | calls | analyze s | peak RSS KiB | verdict names | clocks |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for spec in "64 60 33" "64 600 33" "512 60 257" "512 300 257" "512 600 257" "512 60 -1"; do
+	read -r ranks seconds slow <<<"$spec"
+	dir="$tmp/synth-$ranks-$seconds"
+	"$build/bench/synth_recordings" "$dir" "$ranks" 8 "$seconds" 50 "$slow" >/dev/null
+	/usr/bin/time -f '%e %M' -o "$tmp/time" "$slowburn" analyze "$dir" >"$tmp/analyze.out" 2>&1 || true
+	read -r secs kib <"$tmp/time"
+	calls=$(for f in "$dir"/*.sbr; do sqlite3 "$f" 'select count(*) from calls'; done | paste -sd+ | bc)
+	named=$(sed -n 's/^  straggler: \(rank [0-9]*\) (pid [0-9]* on \([^)]*\)).*/\1 on \2/p' "$tmp/analyze.out" | paste -sd, -)
+	clocks=$(grep -q '^  clocks: clock-free blame agrees' "$tmp/analyze.out" && echo agree || echo disagree)
+	echo "| $ranks | $((ranks / 8)) | $seconds | $([ "$slow" -ge 0 ] && echo "$slow" || echo none) | $calls | $secs | $kib | ${named:-nobody} | $clocks |"
+	rm -rf "$dir"
+done

@@ -31,6 +31,7 @@ struct NodeSpec {
   std::vector<int> ranks;
   int64_t clock_shift_ns = 0;  // added to its timestamps: its clock runs that far ahead
   std::string job = "77";
+  uint64_t ringbuf_drops = 0;  // its tracer's loss counter, written in its summary
 };
 
 // One recording per node of the job's calls: its ranks' calls only, on its
@@ -65,6 +66,11 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     mine.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(e.entry_ns) + node.clock_shift_ns);
     mine.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(e.exit_ns) + node.clock_shift_ns);
     (*recorder)->call(mine, {comm, std::nullopt, e.seq - static_cast<uint64_t>(steps_skipped), false});
+  }
+  if (node.ringbuf_drops) {
+    SessionSummary summary;
+    summary.ringbuf_drops = node.ringbuf_drops;
+    sink.summary(summary);
   }
   ASSERT_TRUE((*recorder)->finish());
 }
@@ -119,6 +125,16 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
     ASSERT_FALSE(a.result->verdict.stragglers.empty());
     EXPECT_NE(a.result->verdict.stragglers[0].summary.find("on node-b)"), std::string::npos)
         << a.result->verdict.stragglers[0].summary;
+    // The waits, on no clock, name the same rank: the merged clocks hold.
+    ASSERT_TRUE(a.result->verdict.clock_check.has_value());
+    const ClockCheck& check = *a.result->verdict.clock_check;
+    EXPECT_FALSE(check.disagrees) << check.summary;
+    ASSERT_TRUE(check.culprit.has_value()) << check.summary;
+    EXPECT_EQ(check.culprit->rank, 3);
+    EXPECT_EQ(check.culprit->host, "node-b");
+    EXPECT_GT(check.instances, 2000u);
+    EXPECT_GT(check.agreed_blame_share, 0.9) << check.summary;
+    EXPECT_NE(a.json.find("\"clock_check\":{"), std::string::npos);
     EXPECT_EQ(a.json.find("\"clock_offset_ns\":null"), std::string::npos) << "every node placed";
     EXPECT_NE(a.json.find("\"kind\":\"node\""), std::string::npos);
     EXPECT_NE(a.json.find("\"kind\":\"verdict\""), std::string::npos);
@@ -145,6 +161,30 @@ TEST(Analyze, OneRankPerNodeAndAHealthyJob) {
   ASSERT_TRUE(h.result) << h.result.error().message;
   EXPECT_TRUE(h.result->verdict.judged);
   EXPECT_TRUE(h.result->verdict.stragglers.empty()) << h.json;
+  // One rank per node: every instance crosses nodes, and the waits name the
+  // slow rank as the clocks do, and nobody in the healthy job.
+  ASSERT_TRUE(s.result->verdict.clock_check && s.result->verdict.clock_check->culprit);
+  EXPECT_EQ(s.result->verdict.clock_check->culprit->rank, 0);
+  EXPECT_FALSE(s.result->verdict.clock_check->disagrees) << s.result->verdict.clock_check->summary;
+  ASSERT_TRUE(h.result->verdict.clock_check);
+  EXPECT_FALSE(h.result->verdict.clock_check->culprit) << h.result->verdict.clock_check->summary;
+  EXPECT_FALSE(h.result->verdict.clock_check->disagrees) << h.result->verdict.clock_check->summary;
+}
+
+TEST(Analyze, TheNodesLossCountersAddUp) {
+  // A merged verdict is only as good as what each tracer kept: the
+  // recordings' ring-buffer drops are the job's.
+  TempDir dir;
+  auto events = job_events(-1);
+  NodeSpec a{"node-a", {0, 1}}, b{"node-b", {2, 3}, 5'000'000};
+  a.ringbuf_drops = 5;
+  b.ringbuf_drops = 7;
+  record(dir, events, a);
+  record(dir, events, b);
+  auto r = analyze(dir);
+  ASSERT_TRUE(r.result) << r.result.error().message;
+  EXPECT_EQ(r.result->summary.ringbuf_drops, 12u);
+  EXPECT_NE(r.json.find("\"ringbuf_drops\":12"), std::string::npos) << r.json;
 }
 
 TEST(Analyze, TwoJobsAreRefusedTogetherUnlessOneIsPicked) {
@@ -179,6 +219,10 @@ TEST(Analyze, ANodeWhoseClockCannotBeMatchedIsLeftOutAndSaid) {
   EXPECT_FALSE(a.result->nodes[1].offset_ns.has_value());
   EXPECT_FALSE(a.result->nodes[1].unknown_reason.empty());
   EXPECT_NE(a.json.find("\"clock_offset_ns\":null"), std::string::npos);
+  // The JSON verdict says which node it judged without (not only the text).
+  EXPECT_EQ(a.result->verdict.nodes_left_out, std::vector<std::string>{"node-b"});
+  EXPECT_NE(a.json.find("\"nodes_left_out\":[\"node-b\"]"), std::string::npos) << a.json;
+  EXPECT_FALSE(a.result->verdict.clock_check.has_value()) << "one node judged: no merged clock to check";
 }
 
 TEST(Analyze, TwoRecordingsFromOneHostAreRefused) {

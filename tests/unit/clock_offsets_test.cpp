@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace slowburn {
@@ -91,6 +92,39 @@ TEST(ClockOffsets, TheLaneWithMostMatchesDecides) {
   ASSERT_TRUE(offset) << offset.error().message;
   EXPECT_EQ(offset->lane, "big");
   EXPECT_NEAR(static_cast<double>(offset->offset_ns), 8e6, 30'000);
+}
+
+}  // namespace
+}  // namespace slowburn
+
+namespace slowburn {
+namespace {
+
+TEST(ClockOffsets, AStretchOfTheNodeWhereTheRecordingsOverlapGivesTheSameOffset) {
+  // analyze keeps only node_releases of a node: the stretch around the
+  // middle of its overlap with the reference still recovers the offset.
+  auto ref = job_releases(20000, 0.03);
+  ReleaseSeries node = as_node(ref, -1'250'000'000, 3000, 20000);
+  int64_t center = node.release_ns[node.release_ns.size() / 2];
+  ReleaseSeries part = section_near(node, center, 1000);
+  ASSERT_EQ(part.release_ns.size(), 1000u);
+  EXPECT_LE(part.release_ns.front(), center);
+  EXPECT_GE(part.release_ns.back(), center);
+  EXPECT_TRUE(std::is_sorted(part.release_ns.begin(), part.release_ns.end()));
+  auto offset = estimate_clock_offset({{"lane", {ref, {}}}}, {{"lane", part}});
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_NEAR(static_cast<double>(offset->offset_ns), -1.25e9, 30'000);
+  EXPECT_GT(offset->matched, 950u);
+
+  // Near either end the stretch stays whole; a short series is kept as is,
+  // and sequence numbers travel with their releases.
+  EXPECT_EQ(section_near(node, INT64_MIN, 1000).release_ns.front(), node.release_ns.front());
+  EXPECT_EQ(section_near(node, INT64_MAX, 1000).release_ns.back(), node.release_ns.back());
+  ReleaseSeries numbered{{10, 20, 30, 40}, {1, 2, 3, 4}};
+  EXPECT_EQ(section_near(numbered, 25, 10).release_ns.size(), 4u);
+  ReleaseSeries two = section_near(numbered, 31, 2);
+  EXPECT_EQ(two.release_ns, (std::vector<int64_t>{20, 30}));
+  EXPECT_EQ(two.seq, (std::vector<uint64_t>{2, 3}));
 }
 
 }  // namespace

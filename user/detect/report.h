@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/rank_identity.h"
+#include "detect/clock_check.h"
 #include "events/communicator.h"
 #include "probes/catalog.h"
 
@@ -107,6 +108,10 @@ struct SessionVerdict {
   std::vector<Episode> episodes;
   uint64_t instances = 0;
   int windows_judged = 0;
+  // analyze only: the nodes left out (no clock offset), and what clock-free
+  // blame says of the merged clocks.
+  std::vector<std::string> nodes_left_out;
+  std::optional<ClockCheck> clock_check;
 };
 
 }  // namespace slowburn

@@ -194,6 +194,8 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
     while (known.size() > kKeptReleases) known.erase(known.begin());
   }
 
+  if (instance_tap_ && lane.info.kind == CallKind::synchronizing) instance_tap_(instance);
+
   // The last to arrive is blamed for how much later than the second-to-last
   // it came (how much sooner the collective would have started without it),
   // as far as its own longer compute gap explains it: entry = previous

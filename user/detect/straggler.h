@@ -37,8 +37,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +52,7 @@
 #include "events/communicator.h"
 #include "probes/catalog.h"
 #include "stats/cusum.h"
+#include "stats/peer_sample.h"
 
 namespace slowburn {
 
@@ -143,6 +146,10 @@ class StragglerDetector {
   uint64_t blame_ns(uint32_t probe_id, int32_t pid) const;
   // Instances of a probe (every communicator) the rank arrived last in.
   uint64_t lasts(uint32_t probe_id, int32_t pid) const;
+  // Sees every aligned instance of a synchronizing collective as it is
+  // accounted (analyze checks its merged clocks against the waits).
+  using InstanceTap = std::function<void(const CollectiveInstance&)>;
+  void set_instance_tap(InstanceTap tap) { instance_tap_ = std::move(tap); }
 
  private:
   struct LaneKey {
@@ -178,6 +185,7 @@ class StragglerDetector {
   // step do, the world all-reduce a step later does not compare).
   struct PeerPool {
     std::map<int32_t, std::vector<double>> lateness_ns, gaps_ns;
+    std::optional<PeerSample> lateness, gaps;  // the same, sorted once for every lane of the pool
   };
   WindowReport evaluate(const Window& window, const LaneKey& key, const LaneAccum& accum, const PeerPool& pool,
                         uint64_t elapsed_ns);
@@ -215,6 +223,7 @@ class StragglerDetector {
   uint64_t last_ns_ = 0;              // latest call exit seen
   uint64_t closed_before_index_ = 0;  // windows below this index are closed
   int windows_judged_ = 0;            // windows with a lane that had enough instances to judge
+  InstanceTap instance_tap_;
 };
 
 }  // namespace slowburn

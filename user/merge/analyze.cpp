@@ -6,6 +6,7 @@
 #include <queue>
 #include <set>
 
+#include "detect/clock_check.h"
 #include "probes/catalog.h"
 #include "record/recording_reader.h"
 #include "stats/robust.h"
@@ -212,18 +213,28 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   std::vector<Node>& nodes = *read;
   AnalyzeResult result;
 
-  // Pass 1: the clocks.
-  std::vector<LaneReleases> releases;
-  for (const Node& node : nodes) {
-    auto r = releases_of(node);
-    if (!r) return r.error();
-    releases.push_back(std::move(*r));
-  }
+  // Pass 1: the clocks, one node at a time against the reference's
+  // releases (kept whole); of each other node only a stretch where the two
+  // recordings overlap, so memory does not grow with the number of nodes.
+  auto reference = releases_of(nodes[0]);
+  if (!reference) return reference.error();
   DetectorConfig config = options.detector;
   int64_t widest_spread = 0;
   nodes[0].offset = ClockOffset{};
   for (size_t i = 1; i < nodes.size(); ++i) {
-    auto offset = estimate_clock_offset(releases[0], releases[i], options.offsets);
+    auto mine = releases_of(nodes[i]);
+    if (!mine) return mine.error();
+    for (auto& [lane, series] : *mine) {
+      auto ref = reference->find(lane);
+      if (ref == reference->end() || series.release_ns.empty() || ref->second.release_ns.empty()) continue;
+      // Where the two overlap on the nodes' own clocks (wrong by the offset,
+      // seconds at worst: the stretch is minutes long at usual step rates).
+      int64_t lo = std::max(series.release_ns.front(), ref->second.release_ns.front());
+      int64_t hi = std::min(series.release_ns.back(), ref->second.release_ns.back());
+      int64_t center = lo <= hi ? lo + (hi - lo) / 2 : series.release_ns[series.release_ns.size() / 2];
+      series = section_near(series, center, options.offsets.node_releases);
+    }
+    auto offset = estimate_clock_offset(*reference, *mine, options.offsets);
     if (offset) {
       nodes[i].offset = *offset;
       widest_spread = std::max(widest_spread, offset->spread_ns);
@@ -262,11 +273,16 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
       if (const ProbeSpec* spec = find_probe(name); spec && probe_ids.insert(spec->id).second)
         probes.push_back({spec->id, spec->name, spec->kind});
   StragglerDetector detector(config, probes);
+  // Clock-free blame beside the clocks': the waits of every cross-node instance.
+  ClockCheckBuilder clock_check(config.min_blame_share);
+  detector.set_instance_tap([&clock_check](const CollectiveInstance& instance) { clock_check.add(instance); });
   for (Node* node : judged)
     for (RankIdentity r : node->info.ranks) {
       if (!node->pids.contains(r.pid)) continue;
       r.pid = node->merged_pid.at(r.pid);
+      r.host = node->info.host;
       detector.add_rank(r);
+      clock_check.add_rank(r);
       if (options.timeline) options.timeline->rank(r);
     }
   for (Node* node : judged)
@@ -397,6 +413,18 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   result.summary.aligned_by_sequence = counters.aligned_by_sequence;
   result.summary.order_mismatches = counters.order_mismatches;
   result.summary.communicators = result.communicators.size();
+  // What the tracers lost on their nodes: the judged nodes' loss counters.
+  for (const Node* node : judged) {
+    auto count = [&](const char* key) {
+      auto it = node->info.counters.find(key);
+      return it == node->info.counters.end() ? uint64_t{0} : it->second;
+    };
+    result.summary.ringbuf_drops += count("ringbuf_drops");
+    result.summary.decode_rejected += count("decode_rejected");
+    result.summary.orphan_returns += count("orphan_returns");
+    result.summary.untimed_calls += count("untimed_calls");
+    result.summary.recording_dropped += count("record_dropped_calls");
+  }
   result.summary.findings = detector.findings();
   for (Finding& f : result.summary.findings) name_node(f);
   sink.summary(result.summary);
@@ -407,9 +435,16 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
     name_node(e.finding);
     name_node(e.finding.culprit, e.summary);
   }
+  for (const Node& node : nodes)
+    if (!node.offset) result.verdict.nodes_left_out.push_back(node.info.host);
   if (judged.size() < nodes.size() && result.verdict.judged)
     result.verdict.reason = fmt::format("{} of {} nodes left out (their clock offsets are unknown; see the node table)",
                                         nodes.size() - judged.size(), nodes.size());
+  if (judged.size() > 1) {
+    std::vector<RankIdentity> named;
+    for (const Finding& f : result.verdict.stragglers) named.push_back(f.culprit);
+    result.verdict.clock_check = clock_check.finish(static_cast<double>(last_ns - std::min(last_ns, first_ns)), named);
+  }
   sink.verdict(result.verdict);
   return result;
 }

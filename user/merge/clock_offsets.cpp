@@ -158,6 +158,22 @@ Result<ClockOffset> by_shift(const std::string& lane, const std::vector<int64_t>
 
 }  // namespace
 
+ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_t max) {
+  size_t n = series.release_ns.size();
+  if (n <= max) return series;
+  auto at = static_cast<size_t>(std::lower_bound(series.release_ns.begin(), series.release_ns.end(), center_ns) -
+                                series.release_ns.begin());
+  if (at > 0 && (at == n || center_ns - series.release_ns[at - 1] <= series.release_ns[at] - center_ns)) --at;
+  size_t first = std::min(n - max, at > max / 2 ? at - max / 2 : 0);
+  ReleaseSeries out;
+  out.release_ns.assign(series.release_ns.begin() + static_cast<std::ptrdiff_t>(first),
+                        series.release_ns.begin() + static_cast<std::ptrdiff_t>(first + max));
+  if (!series.seq.empty())
+    out.seq.assign(series.seq.begin() + static_cast<std::ptrdiff_t>(first),
+                   series.seq.begin() + static_cast<std::ptrdiff_t>(first + max));
+  return out;
+}
+
 Result<ClockOffset> estimate_clock_offset(const LaneReleases& reference, const LaneReleases& node,
                                           const OffsetSearch& search) {
   std::optional<ClockOffset> chosen;

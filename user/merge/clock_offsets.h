@@ -49,7 +49,15 @@ struct OffsetSearch {
   size_t windows = 5;         // such windows, spread over its series (one may hold a lost instance)
   size_t sample = 48;         // differences scored per shift
   double min_contrast = 2.0;  // the best shift's spread must beat the runner-up's this many times
+  // Releases of a node (not the reference) kept per lane: a stretch this
+  // long matches as well as the whole recording for a constant offset, and
+  // keeps analyze's memory flat in the number of nodes (section_near).
+  size_t node_releases = 4096;
 };
+
+// At most `max` consecutive releases of the series, centred on the one
+// nearest `center_ns` (where the node's recording overlaps the reference's).
+ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_t max);
 
 // The node's offset to the reference, from the lanes both saw; an error
 // that says why when none gives one (no shared communicator, too few

@@ -221,6 +221,26 @@ void JsonSink::window(const WindowReport& r) {
 void JsonSink::tick(uint64_t) { out_.flush(); }
 
 namespace {
+// analyze: clock-free blame per rank, and whether it backs the merged clocks.
+json clock_check_json(const ClockCheck& c) {
+  json ranks = json::array();
+  for (const ClockFreeRank& r : c.ranks) {
+    json j{{"rank", r.identity.rank},
+           {"pid", r.identity.pid},
+           {"node", r.identity.host},
+           {"instances", r.instances},
+           {"least_waits", r.least_waits},
+           {"blame_share_by_wait", c.traced_ns > 0 ? r.blame_by_wait_ns / c.traced_ns : 0.0},
+           {"blame_share_by_clock", c.traced_ns > 0 ? r.blame_by_clock_ns / c.traced_ns : 0.0}};
+    ranks.push_back(std::move(j));
+  }
+  json j{{"instances", c.instances},  {"agreed", c.agreed},  {"agreed_blame_share", c.agreed_blame_share},
+         {"disagrees", c.disagrees},  {"culprit", nullptr},  {"culprit_blame_share", c.culprit_blame_share},
+         {"ranks", std::move(ranks)}, {"summary", c.summary}};
+  if (c.culprit) j["culprit"] = json{{"rank", c.culprit->rank}, {"pid", c.culprit->pid}, {"node", c.culprit->host}};
+  return j;
+}
+
 json finding_json(const Finding& f) {
   json evidence{{"detector", f.detector}, {"probe", f.probe}};
   if (f.type == "hang") {
@@ -309,6 +329,8 @@ void JsonSink::verdict(const SessionVerdict& v) {
          {"stragglers", std::move(stragglers)},
          {"hangs", std::move(hangs)},
          {"episodes", std::move(episodes)}};
+  if (!v.nodes_left_out.empty()) j["nodes_left_out"] = v.nodes_left_out;
+  if (v.clock_check) j["clock_check"] = clock_check_json(*v.clock_check);
   out_ << j.dump() << '\n';
   out_.flush();
 }
@@ -351,6 +373,7 @@ void JsonSink::summary(const SessionSummary& s) {
          {"untimed_calls", s.untimed_calls},
          {"unknown_process", s.unknown_process},
          {"late_calls", s.late_calls},
+         {"recording_dropped", s.recording_dropped},
          {"findings", s.findings.size()}};
   out_ << j.dump() << '\n';
   out_.flush();

@@ -53,6 +53,7 @@ struct SessionSummary {
   uint64_t aligned_by_sequence = 0;  // instances found by (communicator, sequence number)
   uint64_t order_mismatches = 0;     // by sequence number, but not by the clocks: dropped
   size_t communicators = 0;          // told apart, the job-wide one included
+  uint64_t recording_dropped = 0;    // analyze: calls the recordings could not keep (their disk fell behind)
   std::vector<Finding> findings;
 };
 

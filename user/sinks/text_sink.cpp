@@ -143,6 +143,9 @@ void TextSink::summary(const SessionSummary& s) {
       "window.\n",
       s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns, s.untimed_calls,
       s.unknown_process, s.late_calls);
+  if (s.recording_dropped)
+    out_ << fmt::format("Lost in the recordings: {} calls their writers dropped (the disk fell behind).\n",
+                        s.recording_dropped);
 }
 
 void TextSink::communicators(const std::vector<CommunicatorRef>& comms) {
@@ -189,6 +192,7 @@ void TextSink::verdict(const SessionVerdict& v) {
   for (const Finding& f : v.hangs) out_ << fmt::format("  hang: {}\n", f.summary);
   for (const Finding& f : v.stragglers) out_ << fmt::format("  straggler: {}\n", f.summary);
   for (const Episode& e : v.episodes) out_ << fmt::format("  episode: {}\n", e.summary);
+  if (v.clock_check) out_ << fmt::format("  clocks: {}\n", v.clock_check->summary);
   out_.flush();
 }
 

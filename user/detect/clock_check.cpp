@@ -1,0 +1,123 @@
+#include "detect/clock_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace slowburn {
+
+namespace {
+// "rank 3 (pid 4242 on node-b)"
+std::string node_label(const RankIdentity& id) {
+  std::string label = rank_label(id);
+  if (id.host.empty() || label.empty() || label.back() != ')') return label;
+  return label.substr(0, label.size() - 1) + " on " + id.host + ")";
+}
+}  // namespace
+
+void ClockCheckBuilder::add(const CollectiveInstance& instance) {
+  if (instance.calls.size() < 2) return;
+  std::set<std::string> hosts;
+  for (const RankCall& c : instance.calls) {
+    auto it = identities_.find(c.pid);
+    hosts.insert(it == identities_.end() ? std::string() : it->second.host);
+  }
+  if (hosts.size() < 2) return;  // one node, one clock: nothing to check
+
+  const RankCall* least = nullptr;   // waited least
+  const RankCall* second = nullptr;  // the runner-up
+  const RankCall* last = nullptr;    // arrived last on the merged clocks
+  const RankCall* before_last = nullptr;
+  auto wait = [](const RankCall* c) { return c->exit_ns - std::min(c->exit_ns, c->entry_ns); };
+  for (const RankCall& c : instance.calls) {
+    if (!least || wait(&c) < wait(least)) {
+      second = least;
+      least = &c;
+    } else if (!second || wait(&c) < wait(second)) {
+      second = &c;
+    }
+    if (!last || c.entry_ns > last->entry_ns) {
+      before_last = last;
+      last = &c;
+    } else if (!before_last || c.entry_ns > before_last->entry_ns) {
+      before_last = &c;
+    }
+  }
+  ++instances_;
+  for (const RankCall& c : instance.calls) {
+    ClockFreeRank& r = ranks_[c.pid];
+    r.identity.pid = c.pid;
+    ++r.instances;
+  }
+  auto by_wait = static_cast<double>(wait(second) - wait(least));
+  ClockFreeRank& culprit = ranks_[least->pid];
+  ++culprit.least_waits;
+  culprit.blame_by_wait_ns += by_wait;
+  ranks_[last->pid].blame_by_clock_ns += static_cast<double>(last->entry_ns - before_last->entry_ns);
+  blame_ns_ += by_wait;
+  if (least->pid == last->pid) {
+    ++agreed_;
+    agreed_blame_ns_ += by_wait;
+  }
+}
+
+ClockCheck ClockCheckBuilder::finish(double traced_ns, const std::vector<RankIdentity>& clock_culprits) const {
+  ClockCheck out;
+  out.instances = instances_;
+  out.agreed = agreed_;
+  out.agreed_blame_share = blame_ns_ > 0 ? agreed_blame_ns_ / blame_ns_ : 1.0;
+  out.traced_ns = traced_ns;
+  for (const auto& [pid, r] : ranks_) {
+    ClockFreeRank copy = r;
+    if (auto it = identities_.find(pid); it != identities_.end()) copy.identity = it->second;
+    out.ranks.push_back(std::move(copy));
+  }
+  std::sort(out.ranks.begin(), out.ranks.end(),
+            [](const ClockFreeRank& a, const ClockFreeRank& b) { return a.blame_by_wait_ns > b.blame_by_wait_ns; });
+  if (!out.instances) {
+    out.summary = "no collective instance spanned two nodes: nothing to check the merged clocks against";
+    return out;
+  }
+  auto share = [&](double ns) { return traced_ns > 0 ? ns / traced_ns : 0.0; };
+  if (!out.ranks.empty() && share(out.ranks.front().blame_by_wait_ns) >= min_blame_share_) {
+    out.culprit = out.ranks.front().identity;
+    out.culprit_blame_share = share(out.ranks.front().blame_by_wait_ns);
+  }
+
+  // They disagree when one names a rank the other does not: clock-free
+  // blame names a culprit the clocks did not, or the clocks name a rank
+  // (of a cross-node collective) that the waits do not hold to blame.
+  std::string why;
+  bool named_by_clock = false;
+  for (const RankIdentity& c : clock_culprits) {
+    if (out.culprit && c.pid == out.culprit->pid) named_by_clock = true;
+    auto r = std::find_if(out.ranks.begin(), out.ranks.end(),
+                          [&](const ClockFreeRank& x) { return x.identity.pid == c.pid; });
+    if (r == out.ranks.end()) continue;  // not on a cross-node collective: nothing to compare
+    if (share(r->blame_by_wait_ns) < min_blame_share_ / 2)
+      why += fmt::format("{}the merged clocks name {}, whose waits carry only {:.1f}% clock-free blame",
+                         why.empty() ? "" : "; ", node_label(c), 100 * share(r->blame_by_wait_ns));
+  }
+  if (out.culprit && !named_by_clock)
+    why += fmt::format("{}clock-free blame names {} ({:.0f}% of the time) and the merged clocks do not",
+                       why.empty() ? "" : "; ", node_label(*out.culprit), 100 * out.culprit_blame_share);
+  out.disagrees = !why.empty();
+
+  std::string agreement = fmt::format(
+      "the rank that waited least arrived last on the merged clocks in {} of {} cross-node instances "
+      "({:.0f}% of the clock-free blame)",
+      out.agreed, out.instances, 100 * out.agreed_blame_share);
+  if (out.disagrees)
+    out.summary = fmt::format("clocks and waits disagree: {}; {} (the clock offsets may be wrong: see the node table)",
+                              why, agreement);
+  else if (out.culprit)
+    out.summary = fmt::format("clock-free blame agrees: {} waited least ({:.0f}% of the time); {}",
+                              node_label(*out.culprit), 100 * out.culprit_blame_share, agreement);
+  else
+    out.summary = fmt::format("clock-free blame agrees: no rank carries {:.0f}% of the time; {}",
+                              100 * min_blame_share_, agreement);
+  return out;
+}
+
+}  // namespace slowburn
