@@ -32,6 +32,7 @@ struct TwoNodes {
   nlohmann::json node_b;  // its "node" line
   std::vector<nlohmann::json> stragglers;
   std::vector<nlohmann::json> hangs;
+  nlohmann::json clock_check;            // the verdict's clock-free check
   std::set<std::string> timeline_nodes;  // the Perfetto timeline's processes
   size_t timeline_slices = 0;
   bool judged = false;
@@ -108,6 +109,7 @@ TwoNodes trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank 
     out.judged = verdict["judged"].get<bool>();
     for (const auto& s : verdict["stragglers"]) out.stragglers.push_back(s);
     for (const auto& h : verdict["hangs"]) out.hangs.push_back(h);
+    if (verdict.contains("clock_check")) out.clock_check = verdict["clock_check"];
   }
   return out;
 }
@@ -141,6 +143,13 @@ TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
     }
   }
   EXPECT_TRUE(named) << t.output;
+  // Without any clock, the waits name the same rank.
+  ASSERT_TRUE(t.clock_check.is_object()) << t.output;
+  EXPECT_GT(t.clock_check["instances"].get<uint64_t>(), 100u) << t.clock_check.dump();
+  ASSERT_TRUE(t.clock_check["culprit"].is_object()) << t.clock_check.dump();
+  EXPECT_EQ(t.clock_check["culprit"]["rank"], 3) << t.clock_check.dump();
+  EXPECT_EQ(t.clock_check["culprit"]["node"], "node-b") << t.clock_check.dump();
+  EXPECT_FALSE(t.clock_check["disagrees"].get<bool>()) << t.clock_check.dump();
   EXPECT_EQ(t.timeline_nodes, (std::set<std::string>{"node-a", "node-b"}));
   EXPECT_GT(t.timeline_slices, 1000u);
 }
@@ -156,6 +165,12 @@ TEST(AnalyzeAcrossNodes, AHealthyJobOnAClockBehindNamesNobody) {
     bool own = (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||
                e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
     EXPECT_TRUE(own) << "named without slowness of its own: " << s.dump();
+  }
+  ASSERT_TRUE(t.clock_check.is_object()) << t.output;
+  // Nobody late: neither the clocks nor the waits name anyone, so they agree.
+  if (t.stragglers.empty()) {
+    EXPECT_TRUE(t.clock_check["culprit"].is_null()) << t.clock_check.dump();
+    EXPECT_FALSE(t.clock_check["disagrees"].get<bool>()) << t.clock_check.dump();
   }
 }
 

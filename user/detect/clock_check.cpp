@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 namespace slowburn {
 
@@ -18,18 +17,30 @@ std::string node_label(const RankIdentity& id) {
 
 void ClockCheckBuilder::add(const CollectiveInstance& instance) {
   if (instance.calls.size() < 2) return;
-  std::set<std::string> hosts;
+  // Each node's release: the earliest exit of its ranks (on its own clock,
+  // shifted by a constant: differences within a node need no offset). A
+  // rank's wait is counted to its node's release, not to its own exit, so a
+  // rank the algorithm lets out first is not taken for the last to arrive.
+  std::map<std::string, uint64_t> node_release;
+  auto host_of = [&](int32_t pid) -> const std::string& {
+    static const std::string kUnknown;
+    auto it = identities_.find(pid);
+    return it == identities_.end() ? kUnknown : it->second.host;
+  };
   for (const RankCall& c : instance.calls) {
-    auto it = identities_.find(c.pid);
-    hosts.insert(it == identities_.end() ? std::string() : it->second.host);
+    auto [it, fresh] = node_release.try_emplace(host_of(c.pid), c.exit_ns);
+    if (!fresh) it->second = std::min(it->second, c.exit_ns);
   }
-  if (hosts.size() < 2) return;  // one node, one clock: nothing to check
+  if (node_release.size() < 2) return;  // one node, one clock: nothing to check
 
   const RankCall* least = nullptr;   // waited least
   const RankCall* second = nullptr;  // the runner-up
   const RankCall* last = nullptr;    // arrived last on the merged clocks
   const RankCall* before_last = nullptr;
-  auto wait = [](const RankCall* c) { return c->exit_ns - std::min(c->exit_ns, c->entry_ns); };
+  auto wait = [&](const RankCall* c) {
+    uint64_t release = node_release.at(host_of(c->pid));
+    return release - std::min(release, c->entry_ns);
+  };
   for (const RankCall& c : instance.calls) {
     if (!least || wait(&c) < wait(least)) {
       second = least;

@@ -1,7 +1,9 @@
 // Clock-free blame, and what it says of the clocks that placed the calls.
 // The last rank to arrive at a synchronizing collective waits least: all its
 // ranks leave together, so wait = release - entry, and differences of wait
-// are differences of arrival on no clock at all. Per instance the rank that
+// are differences of arrival on no clock at all. "Release" is the earliest
+// exit of the rank's own node in the instance (one clock within a node), so
+// a rank the algorithm lets out early does not look late. Per instance the rank that
 // waited least is blamed for how much less than the runner-up it waited
 // (the clock-free twin of "last arrival - second-to-last"), and the instance
 // agrees with the clocks when that rank is also the last to arrive on them.
