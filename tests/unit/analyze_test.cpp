@@ -36,7 +36,8 @@ struct NodeSpec {
 
 // One recording per node of the job's calls: its ranks' calls only, on its
 // own clock, from `first_step` (a tracer started later sees fewer).
-void record(const TempDir& dir, const std::vector<CallEvent>& events, const NodeSpec& node, int steps_skipped = 0) {
+void record(const TempDir& dir, const std::vector<CallEvent>& events, const NodeSpec& node, int steps_skipped = 0,
+            uint64_t lost_step = 0) {
   auto recorder = Recorder::create(dir.path() / (node.host + ".sbr"), {node.host});
   ASSERT_TRUE(recorder) << recorder.error().message;
   RecordingSink sink(**recorder);
@@ -61,6 +62,7 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     int rank = static_cast<int>(e.pid) - SyntheticJob::pid(0);
     if (std::find(node.ranks.begin(), node.ranks.end(), rank) == node.ranks.end()) continue;
     if (e.seq <= static_cast<uint64_t>(steps_skipped)) continue;
+    if (e.seq == lost_step && rank == node.ranks.front()) continue;  // a record the ring buffer dropped
     CallEvent mine = e;
     mine.probe_id = allreduce->id;
     mine.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(e.entry_ns) + node.clock_shift_ns);
@@ -173,17 +175,19 @@ TEST(Analyze, OneRankPerNodeAndAHealthyJob) {
 
 TEST(Analyze, TheNodesLossCountersAddUp) {
   // A merged verdict is only as good as what each tracer kept: the
-  // recordings' ring-buffer drops are the job's.
+  // recordings' ring-buffer drops are the job's, and a call missing from a
+  // thread's numbers is counted.
   TempDir dir;
   auto events = job_events(-1);
   NodeSpec a{"node-a", {0, 1}}, b{"node-b", {2, 3}, 5'000'000};
   a.ringbuf_drops = 5;
   b.ringbuf_drops = 7;
-  record(dir, events, a);
+  record(dir, events, a, 0, 1500);
   record(dir, events, b);
   auto r = analyze(dir);
   ASSERT_TRUE(r.result) << r.result.error().message;
   EXPECT_EQ(r.result->summary.ringbuf_drops, 12u);
+  EXPECT_EQ(r.result->summary.sequence_gaps, 1u) << "rank 0's lost call, by its thread's numbers";
   EXPECT_NE(r.json.find("\"ringbuf_drops\":12"), std::string::npos) << r.json;
 }
 
@@ -292,6 +296,47 @@ TEST(Analyze, ThePerfettoTimelineHasANodePerProcessARankPerTrackAndNoOverlaps) {
   }
   EXPECT_GT(static_cast<double>(matched.size()), 0.95 * static_cast<double>(b_calls))
       << "node-b's calls end within 100 us of one of node-a's";
+}
+
+}  // namespace
+}  // namespace slowburn
+
+namespace slowburn {
+namespace {
+
+TEST(PerfettoTimeline, TraceNamesItsNodeAsHostSaysAndAFullDiskIsAnError) {
+  // trace --host node-a: its ranks' identities carry the real hostname,
+  // the timeline's process is the node --host names.
+  TempDir out;
+  auto path = (out.path() / "t.json").string();
+  auto sink = PerfettoSink::create(path, 0, "node-a", true);
+  ASSERT_TRUE(sink) << sink.error().message;
+  RankIdentity id;
+  id.pid = 4242;
+  id.rank = 0;
+  id.host = "real-hostname";
+  (*sink)->rank(id);
+  CallEvent e;
+  e.pid = e.tid = 4242;
+  e.entry_ns = 1000;
+  e.exit_ns = 5000;
+  (*sink)->call(e, {}, "mpi.allreduce");
+  ASSERT_TRUE((*sink)->close());
+  std::ifstream in(path);
+  auto trace = nlohmann::json::parse(in);
+  std::set<std::string> processes;
+  for (const auto& ev : trace["traceEvents"])
+    if (ev["ph"] == "M" && ev["name"] == "process_name") processes.insert(ev["args"]["name"]);
+  EXPECT_EQ(processes, std::set<std::string>{"node-a"});
+
+  // A device with no room: the timeline is not said to be written.
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full to fill";
+  auto full = PerfettoSink::create("/dev/full", 0, "n");
+  ASSERT_TRUE(full) << full.error().message;
+  for (int i = 0; i < 20000; ++i) (*full)->call(e, {}, "mpi.allreduce");
+  auto closed = (*full)->close();
+  ASSERT_FALSE(closed);
+  EXPECT_NE(closed.error().message.find("is the disk full?"), std::string::npos) << closed.error().message;
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(Recording, WhatIsWrittenReadsBack) {
       CallEvent e;
       e.pid = e.tid = static_cast<uint32_t>(pid);
       e.probe_id = allreduce->id;
-      e.seq = k;
+      e.seq = 2 * k;  // the kernel's per-thread number, apart from the communicator's
       e.entry_ns = k * 1'000'000 + static_cast<uint64_t>(pid);
       e.exit_ns = k * 1'000'000 + 500'000;
       comm.seq = k;
@@ -105,8 +105,22 @@ TEST(Recording, WhatIsWrittenReadsBack) {
     last_exit = call.exit_ns;
     EXPECT_EQ(call.comm_id, 3u);
     EXPECT_EQ(call.comm_rank, 1);
+    EXPECT_EQ(call.thread_seq, 2 * call.seq) << "both numbers kept, each its own";
   }
   EXPECT_EQ(n, 2000u);
+
+  // A schema-1 recording (no thread_seq column) still reads, without the number.
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("ALTER TABLE calls DROP COLUMN thread_seq");
+    db.exec("PRAGMA user_version=1");
+  }
+  auto old = CallCursor::open(path);
+  ASSERT_TRUE(old) << old.error().message;
+  auto more = old->next(call);
+  ASSERT_TRUE(more && *more);
+  EXPECT_EQ(call.seq, 1u);
+  EXPECT_FALSE(call.thread_seq.has_value());
 }
 
 TEST(Recording, AnExistingFileIsNeverAppendedTo) {

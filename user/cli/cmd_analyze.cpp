@@ -72,6 +72,8 @@ Command add_analyze_command(CLI::App& app) {
             }
             FanOutSink sink(sinks);
             auto result = run_analyze(args->options, sink);
+            if (timeline)
+              if (auto closed = timeline->close(); !closed) return fail(closed.error());
             if (!result) return fail(result.error());
             return result->verdict.judged ? 0 : kExitUndetermined;
           }};

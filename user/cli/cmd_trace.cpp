@@ -65,7 +65,7 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
     sinks.push_back(recording.get());
   }
   if (!args.perfetto.empty()) {
-    auto created = PerfettoSink::create(args.perfetto, wall_offset_ns(), args.host);
+    auto created = PerfettoSink::create(args.perfetto, wall_offset_ns(), args.host, true);
     if (!created) return fail(created.error());
     timeline = std::move(*created);
     sinks.push_back(timeline.get());
@@ -82,7 +82,7 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
     };
   FanOutSink sink(sinks);
   auto result = run_trace(args.options, sink, stop);
-  if (timeline && !result) timeline->verdict({});  // close the file
+  Result<void> timeline_closed = timeline ? timeline->close() : Result<void>{};
   if (recorder) {
     auto finished = recorder->finish();
     if (!finished) return fail(finished.error());
@@ -91,6 +91,7 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
                                  ? fmt::format(" ({} calls dropped: the disk fell behind)", recorder->dropped_calls())
                                  : "");
   }
+  if (!timeline_closed) return fail(timeline_closed.error());
   if (!result) return fail(result.error());
   // Too little aligned to judge is not an all-clear.
   return result->verdict.judged ? 0 : kExitUndetermined;

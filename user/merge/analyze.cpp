@@ -342,7 +342,9 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
       if (fresh && tid->second == next_tid) ++next_tid;
       e.tid = tid->second;
       e.probe_id = spec->id;
-      e.seq = c.seq;
+      // The kernel's per-thread number counts lost records; a schema-1
+      // recording kept only the communicator's (0: not counted).
+      e.seq = c.thread_seq.value_or(0);
       e.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(c.entry_ns) + s.shift_ns);
       e.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(c.exit_ns) + s.shift_ns);
       CallComm comm;

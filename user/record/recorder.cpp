@@ -174,7 +174,7 @@ void Recorder::commit(std::vector<CallRow>& calls, std::vector<Rows>& rows) {
     SQLite::Transaction t(*db_);
     SQLite::Statement insert(*db_,
                              "INSERT INTO calls(pid, tid, probe_id, entry_ns, exit_ns, comm_id, comm_rank, seq, "
-                             "seq_absolute) VALUES(?,?,?,?,?,?,?,?,?)");
+                             "seq_absolute, thread_seq) VALUES(?,?,?,?,?,?,?,?,?,?)");
     for (const CallRow& r : calls) {
       insert.bind(1, static_cast<int64_t>(r.call.pid));
       insert.bind(2, static_cast<int64_t>(r.call.tid));
@@ -188,6 +188,7 @@ void Recorder::commit(std::vector<CallRow>& calls, std::vector<Rows>& rows) {
         insert.bind(7);
       insert.bind(8, static_cast<int64_t>(r.seq));
       insert.bind(9, r.seq_absolute ? 1 : 0);
+      insert.bind(10, static_cast<int64_t>(r.call.seq));
       insert.exec();
       insert.reset();
     }

@@ -155,12 +155,15 @@ Result<CallCursor> CallCursor::open(const std::filesystem::path& path) {
   state->path = path;
   state->db = std::move(*opened);
   try {
+    bool numbered = state->db->execAndGet("PRAGMA user_version").getInt() >= 2;
     // One pass in rowid order needs no page cache to speak of: a small one
     // keeps analyze's memory from growing by SQLite's default 2 MiB per node.
     state->db->exec("PRAGMA cache_size = -128");
     state->select = std::make_unique<SQLite::Statement>(*state->db,
                                                         "SELECT pid, tid, probe_id, entry_ns, exit_ns, comm_id, "
-                                                        "comm_rank, seq, seq_absolute FROM calls ORDER BY rowid");
+                                                        "comm_rank, seq, seq_absolute, " +
+                                                            std::string(numbered ? "thread_seq" : "NULL") +
+                                                            " FROM calls ORDER BY rowid");
   } catch (const std::exception& e) {
     return damaged(path, e);
   }
@@ -180,6 +183,8 @@ Result<bool> CallCursor::next(RecordedCall& call) {
     call.comm_rank = s.getColumn(6).isNull() ? std::nullopt : std::optional<int>(s.getColumn(6).getInt());
     call.seq = static_cast<uint64_t>(s.getColumn(7).getInt64());
     call.seq_absolute = s.getColumn(8).getInt() != 0;
+    call.thread_seq =
+        s.getColumn(9).isNull() ? std::nullopt : std::optional(static_cast<uint64_t>(s.getColumn(9).getInt64()));
     return true;
   } catch (const std::exception& e) {
     return damaged(state_->path, e);

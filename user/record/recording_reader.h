@@ -38,8 +38,11 @@ struct RecordedCall {
   uint64_t exit_ns = 0;
   uint32_t comm_id = 0;
   std::optional<int> comm_rank;
-  uint64_t seq = 0;
+  uint64_t seq = 0;  // on its communicator
   bool seq_absolute = false;
+  // The kernel's number on (thread, probe), 0 when it could not number it;
+  // absent in schema 1 recordings.
+  std::optional<uint64_t> thread_seq;
 };
 
 // A call that had entered and not returned at the recording's last reading.

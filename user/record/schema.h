@@ -15,7 +15,9 @@
 
 namespace slowburn::recording {
 
-inline constexpr int kSchemaVersion = 1;
+// 2: calls.thread_seq (the kernel's per-thread number; v1 recorded only the
+// communicator's in seq, and is still read, without sequence-gap counting).
+inline constexpr int kSchemaVersion = 2;
 inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
 
 inline constexpr const char* kSchema = R"sql(
@@ -30,7 +32,7 @@ CREATE TABLE communicators(id INTEGER PRIMARY KEY, key TEXT NOT NULL, label TEXT
                            seq_from_creation INTEGER NOT NULL);
 CREATE TABLE calls(pid INTEGER NOT NULL, tid INTEGER NOT NULL, probe_id INTEGER NOT NULL,
                    entry_ns INTEGER NOT NULL, exit_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL,
-                   comm_rank INTEGER, seq INTEGER NOT NULL, seq_absolute INTEGER NOT NULL);
+                   comm_rank INTEGER, seq INTEGER NOT NULL, seq_absolute INTEGER NOT NULL, thread_seq INTEGER);
 CREATE TABLE in_flight(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
                        probe_id INTEGER NOT NULL, entry_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL);
 CREATE TABLE windows(start_ns INTEGER NOT NULL, probe TEXT NOT NULL, comm_id INTEGER, pid INTEGER NOT NULL,

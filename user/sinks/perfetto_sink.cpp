@@ -9,13 +9,14 @@ namespace slowburn {
 using json = nlohmann::json;
 
 Result<std::unique_ptr<PerfettoSink>> PerfettoSink::create(const std::string& path, int64_t wall_offset_ns,
-                                                           std::string default_node) {
+                                                           std::string default_node, bool one_node) {
   std::unique_ptr<PerfettoSink> s(new PerfettoSink);
   s->out_.open(path, std::ios::out | std::ios::trunc);
   if (!s->out_) return make_error("cannot write the timeline {}: is its directory writable?", path);
   s->path_ = path;
   s->wall_offset_ns_ = wall_offset_ns;
   s->default_node_ = std::move(default_node);
+  s->one_node_ = one_node;
   // ts + wall_offset_us = Unix time in us. The object stays open for the
   // events, streamed as they come: {"displayTimeUnit":...,"otherData":{...},"traceEvents":[
   std::string header = json{
@@ -52,6 +53,10 @@ int PerfettoSink::process_of(const std::string& node) {
   return it->second;
 }
 
+std::string PerfettoSink::node_of(const std::string& host) const {
+  return one_node_ || host.empty() ? default_node_ : host;
+}
+
 void PerfettoSink::rank(const RankIdentity& identity) { ranks_[identity.pid] = identity; }
 
 int PerfettoSink::track_of(int32_t pid, uint32_t comm_id, const std::string& comm_label, uint64_t entry_ns,
@@ -65,7 +70,7 @@ int PerfettoSink::track_of(int32_t pid, uint32_t comm_id, const std::string& com
   // A new track: the first of this rank and communicator, or a spill.
   Track t{next_tid_++, exit_ns};
   auto r = ranks_.find(pid);
-  std::string node = r != ranks_.end() && !r->second.host.empty() ? r->second.host : default_node_;
+  std::string node = node_of(r != ranks_.end() ? r->second.host : "");
   std::string name = r != ranks_.end() ? fmt::format("rank {}", r->second.rank) : fmt::format("pid {}", pid);
   if (!comm_label.empty()) name += " · " + comm_label;
   if (!tracks.empty()) name += fmt::format(" #{}", tracks.size() + 1);
@@ -85,7 +90,7 @@ void PerfettoSink::call(const CallEvent& call, const CallComm& comm, const std::
   std::string label = comm.comm && comm.comm->source != CommSource::job ? comm.comm->label : "";
   int tid = track_of(pid, comm_id, label, call.entry_ns, call.exit_ns);
   auto r = ranks_.find(pid);
-  std::string node = r != ranks_.end() && !r->second.host.empty() ? r->second.host : default_node_;
+  std::string node = node_of(r != ranks_.end() ? r->second.host : "");
   json args{{"seq", comm.seq}, {"tid", call.tid}};
   if (comm.comm) args["communicator"] = comm.comm->label;
   emit(json{{"ph", "X"},
@@ -117,7 +122,7 @@ void PerfettoSink::window(const WindowReport& report) {
   if (!report.aligned) return;
   for (const RankWindowStats& r : report.ranks) {
     if (!r.lateness_median_ns) continue;
-    std::string node = r.identity.host.empty() ? default_node_ : r.identity.host;
+    std::string node = node_of(r.identity.host);
     emit(json{{"ph", "C"},
               {"name", fmt::format("lateness rank {} {}", r.identity.rank, report.probe)},
               {"pid", process_of(node)},
@@ -128,7 +133,7 @@ void PerfettoSink::window(const WindowReport& report) {
 }
 
 void PerfettoSink::finding(const Finding& f) {
-  std::string node = f.culprit.host.empty() ? default_node_ : f.culprit.host;
+  std::string node = node_of(f.culprit.host);
   instant(node, f.detected_ns, fmt::format("{}: rank {}", f.type, f.culprit.rank), json{{"summary", f.summary}}.dump());
 }
 
@@ -137,6 +142,12 @@ void PerfettoSink::verdict(const SessionVerdict&) {
   out_ << "\n]}\n";
   out_.close();
   closed_ = true;
+}
+
+Result<void> PerfettoSink::close() {
+  verdict({});
+  if (out_.fail()) return make_error("writing the timeline {} failed (is the disk full?): it is incomplete", path_);
+  return {};
 }
 
 }  // namespace slowburn

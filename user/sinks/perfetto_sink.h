@@ -28,9 +28,11 @@ namespace slowburn {
 class PerfettoSink : public Sink {
  public:
   // `wall_offset_ns`: CLOCK_REALTIME - CLOCK_MONOTONIC of the clock the
-  // timestamps are on; `default_node`: the node of ranks that name none.
+  // timestamps are on; `default_node`: the node of ranks that name none,
+  // or of every rank when `one_node` (trace: its ranks' host is the real
+  // hostname, the node is what --host says).
   static Result<std::unique_ptr<PerfettoSink>> create(const std::string& path, int64_t wall_offset_ns,
-                                                      std::string default_node);
+                                                      std::string default_node, bool one_node = false);
   ~PerfettoSink() override;
 
   void rank(const RankIdentity& identity);
@@ -49,6 +51,9 @@ class PerfettoSink : public Sink {
   void summary(const SessionSummary&) override {}
   // Writes the last events and closes the file.
   void verdict(const SessionVerdict& verdict) override;
+  // Closes the file if still open; the first write error, if any (a full
+  // disk must not leave a truncated timeline said to be written).
+  Result<void> close();
 
  private:
   PerfettoSink() = default;
@@ -57,6 +62,7 @@ class PerfettoSink : public Sink {
     uint64_t busy_until_ns = 0;
   };
   int process_of(const std::string& node);
+  std::string node_of(const std::string& host) const;
   int track_of(int32_t pid, uint32_t comm_id, const std::string& comm_label, uint64_t entry_ns, uint64_t exit_ns);
   double us(uint64_t ns) const;
   void emit(const std::string& event);
@@ -66,6 +72,7 @@ class PerfettoSink : public Sink {
   std::string path_;
   int64_t wall_offset_ns_ = 0;
   std::string default_node_;
+  bool one_node_ = false;
   bool first_event_ = true;
   bool closed_ = false;
   std::map<std::string, int> processes_;
