@@ -3,7 +3,9 @@
 #  11. the job's slowdown under `slowburn trace` with --record against the
 #      same trace without it, alternating in one run; the recording's size
 #      per million calls;
-#  12. analyze's time and peak memory on one of them.
+#  12. analyze's time and peak memory on one of them;
+#  13. analyze on synthetic merges of 64 and 512 ranks (bench/synth_recordings)
+#      over 60-600 s: time, peak RSS, what the verdict and the clock check say.
 set -euo pipefail
 build=${1:-build}
 rounds=${ROUNDS:-5}
@@ -72,7 +74,8 @@ for spec in "64 60 33" "64 600 33" "512 60 257" "512 300 257" "512 600 257" "512
 	read -r secs kib <"$tmp/time"
 	calls=$(for f in "$dir"/*.sbr; do sqlite3 "$f" 'select count(*) from calls'; done | paste -sd+ | bc)
 	named=$(sed -n 's/^  straggler: \(rank [0-9]*\) (pid [0-9]* on \([^)]*\)).*/\1 on \2/p' "$tmp/analyze.out" | paste -sd, -)
-	clocks=$(grep -q '^  clocks: clock-free blame agrees' "$tmp/analyze.out" && echo agree || echo disagree)
+	clocks=$(sed -n 's/^  clocks: \(clock-free blame agrees\|clocks and waits disagree\).*/\1/p' "$tmp/analyze.out")
+	case "$clocks" in "clock-free blame agrees") clocks=agree ;; "clocks and waits disagree") clocks=disagree ;; *) clocks="no check" ;; esac
 	echo "| $ranks | $((ranks / 8)) | $seconds | $([ "$slow" -ge 0 ] && echo "$slow" || echo none) | $calls | $secs | $kib | ${named:-nobody} | $clocks |"
 	rm -rf "$dir"
 done

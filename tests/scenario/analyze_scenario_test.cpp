@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -28,8 +29,8 @@ using namespace testing;
     if (!find_program("faketime")) GTEST_SKIP() << "faketime not installed (apt-get install faketime, or make deps)"; \
   } while (0)
 
-struct TwoNodes {
-  nlohmann::json node_b;  // its "node" line
+struct Traced {
+  std::map<std::string, nlohmann::json> nodes;  // host -> its "node" line
   std::vector<nlohmann::json> stragglers;
   std::vector<nlohmann::json> hangs;
   nlohmann::json clock_check;            // the verdict's clock-free check
@@ -39,57 +40,57 @@ struct TwoNodes {
   std::string output;
 };
 
-// Ranks 0-1 traced as node-a, ranks 2-3 as node-b on a clock `skew` ahead
-// (faketime's -f syntax: "+30s", "-0.045"), started a second later;
-// `stall_rank` (>= 0) stalled 3 s after that, outside any collective.
-TwoNodes trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank = -1) {
-  TwoNodes out;
+// One tracer per "node", each on its ranks (--pid), on a clock skewed by
+// faketime ("" for none; its -f syntax: "+30s", "-0.045"). The first node's
+// tracer runs 13 s, the others start a second later and run 11 s.
+struct FakeNode {
+  std::string host;
+  std::vector<int> ranks;
+  std::string skew;
+};
+
+// `stall_rank` (>= 0) is stalled 3 s after the others start, outside any collective.
+Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int stall_rank = -1) {
+  Traced out;
   TempDir dir;
   MpiJobOptions options;
+  int ranks = 0;
+  for (const FakeNode& n : nodes) ranks += static_cast<int>(n.ranks.size());
+  options.ranks = ranks;
   options.program = demo_workload_argv(workload_path("slowburn-mpi-workload"), slow_rank, kClearSlowdown, 3000, 60);
   options.log_path = (dir / "mpirun.log").string();
   auto job = MpiJob::launch(options);
   EXPECT_TRUE(job) << (job ? "" : job.error().message);
   if (!job) return out;
-  std::vector<int32_t> pids;
-  for (int r = 0; r < 4; ++r)
-    for (const RankIdentity& id : job->ranks())
-      if (id.rank == r) pids.push_back(id.pid);
-  EXPECT_EQ(pids.size(), 4u);
-  if (pids.size() != 4) return out;
+  std::map<int, int32_t> pid_of;
+  for (const RankIdentity& id : job->ranks()) pid_of[id.rank] = id.pid;
+  EXPECT_EQ(pid_of.size(), static_cast<size_t>(ranks));
+  if (pid_of.size() != static_cast<size_t>(ranks)) return out;
   std::string recordings = (dir / "run").string() + "/";
-  auto tracer = [&](const std::string& host, int32_t p0, int32_t p1, double seconds) {
-    return std::vector<std::string>{"trace",
-                                    "--probe",
-                                    "mpi.*",
-                                    "-d",
-                                    std::to_string(seconds),
-                                    "--pid",
-                                    std::to_string(p0),
-                                    "--pid",
-                                    std::to_string(p1),
-                                    "--host",
-                                    host,
-                                    "--record",
-                                    recordings};
+  auto tracer = [&](const FakeNode& node, double seconds) {
+    std::vector<std::string> argv{"trace", "--probe", "mpi.*", "-d", std::to_string(seconds)};
+    for (int r : node.ranks) argv.insert(argv.end(), {"--pid", std::to_string(pid_of[r])});
+    argv.insert(argv.end(), {"--host", node.host, "--record", recordings});
+    return argv;
   };
-  Ran a, b;
-  std::thread node_a([&] { a = run_slowburn(tracer("node-a", pids[0], pids[1], 13)); });
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  std::thread node_b([&] {
-    b = run_slowburn(tracer("node-b", pids[2], pids[3], 11), std::chrono::seconds(60),
-                     {"env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "faketime", "-f", skew});
-  });
+  std::vector<Ran> ran(nodes.size());
+  std::vector<std::thread> tracers;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i == 1) std::this_thread::sleep_for(std::chrono::seconds(1));
+    tracers.emplace_back([&, i] {
+      std::vector<std::string> wrapper;
+      if (!nodes[i].skew.empty()) wrapper = {"env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "faketime", "-f", nodes[i].skew};
+      ran[i] = run_slowburn(tracer(nodes[i], i == 0 ? 13 : 11), std::chrono::seconds(60), wrapper);
+    });
+  }
   if (stall_rank >= 0) {
     std::this_thread::sleep_for(std::chrono::seconds(3));
-    kill(pids[static_cast<size_t>(stall_rank)], SIGUSR1);  // the workload stalls between two steps
+    kill(pid_of[stall_rank], SIGUSR1);  // the workload stalls between two steps
   }
-  node_b.join();
-  node_a.join();
-  if (stall_rank >= 0) kill(pids[static_cast<size_t>(stall_rank)], SIGUSR1);
+  for (std::thread& t : tracers) t.join();
+  if (stall_rank >= 0) kill(pid_of[stall_rank], SIGUSR1);
   job->stop();
-  EXPECT_NE(a.status, 1) << a.output;
-  EXPECT_NE(b.status, 1) << b.output;
+  for (const Ran& r : ran) EXPECT_NE(r.status, 1) << r.output;
   auto timeline = (dir / "timeline.json").string();
   Ran analyzed = run_slowburn({"analyze", recordings, "--json", "--hang-s", "4", "--perfetto", timeline});
   try {
@@ -103,8 +104,7 @@ TwoNodes trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank 
   }
   out.output = analyzed.output;
   EXPECT_EQ(analyzed.status, 0) << analyzed.output;
-  for (const auto& node : json_lines(analyzed.output, "node"))
-    if (node["host"] == "node-b") out.node_b = node;
+  for (const auto& node : json_lines(analyzed.output, "node")) out.nodes[node["host"]] = node;
   for (const auto& verdict : json_lines(analyzed.output, "verdict")) {
     out.judged = verdict["judged"].get<bool>();
     for (const auto& s : verdict["stragglers"]) out.stragglers.push_back(s);
@@ -114,19 +114,31 @@ TwoNodes trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank 
   return out;
 }
 
-double offset_of(const TwoNodes& t) {
-  EXPECT_TRUE(t.node_b.is_object()) << t.output;
-  if (!t.node_b.is_object() || t.node_b["clock_offset_ns"].is_null()) {
-    ADD_FAILURE() << "node-b's offset is unknown\n" << t.output;
+// Ranks 0-1 traced as node-a, ranks 2-3 as node-b on a clock `skew` ahead.
+Traced trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank = -1) {
+  return trace_nodes(slow_rank, {{"node-a", {0, 1}, ""}, {"node-b", {2, 3}, skew}}, stall_rank);
+}
+
+double offset_of(const Traced& t, const std::string& host = "node-b") {
+  auto node = t.nodes.find(host);
+  if (node == t.nodes.end() || node->second["clock_offset_ns"].is_null()) {
+    ADD_FAILURE() << host << "'s offset is unknown\n" << t.output;
     return 0;
   }
-  return t.node_b["clock_offset_ns"].get<double>();
+  return node->second["clock_offset_ns"].get<double>();
+}
+
+// A straggler other than the slowed rank only with slowness of its own (a busy node: README).
+bool slow_of_its_own(const nlohmann::json& s) {
+  const auto& e = s["evidence"];
+  return (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||
+         e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
 }
 
 TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
   SKIP_UNLESS_MPI();
   SKIP_UNLESS_FAKETIME();
-  TwoNodes t = trace_two_nodes(3, "+30s");
+  Traced t = trace_two_nodes(3, "+30s");
   EXPECT_NEAR(offset_of(t), -30e9, 1e6) << "node-b's clock runs 30 s ahead: add -30 s\n" << t.output;
   EXPECT_TRUE(t.judged) << t.output;
   bool named = false;
@@ -135,11 +147,7 @@ TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
       named = true;
       EXPECT_EQ(s["node"], "node-b") << s.dump();
     } else {
-      // Another rank only with slowness of its own (a busy node: README).
-      const auto& e = s["evidence"];
-      bool own = (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||
-                 e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
-      EXPECT_TRUE(own) << s.dump();
+      EXPECT_TRUE(slow_of_its_own(s)) << s.dump();
     }
   }
   EXPECT_TRUE(named) << t.output;
@@ -157,15 +165,11 @@ TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
 TEST(AnalyzeAcrossNodes, AHealthyJobOnAClockBehindNamesNobody) {
   SKIP_UNLESS_MPI();
   SKIP_UNLESS_FAKETIME();
-  TwoNodes t = trace_two_nodes(-1, "-0.045");
+  Traced t = trace_two_nodes(-1, "-0.045");
   EXPECT_NEAR(offset_of(t), 45e6, 1e6) << "node-b's clock runs 45 ms behind: add +45 ms\n" << t.output;
   EXPECT_TRUE(t.judged) << t.output;
-  for (const auto& s : t.stragglers) {
-    const auto& e = s["evidence"];
-    bool own = (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||
-               e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
-    EXPECT_TRUE(own) << "named without slowness of its own: " << s.dump();
-  }
+  for (const auto& s : t.stragglers)
+    EXPECT_TRUE(slow_of_its_own(s)) << "named without slowness of its own: " << s.dump();
   ASSERT_TRUE(t.clock_check.is_object()) << t.output;
   // Nobody late: neither the clocks nor the waits name anyone, so they agree.
   if (t.stragglers.empty()) {
@@ -174,12 +178,36 @@ TEST(AnalyzeAcrossNodes, AHealthyJobOnAClockBehindNamesNobody) {
   }
 }
 
+TEST(AnalyzeAcrossNodes, OneRankPerNodeOnClocksOffBothWaysNamesTheSlowRankOnTheReference) {
+  // Four "nodes" of one rank each, clocks seconds and tens of ms off both
+  // ways; the slowed rank is on the reference node.
+  SKIP_UNLESS_MPI();
+  SKIP_UNLESS_FAKETIME();
+  Traced t = trace_nodes(
+      0, {{"node-a", {0}, ""}, {"node-b", {1}, "+2.5s"}, {"node-c", {2}, "-0.03"}, {"node-d", {3}, "-1.5s"}});
+  EXPECT_NEAR(offset_of(t, "node-b"), -2.5e9, 1e6) << t.output;
+  EXPECT_NEAR(offset_of(t, "node-c"), 30e6, 1e6) << t.output;
+  EXPECT_NEAR(offset_of(t, "node-d"), 1.5e9, 1e6) << t.output;
+  EXPECT_TRUE(t.judged) << t.output;
+  bool named = false;
+  for (const auto& s : t.stragglers) {
+    if (s["rank"] == 0) {
+      named = true;
+      EXPECT_EQ(s["node"], "node-a") << s.dump();
+    } else {
+      EXPECT_TRUE(slow_of_its_own(s)) << s.dump();
+    }
+  }
+  EXPECT_TRUE(named) << t.output;
+  EXPECT_EQ(t.timeline_nodes, (std::set<std::string>{"node-a", "node-b", "node-c", "node-d"}));
+}
+
 TEST(AnalyzeAcrossNodes, ARankStalledOnOneNodeIsTheHangOfTheWholeJob) {
   // Rank 2 (node-b) stops calling; ranks 0 and 1 wait on node-a, where
   // their tracer alone sees two ranks inside a collective and nobody absent.
   SKIP_UNLESS_MPI();
   SKIP_UNLESS_FAKETIME();
-  TwoNodes t = trace_two_nodes(-1, "+2s", 2);
+  Traced t = trace_two_nodes(-1, "+2s", 2);
   EXPECT_NEAR(offset_of(t), -2e9, 1e6) << t.output;
   ASSERT_EQ(t.hangs.size(), 1u) << t.output;
   const auto& hang = t.hangs[0];

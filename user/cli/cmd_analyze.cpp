@@ -1,4 +1,6 @@
 // slowburn analyze: recordings of one job from many nodes, judged as one job.
+#include <iostream>
+
 #include "cli/command.h"
 #include "merge/analyze.h"
 #include "record/recording_reader.h"
@@ -72,9 +74,12 @@ Command add_analyze_command(CLI::App& app) {
             }
             FanOutSink sink(sinks);
             auto result = run_analyze(args->options, sink);
-            if (timeline)
-              if (auto closed = timeline->close(); !closed) return fail(closed.error());
-            if (!result) return fail(result.error());
+            Result<void> closed = timeline ? timeline->close() : Result<void>{};
+            if (!result) {
+              if (!closed) std::cerr << "slowburn: " << closed.error().message << "\n";
+              return fail(result.error());
+            }
+            if (!closed) return fail(closed.error());
             return result->verdict.judged ? 0 : kExitUndetermined;
           }};
 }

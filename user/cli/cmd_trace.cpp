@@ -91,8 +91,11 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
                                  ? fmt::format(" ({} calls dropped: the disk fell behind)", recorder->dropped_calls())
                                  : "");
   }
+  if (!result) {
+    if (!timeline_closed) std::cerr << "slowburn: " << timeline_closed.error().message << "\n";
+    return fail(result.error());
+  }
   if (!timeline_closed) return fail(timeline_closed.error());
-  if (!result) return fail(result.error());
   // Too little aligned to judge is not an all-clear.
   return result->verdict.judged ? 0 : kExitUndetermined;
 }

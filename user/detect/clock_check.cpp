@@ -73,7 +73,7 @@ void ClockCheckBuilder::add(const CollectiveInstance& instance) {
   }
 }
 
-ClockCheck ClockCheckBuilder::finish(double traced_ns, const std::vector<RankIdentity>& clock_culprits) const {
+ClockCheck ClockCheckBuilder::finish(double traced_ns) const {
   ClockCheck out;
   out.instances = instances_;
   out.agreed = agreed_;
@@ -96,23 +96,21 @@ ClockCheck ClockCheckBuilder::finish(double traced_ns, const std::vector<RankIde
     out.culprit_blame_share = share(out.ranks.front().blame_by_wait_ns);
   }
 
-  // They disagree when one names a rank the other does not: clock-free
-  // blame names a culprit the clocks did not, or the clocks name a rank
-  // (of a cross-node collective) that the waits do not hold to blame.
+  // They disagree when, over the same instances, one measure holds a rank
+  // to blame (>= the floor) and the other hardly at all (< half of it):
+  // the waits charge a rank the merged clocks do not, or the reverse. (The
+  // verdict's own findings are judged per window and lane with more rules:
+  // not what this compares.)
   std::string why;
-  bool named_by_clock = false;
-  for (const RankIdentity& c : clock_culprits) {
-    if (out.culprit && c.pid == out.culprit->pid) named_by_clock = true;
-    auto r = std::find_if(out.ranks.begin(), out.ranks.end(),
-                          [&](const ClockFreeRank& x) { return x.identity.pid == c.pid; });
-    if (r == out.ranks.end()) continue;  // not on a cross-node collective: nothing to compare
-    if (share(r->blame_by_wait_ns) < min_blame_share_ / 2)
-      why += fmt::format("{}the merged clocks name {}, whose waits carry only {:.1f}% clock-free blame",
-                         why.empty() ? "" : "; ", node_label(c), 100 * share(r->blame_by_wait_ns));
+  for (const ClockFreeRank& r : out.ranks) {
+    double by_wait = share(r.blame_by_wait_ns), by_clock = share(r.blame_by_clock_ns);
+    if (by_wait >= min_blame_share_ && by_clock < min_blame_share_ / 2)
+      why += fmt::format("{}the waits charge {} with {:.0f}% of the time, the merged clocks with {:.1f}%",
+                         why.empty() ? "" : "; ", node_label(r.identity), 100 * by_wait, 100 * by_clock);
+    else if (by_clock >= min_blame_share_ && by_wait < min_blame_share_ / 2)
+      why += fmt::format("{}the merged clocks charge {} with {:.0f}% of the time, the waits with {:.1f}%",
+                         why.empty() ? "" : "; ", node_label(r.identity), 100 * by_clock, 100 * by_wait);
   }
-  if (out.culprit && !named_by_clock)
-    why += fmt::format("{}clock-free blame names {} ({:.0f}% of the time) and the merged clocks do not",
-                       why.empty() ? "" : "; ", node_label(*out.culprit), 100 * out.culprit_blame_share);
   out.disagrees = !why.empty();
 
   std::string agreement = fmt::format(

@@ -55,8 +55,8 @@ class ClockCheckBuilder {
   void add_rank(const RankIdentity& identity) { identities_[identity.pid] = identity; }
   // One aligned instance of a synchronizing collective (calls on the merged clock).
   void add(const CollectiveInstance& instance);
-  // `clock_culprits`: the ranks the clock-based verdict names (stragglers).
-  ClockCheck finish(double traced_ns, const std::vector<RankIdentity>& clock_culprits) const;
+  // `traced_ns`: what the blame shares are of.
+  ClockCheck finish(double traced_ns) const;
 
  private:
   double min_blame_share_;

@@ -144,8 +144,10 @@ void TextSink::summary(const SessionSummary& s) {
       s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns, s.untimed_calls,
       s.unknown_process, s.late_calls);
   if (s.recording_dropped)
-    out_ << fmt::format("Lost in the recordings: {} calls their writers dropped (the disk fell behind).\n",
-                        s.recording_dropped);
+    out_ << fmt::format(
+        "Lost in the recordings: {} calls their writers dropped (the disk fell behind; counted in the calls "
+        "missing by sequence too).\n",
+        s.recording_dropped);
 }
 
 void TextSink::communicators(const std::vector<CommunicatorRef>& comms) {
