@@ -66,7 +66,7 @@ echo "+-100 ms and tracers started up to 16 steps late; then \`slowburn analyze 
 echo
 echo "| ranks | nodes | job seconds | slowed rank | calls | analyze s | peak RSS KiB | verdict names | clocks |"
 echo "|---|---|---|---|---|---|---|---|---|"
-for spec in "64 60 33" "64 600 33" "512 60 257" "512 300 257" "512 600 257" "512 60 -1"; do
+for spec in "64 60 33" "64 600 33" "64 2400 33" "512 60 257" "512 300 257" "512 600 257" "512 60 -1"; do
 	read -r ranks seconds slow <<<"$spec"
 	dir="$tmp/synth-$ranks-$seconds"
 	"$build/bench/synth_recordings" "$dir" "$ranks" 8 "$seconds" 50 "$slow" >/dev/null

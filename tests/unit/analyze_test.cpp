@@ -89,8 +89,10 @@ struct Analyzed {
   std::string json;
 };
 
-Analyzed analyze(const TempDir& dir, std::optional<std::string> job = std::nullopt, PerfettoSink* timeline = nullptr) {
+Analyzed analyze(const TempDir& dir, std::optional<std::string> job = std::nullopt, PerfettoSink* timeline = nullptr,
+                 OffsetSearch offsets = {}) {
   AnalyzeOptions options;
+  options.offsets = offsets;
   options.inputs = {dir.path()};
   options.job = job;
   options.timeline = timeline;
@@ -227,6 +229,33 @@ TEST(Analyze, ANodeWhoseClockCannotBeMatchedIsLeftOutAndSaid) {
   EXPECT_EQ(a.result->verdict.nodes_left_out, std::vector<std::string>{"node-b"});
   EXPECT_NE(a.json.find("\"nodes_left_out\":[\"node-b\"]"), std::string::npos) << a.json;
   EXPECT_FALSE(a.result->verdict.clock_check.has_value()) << "one node judged: no merged clock to check";
+}
+
+TEST(Analyze, TheClocksAreMatchedOnABoundedStretchAndASkewBeyondItIsSaid) {
+  // A 3000-step job (~13 s) matched on 2 s either side of the reference's
+  // middle, clocks searched 1 s apart: a node 0.5 s off is placed; one 30 s
+  // off is left out, with the reason, not matched a step away.
+  OffsetSearch narrow;
+  narrow.match_half_span_ns = 2'000'000'000;
+  narrow.max_skew_ns = 1'000'000'000;
+  auto events = job_events(3);
+  TempDir near_dir, far_dir;
+  record(near_dir, events, {"node-a", {0, 1}});
+  record(near_dir, events, {"node-b", {2, 3}, 500'000'000}, 100);
+  auto n = analyze(near_dir, std::nullopt, nullptr, narrow);
+  ASSERT_TRUE(n.result) << n.result.error().message;
+  ASSERT_TRUE(n.result->nodes[1].offset_ns) << n.result->nodes[1].unknown_reason;
+  EXPECT_NEAR(static_cast<double>(*n.result->nodes[1].offset_ns), -5e8, 100'000);
+  EXPECT_LT(n.result->nodes[1].matched, 2000u) << "only the stretch, not the whole recording";
+  EXPECT_EQ(named(n.result->verdict), (std::set<std::pair<int, std::string>>{{3, "node-b"}})) << n.json;
+
+  record(far_dir, events, {"node-a", {0, 1}});
+  record(far_dir, events, {"node-b", {2, 3}, 30'000'000'000});
+  auto f = analyze(far_dir, std::nullopt, nullptr, narrow);
+  ASSERT_TRUE(f.result) << f.result.error().message;
+  EXPECT_FALSE(f.result->nodes[1].offset_ns);
+  EXPECT_NE(f.result->nodes[1].unknown_reason.find("further off than analyze searches"), std::string::npos)
+      << f.result->nodes[1].unknown_reason;
 }
 
 TEST(Analyze, TwoRecordingsFromOneHostAreRefused) {

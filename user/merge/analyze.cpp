@@ -6,6 +6,7 @@
 #include <queue>
 #include <set>
 
+#include "core/format.h"
 #include "detect/clock_check.h"
 #include "probes/catalog.h"
 #include "record/recording_reader.h"
@@ -16,6 +17,7 @@ namespace slowburn {
 namespace {
 
 constexpr uint64_t kAdvancePeriodNs = 100'000'000;  // as a live session advances its detector
+
 // The merged clocks' tolerance: a few spreads of the offset's estimate, and
 // at least 100 us (the collective's own release spread between nodes).
 constexpr int64_t kToleranceSpreads = 3;
@@ -44,7 +46,8 @@ std::string comm_key(const RecordingInfo& info, uint32_t comm_id) {
 // Pass 1: when each of the node's collectives released its ranks, per
 // (communicator, probe). One rank (the one with most calls) gives the
 // instances; each release is the earliest of the node's ranks' exits near it.
-Result<LaneReleases> releases_of(const Node& node) {
+// Only exits within [keep_from_ns, keep_to_ns] of the node's wall clock.
+Result<LaneReleases> releases_of(const Node& node, int64_t keep_from_ns, int64_t keep_to_ns) {
   struct Exit {
     int64_t exit_ns;
     uint64_t seq;
@@ -64,8 +67,10 @@ Result<LaneReleases> releases_of(const Node& node) {
     if (!node.pids.contains(c.pid)) continue;
     const ProbeSpec* spec = spec_of(node.info, c.probe_id);
     if (!spec || spec->kind != CallKind::synchronizing) continue;
+    int64_t wall_ns = static_cast<int64_t>(c.exit_ns) + node.to_wall_ns;
+    if (wall_ns < keep_from_ns || wall_ns > keep_to_ns) continue;
     PerPid& p = lanes[comm_key(node.info, c.comm_id) + " " + spec->name][c.pid];
-    p.exits.push_back({static_cast<int64_t>(c.exit_ns) + node.to_wall_ns, c.seq});
+    p.exits.push_back({wall_ns, c.seq});
     p.numbered = p.numbered && c.seq_absolute;
   }
   LaneReleases out;
@@ -115,10 +120,25 @@ int64_t overlap_center(const ReleaseSeries& node, const ReleaseSeries& ref) {
 
 // Every node's clock offset to the first (the reference), or why not.
 Result<void> place_nodes(std::vector<Node>& nodes, const OffsetSearch& search, int64_t& widest_spread) {
-  auto reference = releases_of(nodes[0]);
+  const RecordingInfo& ref_info = nodes[0].info;
+  int64_t middle = ref_info.exit_span_ns
+                       ? static_cast<int64_t>(ref_info.exit_span_ns->first / 2 + ref_info.exit_span_ns->second / 2) +
+                             nodes[0].to_wall_ns
+                       : 0;
+  int64_t half = search.match_half_span_ns, reach = search.match_half_span_ns + search.max_skew_ns;
+  auto reference = releases_of(nodes[0], middle - half, middle + half);
   if (!reference) return reference.error();
   for (size_t i = 1; i < nodes.size(); ++i) {
-    auto mine = releases_of(nodes[i]);
+    const auto& span = nodes[i].info.exit_span_ns;
+    if (span && (static_cast<int64_t>(span->second) + nodes[i].to_wall_ns < middle - reach ||
+                 static_cast<int64_t>(span->first) + nodes[i].to_wall_ns > middle + reach)) {
+      nodes[i].unknown_reason = fmt::format(
+          "its recording ends or starts more than {} from the middle of the reference's on its own clock: the "
+          "recordings do not overlap, or its clock is further off than analyze searches",
+          format_ns(static_cast<double>(reach)));
+      continue;
+    }
+    auto mine = releases_of(nodes[i], middle - reach, middle + reach);
     if (!mine) return mine.error();
     for (auto& [lane, series] : *mine) {
       auto ref = reference->find(lane);

@@ -53,6 +53,11 @@ struct OffsetSearch {
   // long matches as well as the whole recording for a constant offset, and
   // keeps analyze's memory flat in the number of nodes (section_near).
   size_t node_releases = 4096;
+  // analyze's first pass holds only this much of the reference's recording
+  // either side of its middle, and of each node that stretch widened by the
+  // largest clock skew it searches: bounded, whatever the recordings' length.
+  int64_t match_half_span_ns = 600'000'000'000;  // 10 minutes
+  int64_t max_skew_ns = 600'000'000'000;         // 10 minutes
 };
 
 // At most `max` consecutive releases of the series, centred on the one

@@ -122,6 +122,11 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
       info.attached.emplace_back(attached.getColumn(0).getString(), attached.getColumn(1).getInt());
 
     info.calls = static_cast<uint64_t>(db.execAndGet("SELECT count(*) FROM calls").getInt64());
+    if (info.calls) {
+      auto first = db.execAndGet("SELECT exit_ns FROM calls ORDER BY rowid LIMIT 1").getInt64();
+      auto last = db.execAndGet("SELECT exit_ns FROM calls ORDER BY rowid DESC LIMIT 1").getInt64();
+      info.exit_span_ns = {static_cast<uint64_t>(std::min(first, last)), static_cast<uint64_t>(std::max(first, last))};
+    }
     SQLite::Statement counters(db, "SELECT key, value FROM counters");
     while (counters.executeStep())
       info.counters[counters.getColumn(0).getString()] = static_cast<uint64_t>(counters.getColumn(1).getInt64());

@@ -64,6 +64,8 @@ struct RecordingInfo {
   std::map<uint32_t, RecordedCommunicator> communicators;
   std::vector<std::pair<std::string, int32_t>> attached;  // (probe, pid) attached
   uint64_t calls = 0;
+  // The first and last recorded calls' exits (rows are in nearly exit order).
+  std::optional<std::pair<uint64_t, uint64_t>> exit_span_ns;
   std::map<std::string, uint64_t> counters;   // the session's loss counters, as its summary wrote them
   std::optional<uint64_t> in_flight_read_ns;  // when the calls in flight were last read
   std::vector<RecordedInFlight> in_flight;
