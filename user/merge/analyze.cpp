@@ -126,6 +126,10 @@ Result<void> place_nodes(std::vector<Node>& nodes, const OffsetSearch& search, i
                              nodes[0].to_wall_ns
                        : 0;
   int64_t half = search.match_half_span_ns, reach = search.match_half_span_ns + search.max_skew_ns;
+  if (!ref_info.exit_span_ns) {  // the reference recorded no call: nothing to centre on, nothing to bound
+    middle = 0;
+    half = reach = INT64_MAX / 2;
+  }
   auto reference = releases_of(nodes[0], middle - half, middle + half);
   if (!reference) return reference.error();
   for (size_t i = 1; i < nodes.size(); ++i) {
@@ -274,10 +278,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   AnalyzeResult result;
 
   // Pass 1: the clocks, one node at a time against the reference's
-  // releases (kept whole: 8 bytes an instance); of each other node only a
-  // stretch where the two recordings overlap, so what is kept does not grow
-  // with the number of nodes (a node's exits are held while its own
-  // releases are found: 16 bytes a call of that node).
+  // releases, on a bounded stretch of each recording (place_nodes).
   DetectorConfig config = options.detector;
   int64_t widest_spread = 0;
   nodes[0].offset = ClockOffset{};
