@@ -135,22 +135,28 @@ bool slow_of_its_own(const nlohmann::json& s) {
          e["blame_leaving_share"].get<double>() >= kMostlyLeaving;
 }
 
+// The slowed rank is named, on its node; any other straggler only with
+// slowness of its own.
+void expect_named_on(const Traced& t, int rank, const std::string& node) {
+  bool named = false;
+  for (const auto& s : t.stragglers) {
+    if (s["rank"] == rank) {
+      named = true;
+      EXPECT_EQ(s["node"], node) << s.dump();
+    } else {
+      EXPECT_TRUE(slow_of_its_own(s)) << s.dump();
+    }
+  }
+  EXPECT_TRUE(named) << t.output;
+}
+
 TEST(AnalyzeAcrossNodes, ASkewedNodeIsPutRightAndItsSlowRankNamed) {
   SKIP_UNLESS_MPI();
   SKIP_UNLESS_FAKETIME();
   Traced t = trace_two_nodes(3, "+30s");
   EXPECT_NEAR(offset_of(t), -30e9, 1e6) << "node-b's clock runs 30 s ahead: add -30 s\n" << t.output;
   EXPECT_TRUE(t.judged) << t.output;
-  bool named = false;
-  for (const auto& s : t.stragglers) {
-    if (s["rank"] == 3) {
-      named = true;
-      EXPECT_EQ(s["node"], "node-b") << s.dump();
-    } else {
-      EXPECT_TRUE(slow_of_its_own(s)) << s.dump();
-    }
-  }
-  EXPECT_TRUE(named) << t.output;
+  expect_named_on(t, 3, "node-b");
   // Without any clock, the waits name the same rank.
   ASSERT_TRUE(t.clock_check.is_object()) << t.output;
   EXPECT_GT(t.clock_check["instances"].get<uint64_t>(), 100u) << t.clock_check.dump();
@@ -189,16 +195,7 @@ TEST(AnalyzeAcrossNodes, OneRankPerNodeOnClocksOffBothWaysNamesTheSlowRankOnTheR
   EXPECT_NEAR(offset_of(t, "node-c"), 30e6, 1e6) << t.output;
   EXPECT_NEAR(offset_of(t, "node-d"), 1.5e9, 1e6) << t.output;
   EXPECT_TRUE(t.judged) << t.output;
-  bool named = false;
-  for (const auto& s : t.stragglers) {
-    if (s["rank"] == 0) {
-      named = true;
-      EXPECT_EQ(s["node"], "node-a") << s.dump();
-    } else {
-      EXPECT_TRUE(slow_of_its_own(s)) << s.dump();
-    }
-  }
-  EXPECT_TRUE(named) << t.output;
+  expect_named_on(t, 0, "node-a");
   EXPECT_EQ(t.timeline_nodes, (std::set<std::string>{"node-a", "node-b", "node-c", "node-d"}));
 }
 

@@ -6,4 +6,9 @@ namespace slowburn {
 
 std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pid {})", id.rank, id.pid); }
 
+std::string rank_node_label(const RankIdentity& id) {
+  if (id.host.empty()) return rank_label(id);
+  return fmt::format("rank {} (pid {} on {})", id.rank, id.pid, id.host);
+}
+
 }  // namespace slowburn

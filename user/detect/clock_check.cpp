@@ -6,15 +6,6 @@
 
 namespace slowburn {
 
-namespace {
-// "rank 3 (pid 4242 on node-b)"
-std::string node_label(const RankIdentity& id) {
-  std::string label = rank_label(id);
-  if (id.host.empty() || label.empty() || label.back() != ')') return label;
-  return label.substr(0, label.size() - 1) + " on " + id.host + ")";
-}
-}  // namespace
-
 void ClockCheckBuilder::add(const CollectiveInstance& instance) {
   if (instance.calls.size() < 2) return;
   // Each node's release: the earliest exit of its ranks (on its own clock,
@@ -106,10 +97,10 @@ ClockCheck ClockCheckBuilder::finish(double traced_ns) const {
     double by_wait = share(r.blame_by_wait_ns), by_clock = share(r.blame_by_clock_ns);
     if (by_wait >= min_blame_share_ && by_clock < min_blame_share_ / 2)
       why += fmt::format("{}the waits charge {} with {:.0f}% of the time, the merged clocks with {:.1f}%",
-                         why.empty() ? "" : "; ", node_label(r.identity), 100 * by_wait, 100 * by_clock);
+                         why.empty() ? "" : "; ", rank_node_label(r.identity), 100 * by_wait, 100 * by_clock);
     else if (by_clock >= min_blame_share_ && by_wait < min_blame_share_ / 2)
       why += fmt::format("{}the merged clocks charge {} with {:.0f}% of the time, the waits with {:.1f}%",
-                         why.empty() ? "" : "; ", node_label(r.identity), 100 * by_clock, 100 * by_wait);
+                         why.empty() ? "" : "; ", rank_node_label(r.identity), 100 * by_clock, 100 * by_wait);
   }
   out.disagrees = !why.empty();
 
@@ -122,7 +113,7 @@ ClockCheck ClockCheckBuilder::finish(double traced_ns) const {
                               why, agreement);
   else if (out.culprit)
     out.summary = fmt::format("clock-free blame agrees: {} waited least ({:.0f}% of the time); {}",
-                              node_label(*out.culprit), 100 * out.culprit_blame_share, agreement);
+                              rank_node_label(*out.culprit), 100 * out.culprit_blame_share, agreement);
   else
     out.summary = fmt::format("clock-free blame agrees: no rank carries {:.0f}% of the time; {}",
                               100 * min_blame_share_, agreement);

@@ -3,8 +3,8 @@
 // ranks leave together, so wait = release - entry, and differences of wait
 // are differences of arrival on no clock at all. "Release" is the earliest
 // exit of the rank's own node in the instance (one clock within a node), so
-// a rank the algorithm lets out early does not look late. Per instance the rank that
-// waited least is blamed for how much less than the runner-up it waited
+// a rank the algorithm lets out early does not look late. Per instance the
+// rank that waited least is blamed for how much less than the runner-up it waited
 // (the clock-free twin of "last arrival - second-to-last"), and the instance
 // agrees with the clocks when that rank is also the last to arrive on them.
 //
@@ -43,7 +43,7 @@ struct ClockCheck {
   std::vector<ClockFreeRank> ranks;     // most clock-free blame first
   std::optional<RankIdentity> culprit;  // the rank clock-free blame names (its share >= the floor)
   double culprit_blame_share = 0;       // its clock-free blame over the traced time
-  bool disagrees = false;               // the clocks and the waits name different ranks
+  bool disagrees = false;               // over these instances one side charges a rank >= the floor, the other < half
   std::string summary;                  // one line for a person
 };
 

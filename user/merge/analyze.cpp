@@ -245,8 +245,7 @@ std::map<std::string, CommunicatorRef> merge_communicators(const std::vector<Nod
 void name_node(const RankIdentity& id, std::string& text) {
   if (id.host.empty()) return;
   std::string label = rank_label(id);
-  if (auto at = text.find(label); at != std::string::npos)
-    text.replace(at, label.size(), label.substr(0, label.size() - 1) + " on " + id.host + ")");
+  if (auto at = text.find(label); at != std::string::npos) text.replace(at, label.size(), rank_node_label(id));
 }
 void name_node(Finding& f) { name_node(f.culprit, f.summary); }
 
