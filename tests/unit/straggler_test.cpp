@@ -175,6 +175,37 @@ TEST(StragglerDetector, ARankAbsentFromGroupsNotYetToldApartIsNoNews) {
   EXPECT_EQ(culprits(run.findings), std::set<int>{1}) << "rank 3 no longer holds instances back";
 }
 
+// A communicator whose members are learnt from its calls (an NCCL split)
+// holds its instances back for settle_ns. One used for less than that must
+// still count, whether its ranks exit or the session ends first.
+CallComm learnt_members_comm() {
+  auto info = std::make_shared<CommunicatorInfo>();
+  info->id = 9;
+  info->key = "nccl:test:id=1/split:color=0#1";
+  info->label = "split 0 of nccl 1";
+  info->source = CommSource::creation;
+  return {info, std::nullopt, 0, false};
+}
+
+TEST(StragglerDetector, AShortLivedCommunicatorCountsWhenItsRanksExit) {
+  StragglerDetector d = make_detector(4);
+  SyntheticJob job;
+  auto events = job.run(100);  // 0.3 s, under the 1 s settle
+  feed(d, events, false, learnt_members_comm());
+  EXPECT_EQ(d.counters().instances, 0u) << "still settling";
+  DetectorOutput out;
+  for (int r = 0; r < 4; ++r) d.remove_rank(SyntheticJob::pid(r), out);
+  EXPECT_EQ(d.counters().instances, 100u);
+  EXPECT_EQ(d.counters().discarded_calls, 0u);
+}
+
+TEST(StragglerDetector, AShortLivedCommunicatorCountsWhenTheSessionEnds) {
+  StragglerDetector d = make_detector(4);
+  SyntheticJob job;
+  feed(d, job.run(100), true, learnt_members_comm());
+  EXPECT_EQ(d.counters().instances, 100u);
+}
+
 TEST(StragglerDetector, ExitedRankLeavesAlignment) {
   SyntheticJob job;
   StragglerDetector d = make_detector(4);

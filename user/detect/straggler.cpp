@@ -58,7 +58,11 @@ void StragglerDetector::remove_rank(int32_t pid, DetectorOutput& out) {
   if (!alive_.erase(pid)) return;
   out.notes.push_back(fmt::format("{} exited", rank_label(identity(pid))));
   for (auto& [key, lane] : lanes_)
-    if (lane->aligner) lane->aligner->remove_participant(pid);
+    if (lane->aligner) {
+      // Its calls still queued on a settling lane complete instances first.
+      if (lane->aligner->has_participant(pid)) take_instances(key, *lane, 0, true);
+      lane->aligner->remove_participant(pid);
+    }
 }
 
 // A rank takes part in a lane's alignment when its probe is attached and it
@@ -165,10 +169,11 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
   take_instances(key, lane, call.exit_ns);
 }
 
-void StragglerDetector::take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns) {
+void StragglerDetector::take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns, bool members_final) {
   // Members learnt from calls: the first ones to report would form
-  // instances without the others.
-  if (!lane.members_known() && now_ns < lane.first_call_ns + config_.settle_ns) return;
+  // instances without the others. Once a member exits, or the session
+  // ends, no more are coming, and what is queued would be lost.
+  if (!members_final && !lane.members_known() && now_ns < lane.first_call_ns + config_.settle_ns) return;
   for (CollectiveInstance& instance : lane.aligner->take_ready()) account_instance(key, lane, std::move(instance));
 }
 
@@ -273,7 +278,9 @@ uint64_t StragglerDetector::total_blame_ns(int32_t pid) const {
   return total;
 }
 
-DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
+DetectorOutput StragglerDetector::advance(uint64_t now_ns) { return advance_to(now_ns, false); }
+
+DetectorOutput StragglerDetector::advance_to(uint64_t now_ns, bool members_final) {
   DetectorOutput out;
   for (auto& [key, lane] : lanes_) {
     if (!lane->aligner) continue;
@@ -291,7 +298,7 @@ DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
                         lane->comm && lane->comm->source != CommSource::job ? "" : " (another communicator?)"));
       }
     }
-    take_instances(key, *lane, now_ns);
+    take_instances(key, *lane, now_ns, members_final);
   }
   close_windows(now_ns, false, out);
   counters_.discarded_calls = 0;
@@ -305,7 +312,7 @@ DetectorOutput StragglerDetector::advance(uint64_t now_ns) {
 }
 
 DetectorOutput StragglerDetector::finish(uint64_t now_ns) {
-  DetectorOutput out = advance(now_ns);
+  DetectorOutput out = advance_to(now_ns, true);
   close_windows(now_ns, true, out);
   return out;
 }

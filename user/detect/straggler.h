@@ -172,7 +172,9 @@ class StragglerDetector {
   Lane& lane_for(uint32_t probe_id, const CallComm& comm);
   // `alive`: only ranks still running (alignment); false: exited members too (hangs).
   bool eligible(const Lane& lane, int32_t pid, bool alive = true) const;
-  void take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns);
+  void take_instances(const LaneKey& key, Lane& lane, uint64_t now_ns, bool members_final = false);
+  // advance(); members_final at the end, when no member is still to come.
+  DetectorOutput advance_to(uint64_t now_ns, bool members_final);
   void account_instance(const LaneKey& key, Lane& lane, CollectiveInstance instance);
   // The open window holding ts_ns, or nullptr (counted late) if it closed.
   Window* window_for(uint64_t ts_ns);
