@@ -101,6 +101,27 @@ const Finding* expect_named(const Traced& t, int slow, const std::vector<int>& p
   return nullptr;
 }
 
+const Finding* named_finding(const Traced& t, int rank) {
+  for (const Finding& f : t.result.verdict.stragglers)
+    if (f.culprit.rank == rank) return &f;
+  return nullptr;
+}
+
+std::string host_events(const Traced& t) {
+  std::string out;
+  for (const DeviceEvent& e : t.result.device_events)
+    if (e.type.starts_with("host.")) out += "\nevent: " + e.summary;
+  return out;
+}
+
+// Healthy ranks get no host cause: every host event is about `rank`.
+void expect_host_causes_only_on(const Traced& t, int rank) {
+  for (const DeviceEvent& e : t.result.device_events)
+    if (e.type.starts_with("host.")) {
+      EXPECT_EQ(e.ranks, std::vector<int>{rank}) << e.summary;
+    }
+}
+
 double discarded_share(const SessionSummary& s) {
   return s.calls ? static_cast<double>(s.discarded_calls) / static_cast<double>(s.calls) : 1.0;
 }
@@ -273,6 +294,15 @@ TEST(CpuQuota, ARankThrottledByItsCgroupIsNamed) {
   EXPECT_GT(group->throttled_periods(), 0) << "the quota never bit";
   job->stop();
   EXPECT_EQ(t.named, std::set<int>{3}) << t.summaries;
+  // The cause, with its numbers: the cgroup, the share of periods, the quota.
+  const Finding* f = named_finding(t, 3);
+  ASSERT_NE(f, nullptr) << t.summaries;
+  EXPECT_EQ(f->likely_cause_type, "host.cpu_throttled") << t.summaries << host_events(t);
+  ASSERT_FALSE(f->likely_causes.empty()) << host_events(t);
+  EXPECT_NE(f->likely_causes[0].find("cgroup " + group->cgroup_path() + " throttled it in"), std::string::npos)
+      << f->likely_causes[0];
+  EXPECT_NE(f->likely_causes[0].find("quota 15% of a CPU"), std::string::npos) << f->likely_causes[0];
+  expect_host_causes_only_on(t, 3);
 }
 
 TEST(CpuHog, AHogOutsideTheJobNamesNobody) {

@@ -25,6 +25,8 @@ class CpuQuotaGroup {
   // "nr_throttled" of cpu.stat: periods in which the group was throttled.
   long throttled_periods() const;
   const std::filesystem::path& path() const { return path_; }
+  // Its path in the hierarchy, as /proc/PID/cgroup names it ("/slowburn-test-42").
+  std::string cgroup_path() const { return "/" + path_.lexically_relative(parent_).string(); }
 
  private:
   CpuQuotaGroup(std::filesystem::path path, std::filesystem::path parent) : path_(path), parent_(parent) {}

@@ -34,6 +34,11 @@ int severity_rank(const DeviceEvent& e) {
   if (e.type == "rdma.retrans" || e.type == "pfc.pause_storm") return 3;
   if (e.type == "ib.slow_connection") return 4;
   if (e.type == "link.errors" || e.type == "ecn.cnp_surge") return 4;
+  // The host: a process killed for memory, then what took the rank's CPU
+  // away, then what blocked it.
+  if (e.type == "host.oom_kill") return 1;
+  if (e.type == "host.cpu_throttled" || e.type == "host.cpu_contention") return 2;
+  if (e.type == "host.memory_limit" || e.type == "host.page_faults" || e.type == "host.blocked_io") return 3;
   if (e.type == "pcie.link_event") return 5;
   if (e.type == "pci.hotplug") return 6;
   return -1;
@@ -50,6 +55,8 @@ std::string_view event_severity(const DeviceEvent& event) {
 }
 
 bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit) {
+  // A host cause is its process's: rank numbers of two jobs on a node collide.
+  if (const auto* host = std::get_if<HostCause>(&event.payload)) return host->pid == culprit.pid;
   return std::find(event.ranks.begin(), event.ranks.end(), culprit.rank) != event.ranks.end();
 }
 
@@ -63,10 +70,10 @@ bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events,
   // Most severe first; for the same severity, the device closest to the
   // culprit (its own GPU or NIC before the switch and root port above).
   auto closeness = [](const DeviceEvent& e) {
-    int role = e.role == "gpu" || e.role == "nic" || e.role == "nvswitch" ? 0
-               : e.role == "switch-port"                                  ? 1
-               : e.role == "root-port"                                    ? 2
-                                                                          : 3;
+    int role = e.role == "gpu" || e.role == "nic" || e.role == "nvswitch" || e.role == "host" ? 0
+               : e.role == "switch-port"                                                      ? 1
+               : e.role == "root-port"                                                        ? 2
+                                                                                              : 3;
     return std::make_pair(role, e.ranks.size());
   };
   std::stable_sort(causes.begin(), causes.end(), [&](const DeviceEvent* a, const DeviceEvent* b) {

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "host/host_causes.h"
 #include "nvidia/xid.h"
 #include "nvidia/xid_catalog.h"
 #include "pcie/aer.h"
@@ -24,17 +25,18 @@ struct XidReport {
 };
 
 using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace, FabricEvent, QpEvent,
-                                   IbSlowConnection>;
+                                   IbSlowConnection, HostCause>;
 
 struct DeviceEvent {
   // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug;
   // fabric: pfc.pause_storm, ecn.cnp_surge, rdma.retrans, link.flap, link.errors, nic.gone, nic.back,
   // counters.reset; verbs: qp.error, qp.modify_failed, qp.create_failed, qp.destroy_failed, rdma.async;
-  // NCCL IB: ib.slow_connection
+  // NCCL IB: ib.slow_connection; host (host/host_causes.h): host.cpu_throttled, host.cpu_contention,
+  // host.blocked_io, host.page_faults, host.memory_limit, host.oom_kill
   std::string type;
   uint64_t ts_ns = 0;      // CLOCK_MONOTONIC
   std::string device;      // BDF ("0000:3b:00.0"); empty when the source names none we know
-  std::string role;        // gpu, nic, switch-port, root-port, ... ("" when not in the topology)
+  std::string role;        // gpu, nic, switch-port, root-port, ... ("" when not in the topology), host
   std::string label;       // "GPU 0 NVIDIA H100 80GB HBM3", "mlx5_0"
   std::vector<int> ranks;  // ranks using the device or anything below it
   std::string summary;     // one line, for people

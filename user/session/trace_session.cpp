@@ -8,6 +8,7 @@
 
 #include "comm/comm_registry.h"
 #include "detect/causes.h"
+#include "host/host_monitor.h"
 #include "hw/cause_join.h"
 #include "hw/hw_monitor.h"
 #include "loader/callpair_program.h"
@@ -74,6 +75,7 @@ class TraceSession {
   std::vector<const ProbeSpec*> probes_;
   std::unique_ptr<CallpairProgram> program_;
   std::unique_ptr<HwMonitor> hw_;
+  std::unique_ptr<HostMonitor> host_;
   std::unique_ptr<RdmaSources> rdma_;
   std::unique_ptr<JobJudges> judges_;
   std::unique_ptr<CallStream> stream_;
@@ -86,6 +88,7 @@ class TraceSession {
 TraceSession::~TraceSession() {
   stream_.reset();
   rdma_.reset();
+  host_.reset();
   hw_.reset();
   program_.reset();
 }
@@ -105,11 +108,19 @@ Result<void> TraceSession::start() {
   if (o_.on_call) judges_->set_call_tap(o_.on_call);
   if (o_.on_in_flight) judges_->set_in_flight_tap(o_.on_in_flight);
   if (auto ok = start_hardware(); !ok) return ok;
+  if (o_.host_signals) {
+    HostMonitorOptions host;
+    host.files = {o_.proc_root, o_.cgroup_root};
+    host_ = std::make_unique<HostMonitor>(host);
+    for (const RankIdentity& rank : result_.ranks) host_->add_rank(rank);
+  }
   SymbolCache symbols;
   for (const RankIdentity& rank : result_.ranks) attach_rank(rank, symbols);
   if (auto ok = start_rdma(symbols); !ok) return ok;
   if (hw_)
     for (const ProbeStatus& status : hw_->statuses()) sink_.probe_status(status);
+  if (host_)
+    for (const ProbeStatus& status : host_->statuses()) sink_.probe_status(status);
   sink_.probes_done(result_.attached + (rdma_ ? rdma_->attached() : 0), result_.ranks.size());
   // No collective probe, even with verbs probes attached (libibverbs in a
   // PyTorch rank), is no straggler verdict: say what the ranks do load.
@@ -201,6 +212,10 @@ Result<void> TraceSession::poll_hardware(uint64_t now_ns, bool final) {
     events = std::move(*polled);
     for (const std::string& note : hw_->take_notes()) sink_.note(note);
   }
+  if (host_) {
+    for (DeviceEvent& e : final ? host_->finish(now_ns) : host_->poll(now_ns)) events.push_back(std::move(e));
+    for (const std::string& note : host_->take_notes()) sink_.note(note);
+  }
   // At the end, the per-connection view as it ended, for the findings.
   if (rdma_)
     for (DeviceEvent& e : rdma_->poll(now_ns, final)) events.push_back(std::move(e));
@@ -220,6 +235,7 @@ Result<bool> TraceSession::check_ranks(uint64_t now_ns) {
       auto drained = stream_->drain();
       if (!drained) return drained.error();
       is_alive = false;
+      if (host_) host_->rank_exited(pid);
       emit(judges_->retire(pid, *drained), now_ns);
     }
     alive_count += is_alive;

@@ -45,6 +45,11 @@ struct TraceOptions {
   // flaps), QP errors from libibverbs and NCCL IB per-connection latency in
   // the ranks that load those libraries.
   bool rdma = true;
+  // The host's side of each rank (host/host_monitor.h): its time off the
+  // CPU and who ran instead, its cgroup's throttling, memory and pressure,
+  // its page faults, joined as likely causes when they set it apart.
+  bool host_signals = true;
+  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
   // Where every collective call also goes, with its communicator, and every
   // reading of the calls in flight (a recording, a timeline); unset: nowhere.
   std::function<void(const CallEvent&, const CallComm&)> on_call;

@@ -165,6 +165,15 @@ json payload_json(const QpEvent& q) {
   return j;
 }
 
+json payload_json(const HostCause& c) {
+  json j{{"pid", c.pid}, {"value", c.value}, {"peers_value", c.peers_value ? json(*c.peers_value) : json(nullptr)}};
+  if (c.other_pid) {
+    j["other_pid"] = *c.other_pid;
+    j["other_comm"] = c.other_comm;
+  }
+  return j;
+}
+
 }  // namespace
 
 void JsonSink::device_event(const DeviceEvent& e) {

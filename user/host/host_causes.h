@@ -1,0 +1,62 @@
+// Which host signal sets a rank apart from its peers: the judge of a job's
+// ranks over one stretch of time. A cause is named only when it concerns the
+// rank more than the others (a throttled cgroup they all share, or a node
+// where every rank waits for a CPU, explains no straggler), with the numbers
+// that show it. Pure: intervals in, causes out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rank_identity.h"
+#include "host/host_signals.h"
+
+namespace slowburn {
+
+// One rank's host signals over [start, start + span_ns]: differences of two
+// readings. Absent where the node has no such source.
+struct HostInterval {
+  RankIdentity rank;
+  uint64_t span_ns = 0;
+  std::optional<SchedSums> sched;
+  std::vector<CpuShare> shares;  // ns in the interval
+  std::optional<uint64_t> major_faults;
+  std::optional<CpuStat> throttling;
+  std::optional<CpuQuota> quota;
+  std::string cgroup;                                                // its CPU cgroup's path
+  std::map<std::string, uint64_t> memory_events;                     // increments
+  std::optional<double> cpu_pressure, memory_pressure, io_pressure;  // share of the span with "some" stalled
+};
+
+struct HostThresholds {
+  double throttled_share = 0.2;  // of CFS periods
+  uint64_t min_periods = 5;
+  double runq_share = 0.2;     // of the time it wanted a CPU, waiting
+  double blocked_share = 0.1;  // of the span in I/O
+  double fault_share = 0.05;   // of the span in page faults
+  uint64_t min_major_faults = 100;
+  double versus_peers =
+      2.0;  // at least this many times the peers' median (waiting per unit of running, for the run queue)
+};
+
+// host.cpu_throttled, host.cpu_contention, host.blocked_io, host.page_faults,
+// host.memory_limit, host.oom_kill.
+struct HostCause {
+  int32_t pid = 0;
+  int rank = -1;
+  std::string type;
+  std::string label;                  // what it is about: "cgroup /job", "CPU 1"
+  std::string summary;                // one line, for people
+  double value = 0;                   // the measure that set it apart (a share, or a count)
+  std::optional<double> peers_value;  // the peers' median of it
+  std::optional<int32_t> other_pid;   // the process it shares a CPU with
+  std::string other_comm;
+};
+
+// The causes of every rank of one job (on this node) over the same span. A
+// process a rank shares its CPUs with is named by its rank when it is one.
+std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const HostThresholds& thresholds = {});
+
+}  // namespace slowburn

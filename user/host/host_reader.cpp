@@ -1,0 +1,145 @@
+#include "host/host_reader.h"
+
+#include <fmt/format.h>
+
+#include "core/files.h"
+#include "core/strings.h"
+#include "host/host_parsers.h"
+
+namespace slowburn {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A cgroup path ("/a/b") under a hierarchy directory.
+fs::path under(const fs::path& hierarchy, const std::string& path) {
+  return hierarchy / fs::path(path).relative_path();
+}
+
+}  // namespace
+
+fs::path v1_hierarchy(const fs::path& root, const std::string& controller) {
+  std::error_code ec;
+  for (const std::string& name : {controller, controller + ",cpuacct", "cpuacct," + controller}) {
+    fs::path dir = root / name;
+    if (fs::exists(dir / "tasks", ec)) return dir;
+  }
+  return {};
+}
+
+fs::path v2_hierarchy(const fs::path& root) {
+  std::error_code ec;
+  if (fs::exists(root / "cgroup.controllers", ec)) return root;
+  if (fs::exists(root / "unified" / "cgroup.controllers", ec)) return root / "unified";
+  return {};
+}
+
+void HostReader::note(const fs::path& path, const std::string& problem) {
+  if (noted_.insert(path.string()).second) notes_.push_back(fmt::format("{}: {}", path.string(), problem));
+}
+
+std::vector<std::string> HostReader::take_notes() { return std::exchange(notes_, {}); }
+
+HostReading HostReader::read(int32_t pid, uint64_t now_ns) {
+  HostReading reading;
+  reading.ts_ns = now_ns;
+  fs::path proc = o_.procfs_root / std::to_string(pid);
+  // A process that exits between two files leaves what was read: the
+  // caller sees it gone on its next liveness check.
+  if (auto text = read_file(proc / "stat")) {
+    if (auto stat = parse_proc_stat(*text))
+      reading.stat = std::move(*stat);
+    else
+      note(proc / "stat", stat.error().message);
+  }
+  if (auto text = read_file(proc / "status")) {
+    if (auto status = parse_proc_status(*text))
+      reading.status = std::move(*status);
+    else
+      note(proc / "status", status.error().message);
+  }
+  if (auto text = read_file(proc / "cgroup")) {
+    if (auto m = parse_proc_cgroup(*text))
+      reading.cgroup = read_cgroup(pid, *m);
+    else
+      note(proc / "cgroup", m.error().message);
+  }
+  return reading;
+}
+
+std::optional<CgroupReading> HostReader::read_cgroup(int32_t, const CgroupMembership& m) {
+  CgroupReading c;
+  auto parse_into = [&](const fs::path& file, auto parse, auto& into) {
+    auto text = read_file(file);
+    if (!text) return false;  // absent here: that source is not on this node
+    auto value = parse(*text);
+    if (!value) {
+      note(file, value.error().message);
+      return false;
+    }
+    into = std::move(*value);
+    return true;
+  };
+  fs::path v1_cpu = m.v1.contains("cpu") ? v1_hierarchy(o_.cgroup_root, "cpu") : fs::path();
+  fs::path v2 = m.unified ? v2_hierarchy(o_.cgroup_root) : fs::path();
+  if (!v1_cpu.empty()) {
+    c.version = CgroupVersion::v1;
+    c.cpu_path = m.v1.at("cpu");
+    fs::path dir = under(v1_cpu, c.cpu_path);
+    parse_into(dir / "cpu.stat", parse_cpu_stat, c.cpu_stat);
+    auto quota = read_file(dir / "cpu.cfs_quota_us");
+    auto period = read_file(dir / "cpu.cfs_period_us");
+    if (quota && period) {
+      if (auto q = parse_cfs_quota(*quota, *period))
+        c.quota = *q;
+      else
+        note(dir / "cpu.cfs_quota_us", q.error().message);
+    }
+  } else if (!v2.empty()) {
+    c.version = CgroupVersion::v2;
+    c.cpu_path = *m.unified;
+    fs::path dir = under(v2, c.cpu_path);
+    parse_into(dir / "cpu.stat", parse_cpu_stat, c.cpu_stat);
+    parse_into(dir / "cpu.max", parse_cpu_max, c.quota);
+  } else {
+    return std::nullopt;
+  }
+  // Memory and pressure: v2 where the process is in the unified hierarchy, else v1's memory controller.
+  if (!v2.empty()) {
+    fs::path dir = under(v2, *m.unified);
+    parse_into(dir / "memory.events", parse_flat_keyed, c.memory_events);
+    parse_into(dir / "cpu.pressure", parse_pressure, c.cpu_pressure);
+    parse_into(dir / "memory.pressure", parse_pressure, c.memory_pressure);
+    parse_into(dir / "io.pressure", parse_pressure, c.io_pressure);
+  }
+  if (c.memory_events.empty() && m.v1.contains("memory")) {
+    if (fs::path mem = v1_hierarchy(o_.cgroup_root, "memory"); !mem.empty()) {
+      fs::path dir = under(mem, m.v1.at("memory"));
+      std::map<std::string, uint64_t> oom;
+      if (parse_into(dir / "memory.oom_control", parse_flat_keyed, oom) && oom.contains("oom_kill"))
+        c.memory_events["oom_kill"] = oom["oom_kill"];
+      if (auto text = read_file(dir / "memory.failcnt"))
+        if (auto n = parse_number<uint64_t>(trim_right(*text))) c.memory_events["failcnt"] = *n;
+    }
+  }
+  return c;
+}
+
+std::string HostReader::cpu_source(int32_t pid) {
+  auto text = read_file(o_.procfs_root / std::to_string(pid) / "cgroup");
+  if (!text) return text.error().message;
+  auto m = parse_proc_cgroup(*text);
+  if (!m) return m.error().message;
+  if (m->v1.contains("cpu")) {
+    fs::path h = v1_hierarchy(o_.cgroup_root, "cpu");
+    if (!h.empty()) return fmt::format("cgroup v1 ({})", under(h, m->v1.at("cpu")).string());
+  }
+  if (m->unified) {
+    fs::path h = v2_hierarchy(o_.cgroup_root);
+    if (!h.empty()) return fmt::format("cgroup v2 ({})", under(h, *m->unified).string());
+  }
+  return fmt::format("no CPU cgroup hierarchy mounted under {}", o_.cgroup_root.string());
+}
+
+}  // namespace slowburn

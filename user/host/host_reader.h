@@ -1,0 +1,46 @@
+// Reads a process's host signals from procfs and its cgroups (v1 or v2,
+// wherever its controllers are mounted under cgroup_root): the files
+// host/host_parsers.h parses. A source the node lacks is left empty; a file
+// that is there but malformed becomes a note naming it, once.
+#pragma once
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "host/host_signals.h"
+
+namespace slowburn {
+
+struct HostReaderOptions {
+  std::filesystem::path procfs_root = "/proc";
+  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+};
+
+class HostReader {
+ public:
+  explicit HostReader(HostReaderOptions options) : o_(std::move(options)) {}
+
+  // Everything but the sched sums (the kernel's, read elsewhere).
+  HostReading read(int32_t pid, uint64_t now_ns);
+  // Where CPU throttling is read from for pid: "cgroup v1 (/sys/fs/cgroup/cpu/...)" or why it is not.
+  std::string cpu_source(int32_t pid);
+  std::vector<std::string> take_notes();
+
+ private:
+  std::optional<CgroupReading> read_cgroup(int32_t pid, const CgroupMembership& m);
+  void note(const std::filesystem::path& path, const std::string& problem);
+
+  HostReaderOptions o_;
+  std::set<std::string> noted_;
+  std::vector<std::string> notes_;
+};
+
+// The directory of a cgroup v1 controller's hierarchy under root ("cpu" is
+// mounted as cpu, cpu,cpuacct or cpuacct,cpu); empty when absent.
+std::filesystem::path v1_hierarchy(const std::filesystem::path& root, const std::string& controller);
+// The cgroup v2 hierarchy under root: root itself (unified) or root/unified (hybrid); empty when absent.
+std::filesystem::path v2_hierarchy(const std::filesystem::path& root);
+
+}  // namespace slowburn
