@@ -43,7 +43,8 @@ std::string peers_words(std::optional<double> peers) {
 }
 
 std::optional<double> throttled_share(const HostInterval& r) {
-  if (!r.throttling || r.throttling->nr_periods == 0) return std::nullopt;
+  if (!r.throttling) return std::nullopt;
+  if (r.throttling->nr_periods == 0) return 0.0;  // no quota ran out: a peer that was never throttled
   return static_cast<double>(r.throttling->nr_throttled) / static_cast<double>(r.throttling->nr_periods);
 }
 
