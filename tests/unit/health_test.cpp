@@ -117,7 +117,8 @@ TEST(HealthParsers, KernelLogLinesInEveryForm) {
   ASSERT_TRUE(caller);
   EXPECT_EQ(caller->level, 4);  // facility 1 (user) << 3 | 4
   EXPECT_EQ(caller->message, "hello");
-  EXPECT_FALSE(parse_kernel_log_line(" SUBSYSTEM=pci"));  // a record's dictionary line
+  EXPECT_FALSE(parse_kernel_log_line(" SUBSYSTEM=pci"));     // a record's dictionary line
+  EXPECT_FALSE(parse_kernel_log_line("3,813,15234890,-;"));  // a record without a message (found by the fuzzer)
   EXPECT_FALSE(parse_kernel_log_line(""));
 
   auto dmesg = parse_kernel_log_line("[   15.234567] mce: [Hardware Error]: Machine check events logged");

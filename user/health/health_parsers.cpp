@@ -196,7 +196,8 @@ std::optional<KernelLogLine> parse_kernel_log_line(std::string_view line) {
   if (line.empty() || line.front() == ' ' || line.front() == '\t') return std::nullopt;  // kmsg dictionary lines
   size_t semicolon = line.find(';');
   if (semicolon != std::string_view::npos && semicolon < 64)
-    if (auto record = parse_kmsg_record(line.substr(0, semicolon), line.substr(semicolon + 1))) return record;
+    if (auto record = parse_kmsg_record(line.substr(0, semicolon), line.substr(semicolon + 1)))
+      return record->message.empty() ? std::nullopt : record;  // printk("\n"): a record without a message
   KernelLogLine out;
   // dmesg -r: "<6>[   12.345678] message"
   if (line.size() > 2 && line.front() == '<') {
