@@ -225,12 +225,22 @@ $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 CLANGXX      ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_BIN     := $(BUILD)/fuzz/xid_fuzz
+HEALTH_FUZZ_BIN := $(BUILD)/fuzz/health_fuzz
+FUZZ_BINS    := $(FUZZ_BIN) $(HEALTH_FUZZ_BIN)
+FUZZ_LINK     = $(CLANGXX) -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Iinclude -Iuser -o $@ $^ -lfmt
 
 $(FUZZ_BIN): tests/fuzz/xid_fuzz.cpp user/nvidia/xid.cpp user/nvidia/xid_catalog.cpp
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANGXX) -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Iinclude -Iuser -o $@ $^ -lfmt
+	$(Q)$(FUZZ_LINK)
+
+# The health parsers (kernel log lines, CPU lists, taint, IB port files, the DCB netlink reply).
+$(HEALTH_FUZZ_BIN): tests/fuzz/health_fuzz.cpp user/health/health_parsers.cpp user/health/health_check.cpp \
+		user/net/dcb.cpp user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_LINK)
 
 # ---------------------------------------------------------------- bench
 BENCH_DECODE := $(BUILD)/bench/decode_bench
@@ -316,13 +326,19 @@ bench:
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 
-# Runs the Xid parser fuzzer for FUZZ_SECONDS on a copy of the seed corpus.
+# Runs each fuzzer (xid, health) for FUZZ_SECONDS on a copy of its seed
+# corpus (tests/fuzz/corpus/NAME): FUZZ_SECONDS is per fuzzer, the whole
+# run takes twice that.
 fuzz:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(FUZZ_BIN)
-	$(Q)rm -rf $(BUILD)/fuzz/corpus && mkdir -p $(BUILD)/fuzz/corpus && cp tests/fuzz/corpus/xid/* $(BUILD)/fuzz/corpus/
-	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=5 -max_len=512 -print_final_stats=1 \
-		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+	$(Q)for name in xid health; do \
+		rm -rf $(BUILD)/fuzz/corpus-$$name && mkdir -p $(BUILD)/fuzz/corpus-$$name && \
+		cp tests/fuzz/corpus/$$name/* $(BUILD)/fuzz/corpus-$$name/ && \
+		echo "fuzz: $$name for $(FUZZ_SECONDS) s" && \
+		$(BUILD)/fuzz/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=5 -max_len=512 -print_final_stats=1 \
+			-artifact_prefix=$(BUILD)/fuzz/$$name- $(BUILD)/fuzz/corpus-$$name || exit 1; \
+	done
 
 DEPLOY_FILES := $(shell find deploy -type f ! -name '*.md' | sort)
 

@@ -101,6 +101,8 @@ MetricsView sample_view() {
   v.budget_ratio = 0.01;
   v.call_cost_ns = 10'000;
   v.ringbuf_drops_total["kmsg_xid"] = 0;
+  v.health = {{"memory.edac_ue", HealthState::fail, "mc0", 2, 0, {3}, "mc0: +2 uncorrected"},
+              {"clock.sync", HealthState::warn, "", nullptr, 1000, {3}, "not synchronised"}};
   return v;
 }
 
@@ -128,6 +130,10 @@ TEST(ProbeMetrics, RendersTheContract) {
            std::string("slowburn_probe_state{probe=\"mpi.allreduce\",state=\"throttled\"} 1"),
            std::string("slowburn_probe_state{probe=\"mpi.allreduce\",state=\"attached\"} 0"),
            std::string("slowburn_probe_call_cost_seconds 1e-05"),
+           std::string("slowburn_health_check{check=\"memory.edac_ue\",device=\"mc0\",state=\"fail\"} 1"),
+           std::string("slowburn_health_check{check=\"memory.edac_ue\",device=\"mc0\",state=\"ok\"} 0"),
+           std::string("slowburn_health_check{check=\"clock.sync\",device=\"\",state=\"warn\"} 1"),
+           std::string("slowburn_health_check{check=\"clock.sync\",device=\"\",state=\"unavailable\"} 0"),
        })
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n---\n" << text;
   EXPECT_EQ(text.find("slowburn_rank_lateness_z{"), std::string::npos) << "no z without one";

@@ -35,6 +35,7 @@ Command add_probe_command(CLI::App& app) {
       "  slowburn probe --log-dir /var/log/slowburn       # and an event log (SIGHUP reopens it)\n"
       "  slowburn probe --overhead-budget 0.5             # at most 0.5% of one CPU for the probes\n"
       "  slowburn probe --listen 0.0.0.0:9464 --no-rdma   # scraped from another host\n"
+      "  slowburn probe --health-interval 300             # the health checklist every 5 minutes\n"
       "Under systemd: deploy/systemd/slowburn-probe.service. Fleet rules: deploy/prometheus/.");
   ProbeServiceOptions& o = args->options;
   sub->add_option("--listen", o.listen, "HOST:PORT of the metrics endpoint ('' for none)")->capture_default_str();
@@ -64,6 +65,11 @@ Command add_probe_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER, PCIe link and fabric events");
   sub->add_flag("!--no-rdma", o.fabric, "Leave out the RDMA NIC counters");
+  sub->add_option("--health-interval", o.health_interval_s,
+                  "Seconds between evaluations of the `slowburn health` checklist, exported as "
+                  "slowburn_health_check and logged when a check changes state (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness or compute gap")
       ->capture_default_str();

@@ -34,6 +34,7 @@ Command add_gpuirq_command(CLI::App& app);   // tools/gpuirq.cpp
 Command add_fabric_command(CLI::App& app);   // tools/fabric.cpp
 Command add_qp_command(CLI::App& app);       // tools/qp.cpp
 Command add_ib_command(CLI::App& app);       // tools/ib.cpp
+Command add_health_command(CLI::App& app);   // tools/health.cpp
 
 Command add_probe_command(CLI::App& app);  // the continuous service
 
@@ -45,9 +46,11 @@ int fail(const Error& error);
 
 // Exit codes: 0 done (a verdict was reached), 1 an error (nothing traced
 // is one), 2 a verdict could not be reached (too few aligned instances), 3
-// the demo's verdict did not match what it injected.
+// the demo's verdict did not match what it injected, 4 `health` found a
+// check in state fail (warn alone exits 0).
 constexpr int kExitUndetermined = 2;
 constexpr int kExitMismatch = 3;
+constexpr int kExitHealthFailed = 4;
 
 // The text or JSON-lines sink on stdout.
 // This node's name.

@@ -268,15 +268,7 @@ void HwMonitor::poll_sysfs() {
     const TopologyDevice* dev = topology_->find(bdf);
     LinkReading reading = read_link_reading(options_.sysfs_root, bdf);
     last_readings_[bdf] = reading;
-    std::optional<LinkExpectation> partner;
-    for (const TopologyDevice* p : topology_->link_partners(bdf)) {  // the capability of the other end
-      if (!p->pci.link.max_width && !p->pci.link.max_speed_gts) continue;
-      if (!partner) partner = LinkExpectation{};
-      // Several devices below a port (functions of one card): the best of them.
-      if (p->pci.link.max_width) partner->width = std::max(partner->width.value_or(0), *p->pci.link.max_width);
-      if (p->pci.link.max_speed_gts)
-        partner->speed_gts = std::max(partner->speed_gts.value_or(0.0), *p->pci.link.max_speed_gts);
-    }
+    std::optional<LinkExpectation> partner = topology_->link_partner_capability(bdf);
     auto partners = topology_->link_partners(bdf);
     for (LinkEvent& e : links_.observe(bdf, dev ? dev->pci.vendor : 0, dev ? dev->pci.device : 0, reading, partner)) {
       if (silent_link_ends_.contains(bdf)) continue;

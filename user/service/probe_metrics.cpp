@@ -167,6 +167,19 @@ void render_probes(MetricsText& m, const MetricsView& v) {
   m.sample("slowburn_probe_call_cost_seconds", {}, v.call_cost_ns / 1e9);
 }
 
+// The node's health checklist (slowburn health), one series per check,
+// device and state: 1 for the current state, 0 for the others, so a check
+// that changes state leaves no stale series.
+void render_health(MetricsText& m, const MetricsView& v) {
+  m.family("slowburn_health_check", "gauge",
+           "1 for the node health check's current state (ok, warn, fail, unavailable); device is \"\" for "
+           "node-wide checks");
+  for (const HealthCheck& c : v.health)
+    for (HealthState s : kHealthStates)
+      m.sample("slowburn_health_check",
+               {{"check", c.check}, {"device", c.device}, {"state", std::string(health_state_name(s))}}, c.state == s);
+}
+
 // The service's own health: losses, its log, the process.
 void render_self(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_ringbuf_drops_total", "counter", "Ring-buffer records the kernel could not reserve (lost)");
@@ -204,6 +217,7 @@ std::string render_metrics(const MetricsView& v) {
   render_window_gauges(m, v);
   render_findings(m, v);
   render_probes(m, v);
+  render_health(m, v);
   render_self(m, v);
   return m.text();
 }

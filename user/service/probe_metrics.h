@@ -13,6 +13,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/report.h"
+#include "health/health_check.h"
 #include "loader/collagg_program.h"
 #include "service/self_stats.h"
 
@@ -52,6 +53,7 @@ struct MetricsView {
   uint64_t log_errors_total = 0;
   SelfStats self;
   double start_time_seconds = 0;
+  std::vector<HealthCheck> health;  // the latest evaluation of the health checklist
 };
 
 std::string render_metrics(const MetricsView& view);

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "detect/aggregate_detector.h"
 #include "detect/causes.h"
+#include "health/health_checks.h"
 #include "hw/hw_monitor.h"
 #include "loader/collagg_program.h"
 #include "loader/privileges.h"
@@ -94,6 +95,7 @@ class ProbeService {
   void throttle(const std::string& probe, bool throttled, const BudgetDecision& d);
   void close_window(uint64_t now_ns, const std::vector<AggStats>& stats);
   void poll_hardware();
+  void evaluate_health_checks();
   void publish(const std::vector<AggStats>& stats);
   MetricsView view(const std::vector<AggStats>& stats);
   void shutdown(uint64_t started_ns);
@@ -114,6 +116,11 @@ class ProbeService {
   std::vector<WindowReport> last_windows_;
   CauseMemory causes_;
   ServiceTotals totals_;
+  // The health checklist: the last reading (the next one's rises are measured from it) and its rows.
+  std::optional<HealthSnapshot> health_last_;
+  std::vector<HealthCheck> health_;
+  uint64_t next_health_ns_ = 0;
+  bool health_error_noted_ = false;
 };
 
 ProbeService::~ProbeService() {
@@ -335,6 +342,44 @@ void ProbeService::poll_hardware() {
   for (const std::string& n : parts_.hw->take_notes()) note(n);
 }
 
+// The `slowburn health` checklist over the last health interval: exported as
+// slowburn_health_check, logged when a row's state changes (the first time:
+// every row that is not ok), said on the console when one fails.
+void ProbeService::evaluate_health_checks() {
+  HealthSources sources;
+  sources.sysfs_root = o_.sysfs_root;
+  sources.procfs_root = o_.proc_root;
+  auto snapshot = collect_health(sources);
+  if (!snapshot) {
+    if (!health_error_noted_) note("health checks: " + snapshot.error().message);
+    health_error_noted_ = true;
+    return;
+  }
+  HealthContext context;
+  context.ranks = parts_.tracker->identities();
+  std::optional<Topology> own;  // without the hardware sources there is no shared topology
+  if (!parts_.topology) {
+    own = Topology::read(o_.sysfs_root, o_.proc_root);
+    own->assign_ranks(context.ranks);
+  }
+  context.topology = parts_.topology ? parts_.topology.get() : &*own;
+  std::vector<HealthCheck> checks = evaluate_health(health_last_ ? *health_last_ : *snapshot, *snapshot, context);
+  std::map<std::pair<std::string, std::string>, HealthState> previous;
+  for (const HealthCheck& c : health_) previous[{c.check, c.device}] = c.state;
+  for (const HealthCheck& c : checks) {
+    auto was = previous.find({c.check, c.device});
+    bool changed = was == previous.end() ? c.state != HealthState::ok : was->second != c.state;
+    if (!changed) continue;
+    if (parts_.log) parts_.log->line(health_check_json(c));
+    if (c.state == HealthState::fail)
+      console_ << fmt::format("slowburn probe: health {}{}{} fails: {}\n", c.check, c.device.empty() ? "" : " ",
+                              c.device, c.detail);
+  }
+  console_.flush();
+  health_last_ = std::move(*snapshot);
+  health_ = std::move(checks);
+}
+
 void ProbeService::interval(uint64_t now, bool window_due) {
   on_tracker_changes(parts_.tracker->refresh(now));
   parts_.comms->name_new(*parts_.program, now);
@@ -367,6 +412,10 @@ Result<void> ProbeService::run(const std::atomic<bool>& stop, std::atomic<bool>&
     }
     uint64_t now = monotonic_ns();
     if (end_ns && now >= end_ns) break;
+    if (o_.health_interval_s > 0 && now >= next_health_ns_) {
+      evaluate_health_checks();
+      next_health_ns_ = now + static_cast<uint64_t>(o_.health_interval_s * 1e9);
+    }
     if (now - last_interval < interval_ns) continue;
     bool window_due = now >= next_window;
     if (window_due) next_window = now + window_ns;
@@ -472,6 +521,7 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
     v.log_errors_total = parts_.log->file().errors();
   }
   v.self = read_self_stats(o_.proc_root);
+  v.health = health_;
   return v;
 }
 

@@ -37,6 +37,9 @@ struct ProbeServiceOptions {
   bool hardware_events = true;
   bool fabric = true;
   double duration_s = 0;  // 0: until SIGTERM/SIGINT
+  // Seconds between evaluations of the health checklist (health/health_checks.h,
+  // the counters' rise measured over that period); 0: off.
+  double health_interval_s = 60;
   DetectorConfig detector = probe_detector_defaults();
 
   // Windows of seconds, not half-seconds: a service looks at minutes.

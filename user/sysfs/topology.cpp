@@ -196,6 +196,18 @@ bool Topology::serves(std::string_view address, int32_t pid) const {
   return false;
 }
 
+std::optional<LinkExpectation> Topology::link_partner_capability(std::string_view bdf) const {
+  std::optional<LinkExpectation> partner;
+  for (const TopologyDevice* p : link_partners(bdf)) {
+    if (!p->pci.link.max_width && !p->pci.link.max_speed_gts) continue;
+    if (!partner) partner = LinkExpectation{};
+    if (p->pci.link.max_width) partner->width = std::max(partner->width.value_or(0), *p->pci.link.max_width);
+    if (p->pci.link.max_speed_gts)
+      partner->speed_gts = std::max(partner->speed_gts.value_or(0.0), *p->pci.link.max_speed_gts);
+  }
+  return partner;
+}
+
 std::vector<int> Topology::ranks_behind(std::string_view address) const {
   std::set<int> ranks;
   for (const TopologyDevice* dev : subtree(address)) ranks.insert(dev->ranks.begin(), dev->ranks.end());

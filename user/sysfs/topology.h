@@ -55,6 +55,10 @@ class Topology {
   // describe: the bridge above an endpoint or a switch's upstream port; the
   // devices below a root or downstream port.
   std::vector<const TopologyDevice*> link_partners(std::string_view bdf) const;
+  // The most the other end of the link can do (max_link_* of its partners;
+  // the best of several functions below a port); nullopt when unknown. A
+  // switch port trained to an x8 Gen4 NIC is not downtrained.
+  std::optional<LinkExpectation> link_partner_capability(std::string_view bdf) const;
 
   const std::vector<TopologyDevice>& devices() const { return devices_; }
   const std::vector<std::string>& notes() const { return notes_; }
