@@ -15,14 +15,6 @@
 namespace slowburn {
 namespace {
 
-TEST(HostParsers, CpuList) {
-  EXPECT_EQ(*parse_cpu_list("0-3,8,10-11\n"), (std::set<int>{0, 1, 2, 3, 8, 10, 11}));
-  EXPECT_EQ(*parse_cpu_list("5"), std::set<int>{5});
-  EXPECT_FALSE(parse_cpu_list("3-1").ok());
-  EXPECT_FALSE(parse_cpu_list("a").ok());
-  EXPECT_FALSE(parse_cpu_list("0-999999999").ok());
-}
-
 TEST(HostParsers, ProcStatWithSpacesAndParenthesesInTheComm) {
   // proc(5): minflt is field 10, majflt 12, processor 39.
   std::string text =

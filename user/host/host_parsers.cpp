@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.h"
+#include "health/health_parsers.h"  // parse_cpu_list: one owner
 
 namespace slowburn {
 
@@ -35,21 +36,6 @@ std::vector<std::string_view> words_of(std::string_view line) {
 }
 
 }  // namespace
-
-Result<std::set<int>> parse_cpu_list(std::string_view text) {
-  std::set<int> cpus;
-  text = trim_right(text);
-  for (const std::string& piece : split(text, ',')) {
-    size_t dash = piece.find('-');
-    auto first = parse_number<int>(std::string_view(piece).substr(0, dash));
-    auto last = dash == std::string::npos ? first : parse_number<int>(std::string_view(piece).substr(dash + 1));
-    // 64k CPUs: far beyond any machine, and a bound on a hostile range.
-    if (!first || !last || *first < 0 || *last < *first || *last >= 65536)
-      return make_error("'{}' is not a CPU list (like 0-3,8)", piece);
-    for (int c = *first; c <= *last; ++c) cpus.insert(c);
-  }
-  return cpus;
-}
 
 Result<ProcStat> parse_proc_stat(std::string_view text) {
   size_t open = text.find('(');
@@ -89,8 +75,8 @@ Result<ProcStatus> parse_proc_status(std::string_view text) {
       switches = true;
     } else if (key == "Cpus_allowed_list") {
       auto cpus = parse_cpu_list(words[0]);
-      if (!cpus) return make_error("Cpus_allowed_list: {}", cpus.error().message);
-      status.cpus_allowed = std::move(*cpus);
+      if (!cpus) return make_error("Cpus_allowed_list '{}' is not a CPU list (like 0-3,8)", words[0]);
+      status.cpus_allowed = std::set<int>(cpus->begin(), cpus->end());
     } else if (key == "VmSwap") {
       status.vm_swap_kb = parse_number<uint64_t>(words[0]);
     }

@@ -12,8 +12,6 @@
 
 namespace slowburn {
 
-// "0-3,8,10-11" (cpulist, Cpus_allowed_list).
-Result<std::set<int>> parse_cpu_list(std::string_view text);
 // /proc/PID/stat: the comm may hold spaces and parentheses; fields count from the last ')'.
 Result<ProcStat> parse_proc_stat(std::string_view text);
 Result<ProcStatus> parse_proc_status(std::string_view text);
