@@ -11,7 +11,8 @@ namespace {
 int severity_rank(const DeviceEvent& e) {
   if (e.type == "xid" || e.type == "sxid") {
     // Codes the catalog calls informational (43 channel reset, 45 cleanup
-    // after another Xid, 63 row remapped) explain nothing.
+    // after another Xid) explain nothing; the ECC ones (48, 63, 64, 92, 94,
+    // 95) never are.
     const auto* xid = std::get_if<XidReport>(&e.payload);
     return xid && xid->info.severity == "informational" ? -1 : 0;
   }

@@ -21,8 +21,9 @@ constexpr Row kCatalog[] = {
     {45, 45, "preemptive cleanup (channels removed)", "informational", "follow the Xid that caused it"},
     {48, 48, "double-bit ECC error", "reset-gpu", "reset the GPU"},
     {62, 62, "internal micro-controller (PMU) halt", "reset-gpu", "reset the GPU"},
-    {63, 63, "row remapping / page retirement event", "informational",
-     "none now; reset the GPU to activate the remapping"},
+    // ECC: a row remapped after errors is memory degrading, never "informational" (SDC risk).
+    {63, 63, "row remapping / page retirement event (ECC)", "hardware",
+     "reset the GPU to activate the remapping; watch the ECC counters"},
     {64, 64, "row remapping / page retirement failure", "reset-gpu", "reset the GPU"},
     {68, 68, "NVDEC0 exception", "restart-app", "restart the application"},
     {69, 69, "graphics engine class error", "restart-app", "restart the application"},
