@@ -6,6 +6,7 @@
 #include <sys/timex.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -209,6 +210,17 @@ TEST(HealthDcb, IeeePfcFromANetlinkReply) {
   EXPECT_NE(refused.error().message.find("eth0: its driver has no DCB (dcbnl) support"), std::string::npos)
       << refused.error().message;
   EXPECT_FALSE(parse_dcb_ieee_reply({}, "eth0").ok());
+}
+
+TEST(HealthDcb, TheKernelAnswersForThisMachinesInterfaces) {
+  // A real round trip: loopback has no dcbnl_ops, so the kernel says EOPNOTSUPP.
+  auto lo = read_pfc_config("lo");
+  ASSERT_FALSE(lo.ok());
+  EXPECT_EQ(lo.error().sys_errno, EOPNOTSUPP) << lo.error().message;
+  EXPECT_NE(lo.error().message.find("lo: its driver has no DCB (dcbnl) support"), std::string::npos);
+  auto missing = read_pfc_config("sbnonexist0");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().sys_errno, ENODEV) << missing.error().message;
 }
 
 TEST(HealthFixture, EdacCountersRisingBetweenReadings) {

@@ -32,6 +32,11 @@ std::string Evaluation::over_interval() const {
   return has_trend() ? fmt::format("in {:.1f} s", interval_s()) : "(one reading: no rise measured)";
 }
 
+std::string Evaluation::quiet(std::string_view what) const {
+  return has_trend() ? fmt::format("no {} in {:.1f} s", what, interval_s())
+                     : fmt::format("one reading: no {} measured", what);
+}
+
 HealthCheck& Evaluation::add(std::string check, HealthState state, std::string device, nlohmann::json value,
                              nlohmann::json threshold, std::vector<int> ranks, std::string detail) {
   rows.push_back({std::move(check), state, std::move(device), std::move(value), std::move(threshold), std::move(ranks),

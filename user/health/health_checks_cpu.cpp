@@ -68,7 +68,7 @@ void evaluate_throttle(Evaluation& e) {
     if (!risen_packages.empty())
       detail += (risen_cpus.empty() ? " on" : " and") + std::string(" packages ") + join_numbers(risen_packages);
   } else {
-    detail += fmt::format("; no rise {}", e.over_interval());
+    detail += "; " + e.quiet("rise");
   }
   e.add("cpu.thermal_throttle", rise ? HealthState::warn : HealthState::ok, "", after.core + after.package, 0,
         e.node_ranks(), detail);

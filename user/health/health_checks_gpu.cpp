@@ -188,8 +188,7 @@ void evaluate_aer(Evaluation& e) {
                         : rose_correctable || uncorrectable ? HealthState::warn
                                                             : HealthState::ok;
     std::string detail = "since boot: " + join(since_boot, ", ");
-    detail += rose.empty() ? fmt::format("; no rise {}", e.over_interval())
-                           : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
+    detail += rose.empty() ? "; " + e.quiet("rise") : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
     if (!malformed.empty()) detail += "; unreadable lines: " + join(malformed, ", ");
     e.add("pcie.aer", state, bdf, total, 0, e.device_ranks(bdf), detail);
   }

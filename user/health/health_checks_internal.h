@@ -27,6 +27,8 @@ class Evaluation {
   double interval_s() const { return static_cast<double>(after.ts_ns - before.ts_ns) / 1e9; }
   // "in 1.0 s" / "(one reading: no rise measured)"
   std::string over_interval() const;
+  // "no rise in 1.0 s" / "one reading: no rise measured"
+  std::string quiet(std::string_view what) const;
 
   HealthCheck& add(std::string check, HealthState state, std::string device, nlohmann::json value,
                    nlohmann::json threshold, std::vector<int> ranks, std::string detail);

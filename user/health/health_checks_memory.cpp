@@ -54,7 +54,7 @@ void edac_row(Evaluation& e, const EdacController& now, bool ue) {
   if (rise)
     detail += fmt::format("; +{} {}{}", rise, e.over_interval(), risen.empty() ? "" : ": " + join(risen, ", "));
   else
-    detail += fmt::format("; no rise {}", e.over_interval());
+    detail += "; " + e.quiet("rise");
   if (!now.notes.empty()) detail += "; " + join(now.notes, "; ");
   e.add(check, state, now.name, *count, 0, e.node_ranks(), detail);
 }

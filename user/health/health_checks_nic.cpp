@@ -118,8 +118,7 @@ void evaluate_netdevs(Evaluation& e) {
     }
     std::string detail = fmt::format("{}: {} errors since boot{}", n.name, total,
                                      nonzero.empty() ? "" : " (" + join(nonzero, ", ") + ")");
-    detail += rose.empty() ? fmt::format("; no rise {}", e.over_interval())
-                           : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
+    detail += rose.empty() ? "; " + e.quiet("rise") : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
     e.add("nic.errors", rose.empty() ? HealthState::ok : HealthState::warn, n.name, total, 0, ranks, detail);
   }
 }
@@ -226,8 +225,8 @@ void evaluate_rdma_ports(Evaluation& e) {
     }
     std::string detail = fmt::format("{}: {} link errors since boot{}", port, link_errors,
                                      nonzero.empty() ? "" : " (" + join(nonzero, ", ") + ")");
-    detail += seen.empty() ? fmt::format("; no fabric event {}", e.over_interval())
-                           : fmt::format("; {} {}", join(seen, "; "), e.over_interval());
+    detail +=
+        seen.empty() ? "; " + e.quiet("fabric event") : fmt::format("; {} {}", join(seen, "; "), e.over_interval());
     if (!p.counters.notes.empty()) detail += "; " + join(p.counters.notes, "; ");
     e.add("rdma.errors", state, port, link_errors, 0, ranks, detail);
   }
