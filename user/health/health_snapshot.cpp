@@ -46,15 +46,6 @@ std::vector<std::pair<int, fs::path>> numbered_entries(const fs::path& dir, std:
   return out;
 }
 
-std::vector<std::string> sorted_names(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // A file's text, trimmed; nullopt when absent. `notes` gets a line when it
 // exists but cannot be read.
 std::optional<std::string> read_text(const fs::path& path, std::vector<std::string>* notes = nullptr) {
@@ -89,7 +80,7 @@ EdacDimm read_edac_dimm(const fs::path& dir, bool csrow, std::vector<std::string
   dimm.ce = read_counter(dir / "ce_count", notes);
   dimm.ue = read_counter(dir / "ue_count", notes);
   std::vector<std::string> labels;
-  for (const std::string& name : sorted_names(dir))
+  for (const std::string& name : sorted_dir_entries(dir))
     if (name.rfind("ch", 0) == 0 && name.size() > 11 && name.substr(name.size() - 11) == "_dimm_label")
       if (auto label = read_text(dir / name); label && !label->empty()) labels.push_back(*label);
   dimm.label = join(labels, ", ");
@@ -195,7 +186,7 @@ std::string pci_owner(const fs::path& device_link) {
 std::vector<NetdevState> read_netdevs(const fs::path& sysfs_root, const std::set<std::string>& roce) {
   std::vector<NetdevState> out;
   fs::path class_net = sysfs_root / "class/net";
-  for (const std::string& name : sorted_names(class_net)) {
+  for (const std::string& name : sorted_dir_entries(class_net)) {
     fs::path dir = class_net / name;
     if (!path_exists(dir / "device")) continue;  // virtual: lo, bridges, bonds, veth, ifb
     NetdevState n;
@@ -208,7 +199,7 @@ std::vector<NetdevState> read_netdevs(const fs::path& sysfs_root, const std::set
       n.notes.push_back(fmt::format("{}: no operstate", (dir / "operstate").string()));
     // speed reads EINVAL on a link that is down on many drivers: no speed then.
     if (auto speed = read_file(dir / "speed"); speed) n.speed_mbps = parse_number<int64_t>(trim_right(*speed));
-    for (const std::string& stat : sorted_names(dir / "statistics"))
+    for (const std::string& stat : sorted_dir_entries(dir / "statistics"))
       if (stat.size() > 7 && stat.substr(stat.size() - 7) == "_errors")
         if (auto value = read_counter(dir / "statistics" / stat, n.notes)) n.errors[stat] = *value;
     out.push_back(std::move(n));

@@ -15,15 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> sorted_entries(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // The PCI address a class device's `device` link points to, if it is one.
 std::string pci_address(const fs::path& class_device) {
   std::error_code ec;
@@ -34,7 +25,7 @@ std::string pci_address(const fs::path& class_device) {
 }
 
 void read_counter_dir(const fs::path& dir, const std::string& where, const std::string& subdir, NicSample& sample) {
-  for (const std::string& name : sorted_entries(dir)) {
+  for (const std::string& name : sorted_dir_entries(dir)) {
     if (name == "lifespan") continue;  // hw_counters' refresh period in ms, not a counter
     auto text = read_file(dir / name);
     if (!text) {
@@ -56,15 +47,15 @@ void read_counter_dir(const fs::path& dir, const std::string& where, const std::
 std::vector<NicSample> read_rdma_ports(const fs::path& sysfs_root, const std::vector<std::string>& only) {
   std::vector<NicSample> out;
   fs::path class_dir = sysfs_root / "class/infiniband";
-  for (const std::string& nic : sorted_entries(class_dir)) {
+  for (const std::string& nic : sorted_dir_entries(class_dir)) {
     fs::path device_dir = class_dir / nic;
-    std::vector<std::string> netdevs = sorted_entries(device_dir / "device/net");
+    std::vector<std::string> netdevs = sorted_dir_entries(device_dir / "device/net");
     std::string netdev = netdevs.empty() ? std::string() : netdevs.front();
     if (!only.empty() && std::find(only.begin(), only.end(), nic) == only.end() &&
         (netdev.empty() || std::find(only.begin(), only.end(), netdev) == only.end()))
       continue;
     std::string bdf = pci_address(device_dir);
-    for (const std::string& port : sorted_entries(device_dir / "ports")) {
+    for (const std::string& port : sorted_dir_entries(device_dir / "ports")) {
       auto number = parse_number<uint32_t>(port);
       if (!number) continue;
       NicSample sample;
