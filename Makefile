@@ -250,6 +250,7 @@ BENCH_KMSG   := $(BUILD)/bench/kmsg_cost
 BENCH_IB     := $(BUILD)/bench/ib_cost
 BENCH_IBLOOP := $(BUILD)/bench/ib_poll_loop
 BENCH_SYNTH  := $(BUILD)/bench/synth_recordings
+BENCH_SCHED  := $(BUILD)/bench/sched_cost
 
 $(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
@@ -272,6 +273,11 @@ $(BENCH_KMSG): $(BUILD)/obj/bench/kmsg_cost.o $(LIB)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_IB): $(BUILD)/obj/bench/ib_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_SCHED): $(BUILD)/obj/bench/sched_cost.o $(LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -303,12 +309,17 @@ deps:
 
 tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS)
 
+# The build sub-makes use every core unless make was given -j (JOBS=1 for
+# one): a plain `make test` on a 2-core CI machine built on one before.
+JOBS     ?= $(shell nproc)
+PARALLEL  = $(if $(filter -j% --jobserver%,$(MAKEFLAGS)),,-j$(JOBS))
+
 # The dependency install runs in its own make so this make's view of the
 # system (headers, tools) is taken after it.
 test:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory format-check
-	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) tests
 	$(Q)$(MAKE) --no-print-directory run-tests
 
 run-tests:
@@ -316,15 +327,16 @@ run-tests:
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
 	$(Q)$(CLI) demo $(DEMO_ARGS)
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH)
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH) $(BENCH_SCHED)
 		$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/host.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 
 # Runs each fuzzer (xid, health) for FUZZ_SECONDS on a copy of its seed
 # corpus (tests/fuzz/corpus/NAME): FUZZ_SECONDS is per fuzzer, the whole
