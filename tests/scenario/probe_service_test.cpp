@@ -18,6 +18,7 @@
 #include "loader/uprobe_multi.h"
 #include "session/mpi_job.h"
 #include "session/torch_job.h"
+#include "support/cpu_quota.h"
 #include "support/test_support.h"
 
 namespace slowburn {
@@ -343,6 +344,47 @@ TEST(ProbeService, ADegradedLinkIsTheLikelyCauseOfItsRanksFinding) {
   EXPECT_NE(finding["likely_causes"][0].get<std::string>().find("link.downtrained"), std::string::npos)
       << finding.dump();
   EXPECT_NE(metrics.find("cause=\"link.downtrained\""), std::string::npos) << metrics;
+}
+
+TEST(ProbeService, ACpuQuotaIsTheLikelyCauseOfItsRanksFinding) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  std::string why;
+  auto group = testing::CpuQuotaGroup::create(0.15, why);  // as trace's CpuQuota scenario
+  if (!group) GTEST_SKIP() << why;
+  Service service;
+  ASSERT_NO_FATAL_FAILURE(service.start(kServiceArgs));
+  auto job = launch_job(5, -1, 120, (service.dir / "mpirun.log").string());
+  ASSERT_TRUE(job) << job.error().message;
+  const RankIdentity* throttled = nullptr;
+  for (const RankIdentity& r : job->ranks())
+    if (r.rank == 3) throttled = &r;
+  ASSERT_NE(throttled, nullptr);
+  ASSERT_TRUE(group->add(throttled->pid)) << "cannot move rank 3 into " << group->path();
+  // The standing finding carries the cause known now: the host monitor
+  // judges 5 s of readings, the detector 3 of 5 windows of 2 s.
+  std::string metrics, wanted = fmt::format("cause=\"host.cpu_throttled\"");
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    metrics = service.metrics();
+    if (metrics.find(wanted) != std::string::npos) break;
+    std::this_thread::sleep_for(1s);
+  }
+  job->stop();
+  std::string straggler;
+  for (std::istringstream in(metrics); std::getline(in, straggler);)
+    if (straggler.starts_with("slowburn_straggler{") && straggler.find(wanted) != std::string::npos) break;
+  ASSERT_NE(straggler.find(wanted), std::string::npos) << metrics << service.output();
+  EXPECT_NE(straggler.find("rank=\"3\""), std::string::npos) << straggler;
+  // The cause event in the log, with its numbers.
+  bool logged = false;
+  for (const json& line : log_lines(service.log_dir()))
+    if (line.value("kind", "") == "event" && line.value("type", "") == "host.cpu_throttled") {
+      logged = true;
+      EXPECT_EQ(line.value("pid", 0), throttled->pid) << line.dump();
+      EXPECT_NE(line.value("summary", "").find("quota 15% of a CPU"), std::string::npos) << line.dump();
+    }
+  EXPECT_TRUE(logged) << service.output();
 }
 
 TEST(ProbeService, HundredJobsLeaveNothingBehind) {

@@ -29,7 +29,8 @@ struct Outcome {
   uint64_t instances = 0;
   bool judged = false;
   std::string log;
-  std::vector<std::string> host_events;  // host.* device events: a host cause set some rank apart
+  std::vector<std::string> host_events;   // host.* device events: a host cause set some rank apart
+  std::vector<std::string> sdc_activity;  // of the verdict's stragglers, those whose node showed it
 };
 
 // The demo's slowdown (1.5x) where the claim is that a straggler is found;
@@ -64,6 +65,7 @@ Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path s
   for (const Finding& f : result->verdict.stragglers) {
     outcome.named.insert(f.culprit.rank);
     outcome.likely_causes.insert(outcome.likely_causes.end(), f.likely_causes.begin(), f.likely_causes.end());
+    if (f.sdc_activity) outcome.sdc_activity.push_back(*f.sdc_activity);
   }
   for (const Finding& f : result->summary.findings) outcome.summaries += f.summary + "\n";
   for (const Episode& e : result->verdict.episodes) outcome.summaries += "episode: " + e.summary + "\n";
@@ -109,20 +111,27 @@ TEST(CulpritWithADegradedLink, TheLinkIsNamedAsTheLikelyCause) {
   EXPECT_TRUE(other.likely_causes.empty()) << other.likely_causes[0];
 }
 
+// Two claims on one job (each trace costs seconds of the suite): the
+// culprit's NIC retransmitting is its likely cause, and the node's memory
+// correcting errors meanwhile (EDAC) is said beside it, as SDC risk.
 TEST(CulpritWithARetransmittingNic, TheRetransmissionsAreNamedAsTheLikelyCause) {
   SKIP_UNLESS_ROOT();
   if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
   // The fixture tree's mlx5_0 serves ranks 0 and 1 (GPU 1, rank 1's, is
   // healthy); while the job runs its local ACK timeouts climb, as a NIC
-  // behind a bad cable's do.
+  // behind a bad cable's do, and memory controller mc0 corrects errors.
   TempDir copy;
   std::filesystem::copy(std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys", copy / "sys",
                         std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
   auto counter = copy / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err";
+  auto mc0 = copy / "sys/devices/system/edac/mc/mc0";
+  std::filesystem::create_directories(mc0);
+  std::ofstream(mc0 / "ue_count") << "0\n";
   std::atomic<bool> done{false};
   std::thread nic([&] {
     for (uint64_t value = 0; !done.load(); value += 5) {
       std::ofstream(counter) << value << "\n";
+      std::ofstream(mc0 / "ce_count") << value << "\n";
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });
@@ -133,6 +142,9 @@ TEST(CulpritWithARetransmittingNic, TheRetransmissionsAreNamedAsTheLikelyCause) 
   ASSERT_FALSE(outcome.likely_causes.empty()) << outcome.summaries;
   EXPECT_NE(outcome.likely_causes[0].find("rdma.retrans"), std::string::npos) << outcome.likely_causes[0];
   EXPECT_NE(outcome.likely_causes[0].find("local_ack_timeout_err"), std::string::npos) << outcome.likely_causes[0];
+  ASSERT_EQ(outcome.sdc_activity.size(), 1u) << outcome.summaries;
+  EXPECT_NE(outcome.sdc_activity[0].find("memory.edac_ce mc0"), std::string::npos) << outcome.sdc_activity[0];
+  EXPECT_NE(outcome.summaries.find("the node shows ECC/EDAC/MCE activity"), std::string::npos) << outcome.summaries;
 }
 
 TEST(HealthyJob, NamesNobody) {

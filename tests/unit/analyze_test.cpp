@@ -13,6 +13,7 @@
 
 #include "probes/catalog.h"
 #include "record/recorder.h"
+#include "record/recording_reader.h"
 #include "record/recording_sink.h"
 #include "sinks/fan_out_sink.h"
 #include "sinks/json_sink.h"
@@ -31,7 +32,8 @@ struct NodeSpec {
   std::vector<int> ranks;
   int64_t clock_shift_ns = 0;  // added to its timestamps: its clock runs that far ahead
   std::string job = "77";
-  uint64_t ringbuf_drops = 0;  // its tracer's loss counter, written in its summary
+  uint64_t ringbuf_drops = 0;            // its tracer's loss counter, written in its summary
+  std::vector<DeviceEvent> events = {};  // what its tracer saw on its hardware and host
 };
 
 // One recording per node of the job's calls: its ranks' calls only, on its
@@ -69,6 +71,7 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     mine.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(e.exit_ns) + node.clock_shift_ns);
     (*recorder)->call(mine, {comm, std::nullopt, e.seq - static_cast<uint64_t>(steps_skipped), false});
   }
+  for (const DeviceEvent& e : node.events) sink.device_event(e);
   if (node.ringbuf_drops) {
     SessionSummary summary;
     summary.ringbuf_drops = node.ringbuf_drops;
@@ -143,6 +146,48 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
     EXPECT_NE(a.json.find("\"kind\":\"node\""), std::string::npos);
     EXPECT_NE(a.json.find("\"kind\":\"verdict\""), std::string::npos);
   }
+}
+
+DeviceEvent recorded_event(std::string type, int rank, std::string summary, DevicePayload payload) {
+  DeviceEvent e;
+  e.type = std::move(type);
+  e.ranks = {rank};
+  e.summary = std::move(summary);
+  e.payload = std::move(payload);
+  return e;
+}
+
+TEST(Analyze, TheCulpritsNodeRecordedItsLikelyCause) {
+  TempDir dir;
+  auto events = job_events(3);
+  HostCause throttled;
+  throttled.pid = SyntheticJob::pid(3);
+  throttled.rank = 3;
+  NodeSpec a{"node-a", {0, 1}};
+  // Rank numbers, not devices, join a recorded event: node-a's rank 1 link
+  // is not the culprit's; a recovered link is no cause.
+  a.events = {recorded_event("link.downtrained", 1, "link.downtrained on GPU 1", LinkEvent{}),
+              recorded_event("link.recovered", 3, "link.recovered", LinkEvent{})};
+  NodeSpec b{"node-b", {2, 3}};
+  b.events = {
+      recorded_event("host.cpu_throttled", 3, "rank 3's cgroup /batch throttled it in 99% of periods", throttled)};
+  record(dir, events, a);
+  record(dir, events, b);
+  auto an = analyze(dir);
+  ASSERT_TRUE(an.result) << an.result.error().message;
+  ASSERT_EQ(named(an.result->verdict), (std::set<std::pair<int, std::string>>{{3, "node-b"}})) << an.json;
+  const Finding& f = an.result->verdict.stragglers[0];
+  EXPECT_EQ(f.likely_causes, std::vector<std::string>{"rank 3's cgroup /batch throttled it in 99% of periods"});
+  EXPECT_EQ(f.likely_cause_type, "host.cpu_throttled");
+  EXPECT_NE(f.summary.find("; likely cause: rank 3's cgroup /batch throttled"), std::string::npos) << f.summary;
+  // Read back as it was recorded: how strong a cause, and whose process.
+  auto info = read_recording_info(dir.path() / "node-b.sbr");
+  ASSERT_TRUE(info) << info.error().message;
+  ASSERT_EQ(info->device_events.size(), 1u);
+  const auto* recorded = std::get_if<RecordedEvent>(&info->device_events[0].payload);
+  ASSERT_NE(recorded, nullptr);
+  EXPECT_EQ(recorded->pid, SyntheticJob::pid(3));
+  EXPECT_EQ(recorded->cause_rank, 2);
 }
 
 TEST(Analyze, OneRankPerNodeAndAHealthyJob) {

@@ -56,6 +56,27 @@ TEST(Causes, EventsOnTheCulpritsDevicesMostSevereFirst) {
   EXPECT_TRUE(none.likely_causes.empty());
 }
 
+TEST(Causes, ANodeWithEccActivitySaysSoAfterTheCause) {
+  std::vector<DeviceEvent> events = {event("link.downtrained", "0000:02:00.0", {2}, LinkEvent{})};
+  Finding f = finding_for(2);
+  attach_likely_causes(f, events);
+  attach_sdc_activity(f, "ECC/EDAC/MCE activity: memory.edac_ce mc0: 12 corrected since boot; +3 in 60 s");
+  EXPECT_EQ(f.summary,
+            "rank is the straggler; likely cause: link.downtrained on 0000:02:00.0; the node shows ECC/EDAC/MCE "
+            "activity: memory.edac_ce mc0: 12 corrected since boot; +3 in 60 s");
+  std::ostringstream out;
+  JsonSink(out, "node-1", 0).finding(f);
+  auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["sdc_activity"], "ECC/EDAC/MCE activity: memory.edac_ce mc0: 12 corrected since boot; +3 in 60 s");
+  // A quiet node: the field is null and the summary says nothing.
+  Finding quiet = finding_for(2);
+  attach_sdc_activity(quiet, std::nullopt);
+  EXPECT_EQ(quiet.summary, "rank is the straggler");
+  std::ostringstream out2;
+  JsonSink(out2, "node-1", 0).finding(quiet);
+  EXPECT_TRUE(nlohmann::json::parse(out2.str())["sdc_activity"].is_null());
+}
+
 TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
   // A link found degraded when the service started: no rank used it yet.
   std::vector<DeviceEvent> events = {event("link.downtrained", "0000:03:00.0", {}, LinkEvent{})};

@@ -65,6 +65,9 @@ Command add_probe_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER, PCIe link and fabric events");
   sub->add_flag("!--no-rdma", o.fabric, "Leave out the RDMA NIC counters");
+  sub->add_flag("!--no-host", o.host_signals,
+                "Leave out the host's side: time off the CPU and who ran instead (sched tracepoints), cgroup "
+                "throttling, memory and pressure");
   sub->add_option("--health-interval", o.health_interval_s,
                   "Seconds between evaluations of the `slowburn health` checklist, exported as "
                   "slowburn_health_check and logged when a check changes state (0: off)")

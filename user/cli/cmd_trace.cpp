@@ -140,6 +140,9 @@ Command add_trace_command(CLI::App& app) {
   sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER and PCIe link events");
   sub->add_flag("!--no-rdma", o.rdma,
                 "Leave out the RDMA path: NIC counters, QP errors (libibverbs), NCCL IB per-connection latency");
+  sub->add_flag("!--no-host", o.host_signals,
+                "Leave out the host's side: time off the CPU and who ran instead (sched tracepoints), cgroup "
+                "throttling, memory and pressure");
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

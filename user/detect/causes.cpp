@@ -5,10 +5,10 @@
 
 namespace slowburn {
 
-namespace {
-
 // Lower is more severe. Types not listed are not causes.
-int severity_rank(const DeviceEvent& e) {
+int cause_rank(const DeviceEvent& e) {
+  if (const auto* recorded = std::get_if<RecordedEvent>(&e.payload); recorded && recorded->cause_rank)
+    return *recorded->cause_rank;
   if (e.type == "xid" || e.type == "sxid") {
     // Codes the catalog calls informational (43 channel reset, 45 cleanup
     // after another Xid) explain nothing; the ECC ones (48, 63, 64, 92, 94,
@@ -45,12 +45,10 @@ int severity_rank(const DeviceEvent& e) {
   return -1;
 }
 
-}  // namespace
-
 std::string_view event_severity(const DeviceEvent& event) {
   if (const auto* aer = std::get_if<AerEvent>(&event.payload))
     return aer->severity == AerSeverity::fatal ? "fatal" : aer->severity == AerSeverity::nonfatal ? "error" : "warning";
-  int rank = severity_rank(event);
+  int rank = cause_rank(event);
   if (rank < 0 || rank > 4) return "info";
   return rank <= 1 ? "error" : "warning";
 }
@@ -64,7 +62,7 @@ bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit) {
 bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events, const ConcernsCulprit& concerns) {
   std::vector<const DeviceEvent*> causes;
   for (const DeviceEvent& e : events) {
-    if (severity_rank(e) < 0) continue;
+    if (cause_rank(e) < 0) continue;
     if (!concerns(e, finding.culprit)) continue;
     causes.push_back(&e);
   }
@@ -78,7 +76,7 @@ bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events,
     return std::make_pair(role, e.ranks.size());
   };
   std::stable_sort(causes.begin(), causes.end(), [&](const DeviceEvent* a, const DeviceEvent* b) {
-    return std::make_pair(severity_rank(*a), closeness(*a)) < std::make_pair(severity_rank(*b), closeness(*b));
+    return std::make_pair(cause_rank(*a), closeness(*a)) < std::make_pair(cause_rank(*b), closeness(*b));
   });
   std::set<std::pair<std::string, std::string>> seen;
   finding.likely_causes.clear();
@@ -92,6 +90,12 @@ bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events,
   if (finding.likely_causes.empty()) return false;
   finding.summary += "; likely cause: " + finding.likely_causes.front();
   return true;
+}
+
+void attach_sdc_activity(Finding& finding, const std::optional<std::string>& activity) {
+  if (!activity) return;
+  finding.sdc_activity = activity;
+  finding.summary += "; the node shows " + *activity;
 }
 
 }  // namespace slowburn

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -25,6 +26,15 @@ bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit);
 // cause was found.
 bool attach_likely_causes(Finding& finding, std::span<const DeviceEvent> events,
                           const ConcernsCulprit& concerns = event_names_rank);
+
+// Sets finding.sdc_activity (the node's ECC/EDAC/MCE activity, as
+// health/health_check.h's sdc_activity words it) and says it in the summary
+// after the causes; nothing when `activity` is unset.
+void attach_sdc_activity(Finding& finding, const std::optional<std::string>& activity);
+
+// How strong a cause of slowness the event is: 0 the strongest; -1 not a
+// cause (a recovered link, an informational Xid). Recordings keep it.
+int cause_rank(const DeviceEvent& event);
 
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).

@@ -84,6 +84,11 @@ struct Finding {
   // switch or root port above them), most severe first: the likely cause.
   std::vector<std::string> likely_causes;
   std::string likely_cause_type;  // the first cause's event type ("link.downtrained"), "" when none
+  // The node's silent-data-corruption risk while it was traced ("ECC/EDAC/MCE
+  // activity: memory.edac_ce mc0: ..."), from `slowburn health`'s SDC rows;
+  // unset when they were quiet or not read. Not a cause of the lateness: a
+  // reason to distrust what the culprit computed.
+  std::optional<std::string> sdc_activity;
 };
 
 // A straggler that did not hold: flagged for a while, then not. What it

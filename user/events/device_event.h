@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -24,8 +25,15 @@ struct XidReport {
   std::string source;  // "kmsg" (printk:console) or "tracepoint" (nvidia:nvidia_dev_xid)
 };
 
+// An event read back from a recording (record/schema.h): its payload is
+// gone, what judging it as a cause needs was kept.
+struct RecordedEvent {
+  std::optional<int> cause_rank;  // detect/causes.h cause_rank when recorded; unset: judged by type (schema 2)
+  std::optional<int32_t> pid;     // the process a host cause is about
+};
+
 using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace, FabricEvent, QpEvent,
-                                   IbSlowConnection, HostCause>;
+                                   IbSlowConnection, HostCause, RecordedEvent>;
 
 struct DeviceEvent {
   // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug;

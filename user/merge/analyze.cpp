@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/format.h"
+#include "detect/causes.h"
 #include "detect/clock_check.h"
 #include "probes/catalog.h"
 #include "record/recording_reader.h"
@@ -356,11 +357,18 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   for (size_t i = 0; i < streams.size(); ++i)
     if (auto ok = advance_stream(i); !ok) return ok.error();
 
+  // The culprit's node's recorded events, judged as trace judges its own:
+  // likely causes named in the same words.
+  auto explain = [&](Finding& f) {
+    name_node(f);
+    for (const Node& node : nodes)
+      if (node.info.host == f.culprit.host) attach_likely_causes(f, node.info.device_events);
+  };
   auto emit = [&](DetectorOutput out) {
     for (const std::string& note : out.notes) sink.note(note);
     for (const WindowReport& w : out.windows) sink.window(w);
     for (Finding& f : out.findings) {
-      name_node(f);
+      explain(f);
       sink.finding(f);
     }
   };
@@ -468,13 +476,13 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
     result.summary.recording_dropped += count("record_dropped_calls");
   }
   result.summary.findings = detector.findings();
-  for (Finding& f : result.summary.findings) name_node(f);
+  for (Finding& f : result.summary.findings) explain(f);
   sink.summary(result.summary);
   result.verdict = detector.verdict(last_ns);
-  for (Finding& f : result.verdict.stragglers) name_node(f);
-  for (Finding& f : result.verdict.hangs) name_node(f);
+  for (Finding& f : result.verdict.stragglers) explain(f);
+  for (Finding& f : result.verdict.hangs) explain(f);
   for (Episode& e : result.verdict.episodes) {
-    name_node(e.finding);
+    explain(e.finding);
     name_node(e.finding.culprit, e.summary);
   }
   for (const Node& node : nodes)
@@ -484,6 +492,14 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
                                         nodes.size() - judged.size(), nodes.size());
   if (judged.size() > 1) {
     result.verdict.clock_check = clock_check.finish(static_cast<double>(last_ns - std::min(last_ns, first_ns)));
+  }
+  for (const Node* node : judged) {
+    result.device_events.insert(result.device_events.end(), node->info.device_events.begin(),
+                                node->info.device_events.end());
+    for (ProbeStatus s : node->info.sources) {
+      s.detail = node->info.host + (s.detail.empty() ? "" : ": " + s.detail);
+      result.sources.push_back(std::move(s));
+    }
   }
   sink.verdict(result.verdict);
   return result;

@@ -38,6 +38,10 @@ struct AnalyzeResult {
   SessionSummary summary;
   SessionVerdict verdict;
   std::vector<CommunicatorRef> communicators;
+  // The judged nodes' recorded events and node-wide sources (the detail
+  // prefixed with the node): what `investigate --from` walks the layers with.
+  std::vector<DeviceEvent> device_events;
+  std::vector<ProbeStatus> sources;
 };
 
 // The recordings a list of files and directories names, in order: a

@@ -117,6 +117,15 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
       info.communicators[c.id] = std::move(c);
     }
 
+    SQLite::Statement sources(db, "SELECT probe, state, library, detail FROM probe_states WHERE pid = 0");
+    while (sources.executeStep()) {
+      ProbeStatus s;
+      s.probe = sources.getColumn(0).getString();
+      s.state = probe_state_named(sources.getColumn(1).getString());
+      s.library = sources.getColumn(2).getString();
+      s.detail = sources.getColumn(3).getString();
+      info.sources.push_back(std::move(s));
+    }
     SQLite::Statement attached(db, "SELECT DISTINCT probe, pid FROM probe_states WHERE state = 'attached' AND pid > 0");
     while (attached.executeStep())
       info.attached.emplace_back(attached.getColumn(0).getString(), attached.getColumn(1).getInt());
@@ -130,6 +139,25 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
     SQLite::Statement counters(db, "SELECT key, value FROM counters");
     while (counters.executeStep())
       info.counters[counters.getColumn(0).getString()] = static_cast<uint64_t>(counters.getColumn(1).getInt64());
+    bool ranked = db.execAndGet("PRAGMA user_version").getInt() >= 3;
+    SQLite::Statement events(db, ranked
+                                     ? "SELECT ts_ns, type, device, ranks, summary, cause_rank, pid FROM device_events"
+                                     : "SELECT ts_ns, type, device, ranks, summary FROM device_events");
+    while (events.executeStep()) {
+      DeviceEvent e;
+      e.ts_ns = static_cast<uint64_t>(events.getColumn(0).getInt64());
+      e.type = events.getColumn(1).getString();
+      e.device = events.getColumn(2).getString();
+      e.ranks = ints(events.getColumn(3).getString());
+      e.summary = events.getColumn(4).getString();
+      RecordedEvent recorded;
+      if (ranked) {
+        recorded.cause_rank = events.getColumn(5).getInt();
+        if (!events.getColumn(6).isNull()) recorded.pid = events.getColumn(6).getInt();
+      }
+      e.payload = recorded;
+      info.device_events.push_back(std::move(e));
+    }
     SQLite::Statement flight(db, "SELECT pid, tid, probe_id, entry_ns, comm_id FROM in_flight");
     while (flight.executeStep())
       info.in_flight.push_back({flight.getColumn(0).getInt(), static_cast<uint32_t>(flight.getColumn(1).getInt64()),

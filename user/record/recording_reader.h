@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "core/rank_identity.h"
 #include "events/communicator.h"
+#include "events/device_event.h"
+#include "sinks/sink.h"
 
 namespace slowburn {
 
@@ -69,6 +71,10 @@ struct RecordingInfo {
   std::map<std::string, uint64_t> counters;   // the session's loss counters, as its summary wrote them
   std::optional<uint64_t> in_flight_read_ns;  // when the calls in flight were last read
   std::vector<RecordedInFlight> in_flight;
+  // The node's hardware, fabric and host events, payload RecordedEvent.
+  std::vector<DeviceEvent> device_events;
+  // Its node-wide sources (pid 0: nvidia.xid, pcie.link, host.sched, ...) as they reported their state.
+  std::vector<ProbeStatus> sources;
 };
 
 Result<RecordingInfo> read_recording_info(const std::filesystem::path& path);

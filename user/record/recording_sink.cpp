@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "core/strings.h"
+#include "detect/causes.h"
 
 namespace slowburn {
 
@@ -66,14 +67,23 @@ void RecordingSink::probe_status(const ProbeStatus& status) {
 }
 
 void RecordingSink::device_event(const DeviceEvent& event) {
+  std::optional<int32_t> pid;
+  if (const auto* host = std::get_if<HostCause>(&event.payload)) pid = host->pid;
   r_.write([ts = event.ts_ns, type = event.type, device = event.device, ranks = join_numbers(event.ranks),
-            summary = event.summary](SQLite::Database& db) {
-    SQLite::Statement s(db, "INSERT INTO device_events(ts_ns, type, device, ranks, summary) VALUES(?,?,?,?,?)");
+            summary = event.summary, rank = cause_rank(event), pid](SQLite::Database& db) {
+    SQLite::Statement s(db,
+                        "INSERT INTO device_events(ts_ns, type, device, ranks, summary, cause_rank, pid) "
+                        "VALUES(?,?,?,?,?,?,?)");
     s.bind(1, static_cast<int64_t>(ts));
     s.bind(2, type);
     s.bind(3, device);
     s.bind(4, ranks);
     s.bind(5, summary);
+    s.bind(6, rank);
+    if (pid)
+      s.bind(7, *pid);
+    else
+      s.bind(7);
     s.exec();
   });
 }

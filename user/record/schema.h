@@ -17,7 +17,10 @@ namespace slowburn::recording {
 
 // 2: calls.thread_seq (the kernel's per-thread number; v1 recorded only the
 // communicator's in seq, and is still read, without sequence-gap counting).
-inline constexpr int kSchemaVersion = 2;
+// 3: device_events.cause_rank and .pid (how strong a cause the event is, the
+// process a host cause is about: what analyze needs to name likely causes;
+// v2 events are judged by their type alone).
+inline constexpr int kSchemaVersion = 3;
 inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
 
 inline constexpr const char* kSchema = R"sql(
@@ -42,7 +45,7 @@ CREATE TABLE findings(detected_ns INTEGER NOT NULL, type TEXT NOT NULL, detector
                       rank INTEGER NOT NULL, pid INTEGER NOT NULL, probe TEXT NOT NULL, comm_id INTEGER,
                       blame_share REAL NOT NULL, cost_ns INTEGER NOT NULL, summary TEXT NOT NULL);
 CREATE TABLE device_events(ts_ns INTEGER NOT NULL, type TEXT NOT NULL, device TEXT NOT NULL, ranks TEXT NOT NULL,
-                           summary TEXT NOT NULL);
+                           summary TEXT NOT NULL, cause_rank INTEGER NOT NULL, pid INTEGER);
 CREATE TABLE counters(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE verdict(judged INTEGER NOT NULL, reason TEXT NOT NULL, stragglers TEXT NOT NULL, summary TEXT NOT NULL);
 )sql";

@@ -14,6 +14,7 @@
 #include "detect/aggregate_detector.h"
 #include "detect/causes.h"
 #include "health/health_checks.h"
+#include "host/host_monitor.h"
 #include "hw/hw_monitor.h"
 #include "loader/collagg_program.h"
 #include "loader/privileges.h"
@@ -73,6 +74,7 @@ struct ServiceParts {
   std::unique_ptr<ServiceComms> comms;
   std::shared_ptr<Topology> topology;
   std::unique_ptr<HwMonitor> hw;
+  std::unique_ptr<HostMonitor> host;
   std::unique_ptr<EventLog> log;
   std::unique_ptr<MetricsEndpoint> endpoint;
 };
@@ -88,6 +90,7 @@ class ProbeService {
   Result<void> start_program();
   Result<void> start_outputs();
   Result<void> start_hardware();
+  void start_host();
   void interval(uint64_t now_ns, bool close_window);
   void on_tracker_changes(const TrackerChanges& changes);
   void on_rank_end(const RankIdentity& id, const std::vector<AggStats>* final_stats);
@@ -95,6 +98,8 @@ class ProbeService {
   void throttle(const std::string& probe, bool throttled, const BudgetDecision& d);
   void close_window(uint64_t now_ns, const std::vector<AggStats>& stats);
   void poll_hardware();
+  void poll_host(uint64_t now_ns);
+  void add_device_event(DeviceEvent e);
   void evaluate_health_checks();
   void publish(const std::vector<AggStats>& stats);
   MetricsView view(const std::vector<AggStats>& stats);
@@ -126,6 +131,7 @@ class ProbeService {
 ProbeService::~ProbeService() {
   parts_.endpoint.reset();
   parts_.hw.reset();
+  parts_.host.reset();
   parts_.tracker.reset();  // the links, then the program they run
   parts_.program.reset();
 }
@@ -193,10 +199,19 @@ Result<void> ProbeService::start_hardware() {
   return {};
 }
 
+void ProbeService::start_host() {
+  if (!o_.host_signals) return;
+  HostMonitorOptions host;
+  host.files = {o_.proc_root, o_.cgroup_root};
+  parts_.host = std::make_unique<HostMonitor>(host);
+  for (const ProbeStatus& s : parts_.host->statuses()) log_status(s);
+}
+
 Result<void> ProbeService::start() {
   if (auto ok = start_program(); !ok) return ok;
   if (auto ok = start_outputs(); !ok) return ok;
   if (auto ok = start_hardware(); !ok) return ok;
+  start_host();
   console_ << fmt::format(
       "slowburn probe: {} probes, one traced call costs {:.1f} us here, budget {}; metrics {}; event log {}\n",
       probes_.size(), call_cost_ns_ / 1000,
@@ -220,6 +235,7 @@ void ProbeService::log_status(const ProbeStatus& s) {
 
 void ProbeService::on_rank_end(const RankIdentity& id, const std::vector<AggStats>* final_stats) {
   parts_.detector->remove_rank(id.pid);
+  if (parts_.host) parts_.host->remove_rank(id.pid);
   parts_.comms->remove_rank(id.pid);
   json calls = json::object();
   if (final_stats)
@@ -244,6 +260,7 @@ void ProbeService::on_tracker_changes(const TrackerChanges& changes) {
   for (const ProbeStatus& s : changes.statuses) log_status(s);
   for (const RankIdentity& id : changes.started) {
     parts_.comms->add_rank(id);
+    if (parts_.host) parts_.host->add_rank(id);
     if (!parts_.log) continue;
     json j{{"kind", "rank"}, {"event", "start"}, {"command", id.command}};
     j.update(identity_json(id));
@@ -317,6 +334,7 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
     for (const WindowReport& w : out.windows) parts_.log->sink().window(w);
   for (Finding& f : out.findings) {
     causes_.explain(f, monotonic_ns(), parts_.topology.get());
+    attach_sdc_activity(f, sdc_activity(health_));
     totals_.findings[{f.culprit.job, f.culprit.rank, f.type}] += 1;
     note(f.summary);
     if (parts_.log) parts_.log->sink().finding(f);
@@ -334,12 +352,22 @@ void ProbeService::poll_hardware() {
     parts_.hw.reset();
     return;
   }
-  for (DeviceEvent& e : *events) {
-    totals_.device_events[{e.type, e.device.empty() ? e.label : e.device, e.role, std::string(event_severity(e))}] += 1;
-    if (parts_.log) parts_.log->sink().device_event(e);
-    causes_.add(std::move(e));
-  }
+  for (DeviceEvent& e : *events) add_device_event(std::move(e));
   for (const std::string& n : parts_.hw->take_notes()) note(n);
+}
+
+void ProbeService::add_device_event(DeviceEvent e) {
+  totals_.device_events[{e.type, e.device.empty() ? e.label : e.device, e.role, std::string(event_severity(e))}] += 1;
+  if (parts_.log) parts_.log->sink().device_event(e);
+  causes_.add(std::move(e));
+}
+
+// The host monitor reads the ranks once a second and says a cause when it
+// starts and every refresh while it holds: recent enough for CauseMemory.
+void ProbeService::poll_host(uint64_t now_ns) {
+  if (!parts_.host) return;
+  for (DeviceEvent& e : parts_.host->poll(now_ns)) add_device_event(std::move(e));
+  for (const std::string& n : parts_.host->take_notes()) note(n);
 }
 
 // The `slowburn health` checklist over the last health interval: exported as
@@ -412,6 +440,7 @@ Result<void> ProbeService::run(const std::atomic<bool>& stop, std::atomic<bool>&
     }
     uint64_t now = monotonic_ns();
     if (end_ns && now >= end_ns) break;
+    poll_host(now);
     if (o_.health_interval_s > 0 && now >= next_health_ns_) {
       evaluate_health_checks();
       next_health_ns_ = now + static_cast<uint64_t>(o_.health_interval_s * 1e9);
@@ -478,6 +507,7 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
   for (const auto& [pid, f] : parts_.detector->active()) {
     Finding with_cause = f;
     causes_.explain(with_cause, monotonic_ns(), parts_.topology.get());
+    attach_sdc_activity(with_cause, sdc_activity(health_));
     v.active_findings.emplace(pid, std::move(with_cause));
   }
   for (const auto& [pid, rank] : parts_.tracker->ranks()) {

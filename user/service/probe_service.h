@@ -36,6 +36,10 @@ struct ProbeServiceOptions {
   std::filesystem::path sysfs_root = "/sys";
   bool hardware_events = true;
   bool fabric = true;
+  // The host's side of each rank (host/host_monitor.h), as trace has it:
+  // host.* causes joined to findings, counted in slowburn_device_events_total.
+  bool host_signals = true;
+  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
   double duration_s = 0;  // 0: until SIGTERM/SIGINT
   // Seconds between evaluations of the health checklist (health/health_checks.h,
   // the counters' rise measured over that period); 0: off.

@@ -19,6 +19,7 @@
 #include "session/call_stream.h"
 #include "session/discover.h"
 #include "session/job_judges.h"
+#include "session/node_sdc.h"
 #include "session/rdma_sources.h"
 
 namespace slowburn {
@@ -67,7 +68,10 @@ class TraceSession {
   // Sets a finding's likely causes from every device event of the session.
   void explain(Finding& finding) const {
     attach_likely_causes(finding, result_.device_events, concerns_through(hw_ ? &hw_->topology() : nullptr));
+    attach_sdc_activity(finding, sdc_activity_);
   }
+  // The second SDC reading, before the session's last findings are explained.
+  void read_sdc_activity();
 
   const TraceOptions& o_;
   Sink& sink_;
@@ -76,6 +80,8 @@ class TraceSession {
   std::unique_ptr<CallpairProgram> program_;
   std::unique_ptr<HwMonitor> hw_;
   std::unique_ptr<HostMonitor> host_;
+  std::optional<NodeSdcWatch> sdc_;
+  std::optional<std::string> sdc_activity_;
   std::unique_ptr<RdmaSources> rdma_;
   std::unique_ptr<JobJudges> judges_;
   std::unique_ptr<CallStream> stream_;
@@ -136,6 +142,7 @@ Result<void> TraceSession::start_hardware() {
   if (!o_.hardware_events) return {};
   auto topology = std::make_shared<Topology>(Topology::read(o_.sysfs_root, o_.proc_root));
   topology->assign_ranks(result_.ranks);
+  result_.topology = topology;
   HwMonitorOptions hw_options;
   hw_options.fabric = o_.rdma;
   hw_options.sysfs_root = o_.sysfs_root;
@@ -143,7 +150,23 @@ Result<void> TraceSession::start_hardware() {
   auto started = HwMonitor::start(hw_options, std::move(topology));
   if (!started) return started.error();
   hw_ = std::move(*started);
+  HealthSources sources;
+  sources.sysfs_root = o_.sysfs_root;
+  sources.procfs_root = o_.proc_root;
+  if (auto sdc = NodeSdcWatch::start(sources))
+    sdc_ = std::move(*sdc);
+  else
+    sink_.note("node ECC/EDAC/MCE activity will not be read: " + sdc.error().message);
   return {};
+}
+
+void TraceSession::read_sdc_activity() {
+  if (!sdc_) return;
+  auto activity = sdc_->finish(&hw_->topology(), result_.ranks);
+  if (!activity)
+    sink_.note("node ECC/EDAC/MCE activity could not be read: " + activity.error().message);
+  else
+    sdc_activity_ = *activity;
 }
 
 void TraceSession::attach_rank(const RankIdentity& rank, SymbolCache& symbols) {
@@ -332,6 +355,7 @@ TraceResult TraceSession::finish() {
   if (auto drained = stream_->drain(); !drained) sink_.note(drained.error().message);
   uint64_t now = monotonic_ns();
   if (auto ok = poll_hardware(now, true); !ok) sink_.note(ok.error().message);
+  read_sdc_activity();
   emit(judges_->finish(now), now);
   sink_.tick(now);
   report_histograms();

@@ -28,6 +28,8 @@
 
 namespace slowburn {
 
+class Topology;
+
 struct TraceOptions {
   std::vector<int32_t> pids;                // empty: every rank process on the node
   std::vector<std::string> probe_patterns;  // empty: the whole catalog
@@ -65,6 +67,8 @@ struct TraceResult {
   std::optional<double> first_finding_after_s;  // since the probes were attached
   std::vector<DeviceEvent> device_events;
   std::vector<CommunicatorRef> communicators;
+  // Which device is whose (null: hardware events off): what joins an event to a culprit.
+  std::shared_ptr<const Topology> topology;
 };
 
 // Runs a whole session. An error when nothing could be attached or traced

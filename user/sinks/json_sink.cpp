@@ -165,6 +165,12 @@ json payload_json(const QpEvent& q) {
   return j;
 }
 
+json payload_json(const RecordedEvent& r) {
+  json j = json::object();
+  if (r.pid) j["pid"] = *r.pid;
+  return j;
+}
+
 json payload_json(const HostCause& c) {
   json j{{"pid", c.pid}, {"value", c.value}, {"peers_value", c.peers_value ? json(*c.peers_value) : json(nullptr)}};
   if (c.other_pid) {
@@ -274,6 +280,7 @@ json finding_json(const Finding& f) {
          {"cost_ns", f.cost_ns},
          {"cost_share", f.cost_share},
          {"likely_causes", f.likely_causes},
+         {"sdc_activity", f.sdc_activity ? json(*f.sdc_activity) : json(nullptr)},
          {"summary", f.summary}};
   put_identity(j, f.culprit);
   return j;

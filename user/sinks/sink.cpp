@@ -14,4 +14,10 @@ std::string_view probe_state_name(ProbeState state) {
   return "?";
 }
 
+ProbeState probe_state_named(std::string_view name) {
+  for (ProbeState s : {ProbeState::attached, ProbeState::failed})
+    if (name == probe_state_name(s)) return s;
+  return ProbeState::unavailable;
+}
+
 }  // namespace slowburn

@@ -17,6 +17,8 @@ namespace slowburn {
 
 enum class ProbeState { attached, unavailable, failed };
 std::string_view probe_state_name(ProbeState state);
+// Its inverse (a recording's probe_states); anything else is unavailable.
+ProbeState probe_state_named(std::string_view name);
 
 struct ProbeStatus {
   std::string probe;
