@@ -19,6 +19,7 @@ packages=(
 	prometheus                                # tests: promtool and a real server scraping slowburn probe
 	libsqlitecpp-dev libsqlite3-dev sqlite3   # recordings (trace --record, analyze); sqlite3 for queries
 	faketime                                  # tests: a tracer on a skewed clock (a second node)
+	graphviz                                  # tests: slowburn investigate --dot renders with dot
 )
 
 missing=()

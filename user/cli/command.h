@@ -24,6 +24,7 @@ struct Command {
 Command add_trace_command(CLI::App& app);
 Command add_probes_command(CLI::App& app);
 Command add_analyze_command(CLI::App& app);
+Command add_investigate_command(CLI::App& app);
 Command add_ranks_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
 Command add_funclat_command(CLI::App& app);  // tools/funclat.cpp

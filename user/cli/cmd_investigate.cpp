@@ -1,0 +1,172 @@
+// slowburn investigate: the layer-by-layer method on a live node (a trace
+// session with every source on) or on recordings, ending in a failure graph.
+#include <fstream>
+#include <iostream>
+
+#include "cli/command.h"
+#include "hw/cause_join.h"
+#include "investigate/investigation.h"
+#include "investigate/investigation_output.h"
+#include "merge/analyze.h"
+#include "session/trace_session.h"
+#include "sysfs/topology.h"
+
+namespace slowburn::cli {
+
+namespace {
+
+struct InvestigateArgs {
+  TraceOptions options;
+  std::vector<std::string> from;
+  std::string proc_root = "/proc";
+  std::string sysfs_root = "/sys";
+  std::string job;
+  std::string dot;
+  std::string persistence = "3/5";
+  double window_ms = 500;
+  bool json = false;
+};
+
+// What the investigation reads of a session as it runs: the node-wide
+// sources' states; with --json, the finding and verdict lines pass through
+// as trace prints them.
+class GatheringSink : public Sink {
+ public:
+  explicit GatheringSink(Sink* lines) : lines_(lines) {}
+  std::vector<ProbeStatus> sources;
+  void probe_status(const ProbeStatus& s) override {
+    if (s.pid == 0) sources.push_back(s);
+  }
+  void probes_done(size_t, size_t) override {}
+  void note(const std::string& text) override { std::cerr << "slowburn: " << text << '\n'; }
+  void device_event(const DeviceEvent&) override {}
+  void window(const WindowReport&) override {}
+  void tick(uint64_t) override {}
+  void finding(const Finding& f) override {
+    if (lines_) lines_->finding(f);
+  }
+  void histogram(const HistogramReport&) override {}
+  void communicators(const std::vector<CommunicatorRef>&) override {}
+  void node_clock(const NodeClock&) override {}
+  void summary(const SessionSummary&) override {}
+  void verdict(const SessionVerdict& v) override {
+    if (lines_) lines_->verdict(v);
+  }
+
+ private:
+  Sink* lines_;
+};
+
+// The devices each culprit process uses, as people name them.
+std::map<int32_t, std::vector<std::string>> devices_of(const SessionVerdict& v, const Topology& topology) {
+  std::map<int32_t, std::vector<std::string>> out;
+  auto add = [&](const Finding& f) {
+    for (const TopologyDevice& d : topology.devices())
+      if (std::find(d.pids.begin(), d.pids.end(), f.culprit.pid) != d.pids.end())
+        out[f.culprit.pid].push_back(fmt::format("{} ({})", d.label.empty() ? d.pci.bdf : d.label, d.pci.bdf));
+  };
+  for (const Finding& f : v.stragglers) add(f);
+  for (const Finding& f : v.hangs) add(f);
+  return out;
+}
+
+Result<InvestigationInput> live(InvestigateArgs& args, Sink* lines) {
+  GatheringSink sink(lines);
+  if (!lines)
+    std::cerr << fmt::format("slowburn: investigating every rank for {:.0f} s (Ctrl-C ends it sooner)...\n",
+                             args.options.duration_s);
+  auto result = run_trace(args.options, sink, install_stop_handlers());
+  if (!result) return result.error();
+  InvestigationInput in;
+  in.verdict = result->verdict;
+  in.traced_s = result->summary.traced_seconds;
+  in.events = std::move(result->device_events);
+  in.sources = std::move(sink.sources);
+  if (std::shared_ptr<const Topology> topology = result->topology) {
+    // The join asks the topology; it lives as long as the join.
+    in.concerns = [topology, join = concerns_through(topology.get())](const DeviceEvent& e, const RankIdentity& r) {
+      return join(e, r);
+    };
+    in.devices_of = devices_of(in.verdict, *topology);
+  }
+  return in;
+}
+
+Result<InvestigationInput> recorded(InvestigateArgs& args, Sink* lines) {
+  AnalyzeOptions options;
+  options.detector = args.options.detector;
+  for (const std::string& path : args.from) options.inputs.emplace_back(path);
+  if (!args.job.empty()) options.job = args.job;
+  GatheringSink sink(lines);
+  auto result = run_analyze(options, sink);
+  if (!result) return result.error();
+  InvestigationInput in;
+  in.verdict = result->verdict;
+  in.traced_s = result->summary.traced_seconds;
+  in.events = std::move(result->device_events);
+  in.sources = std::move(result->sources);
+  return in;
+}
+
+int run(InvestigateArgs& args) {
+  if (auto ok = parse_persistence(args.persistence, args.options.detector); !ok) return fail(ok.error());
+  args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
+  args.options.proc_root = args.proc_root;
+  args.options.sysfs_root = args.sysfs_root;
+  std::unique_ptr<Sink> lines = args.json ? make_stdout_sink(true) : make_stdout_sink(false);
+  auto input = args.from.empty() ? live(args, lines.get()) : recorded(args, lines.get());
+  if (!input) return fail(input.error());
+  Investigation inv = investigate(*input);
+  if (args.json) {
+    for (const Layer& l : inv.layers) std::cout << layer_json(l).dump() << '\n';
+    std::cout << graph_json(inv).dump() << '\n';
+  } else {
+    print_investigation(inv, std::cout);
+  }
+  std::cout.flush();
+  if (!args.dot.empty()) {
+    std::ofstream dot(args.dot, std::ios::trunc);
+    dot << graph_dot(inv);
+    dot.close();
+    if (!dot) return fail(make_error("--dot {}: cannot write it", args.dot));
+  }
+  return input->verdict.judged ? 0 : kExitUndetermined;
+}
+
+}  // namespace
+
+Command add_investigate_command(CLI::App& app) {
+  auto args = std::make_shared<InvestigateArgs>();
+  args->options.duration_s = 30;
+  CLI::App* sub = app.add_subcommand(
+      "investigate",
+      "Find the cause layer by layer: the collective layer (who is the straggler or the hang, on which "
+      "communicator, what it cost), then each layer below the culprit (host, GPU, PCIe, NIC and fabric) looked at "
+      "and ruled in or out with its evidence, ending in a failure graph, the most likely path first.\n\n"
+      "Examples:\n"
+      "  slowburn investigate                          # every rank on this node, 30 s\n"
+      "  slowburn investigate -d 60 --dot graph.dot    # then: dot -Tsvg graph.dot > graph.svg\n"
+      "  slowburn investigate --json | jq 'select(.kind==\"layer\" or .kind==\"graph\")'\n"
+      "  slowburn investigate --from /shared/run42     # recordings of 'slowburn trace --record'\n"
+      "Exit status: 0 investigated (whether or not something was found), 1 an error, 2 too few aligned "
+      "collectives to judge.");
+  TraceOptions& o = args->options;
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("-p,--pid", o.pids, "Only these rank processes (repeatable)");
+  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all)");
+  sub->add_option("--from", args->from, "Investigate these recordings (.sbr or directories) instead of tracing");
+  sub->add_option("--job", args->job, "With --from: the job to judge, when the recordings hold several");
+  sub->add_option("--dot", args->dot, "Also write the failure graph to this file (Graphviz DOT)");
+  sub->add_flag("--json", args->json, "JSON lines: finding, verdict, one layer line per layer, then the graph");
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")->capture_default_str();
+  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology, links, AER and NIC counters")
+      ->capture_default_str();
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  detector->add_option("--window-ms", args->window_ms, "Window length")
+      ->check(CLI::Range(10.0, 3'600'000.0))
+      ->capture_default_str();
+  detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
+  return {sub, [args] { return run(*args); }};
+}
+
+}  // namespace slowburn::cli
