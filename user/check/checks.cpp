@@ -65,7 +65,9 @@ CheckRow btf_row(const CheckSnapshot& s) {
 }
 
 CheckRow capabilities_row(const CheckSnapshot& s) {
-  if (!s.cap_effective) return row("capabilities", false, true, s.cap_effective.error().message, kCapabilityFix);
+  if (!s.cap_effective)
+    return row("capabilities", false, true, s.cap_effective.error().message,
+               s.sources.live() ? kCapabilityFix : kCapturedFix);
   uint64_t caps = *s.cap_effective;
   std::vector<std::string> held;
   for (auto [cap, name] : {std::pair{kCapBpf, "CAP_BPF"}, std::pair{kCapPerfmon, "CAP_PERFMON"},
@@ -85,7 +87,8 @@ CheckRow capabilities_row(const CheckSnapshot& s) {
 
 CheckRow ptrace_row(const CheckSnapshot& s) {
   if (!s.cap_effective)
-    return row("capabilities.ptrace", false, false, s.cap_effective.error().message, kCapabilityFix);
+    return row("capabilities.ptrace", false, false, s.cap_effective.error().message,
+               s.sources.live() ? kCapabilityFix : kCapturedFix);
   if (missing_ptrace_capabilities(*s.cap_effective).empty())
     return row("capabilities.ptrace", true, false,
                "CAP_SYS_PTRACE: every process's environment (its rank) and maps (its libraries) can be read");

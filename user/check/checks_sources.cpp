@@ -126,7 +126,7 @@ std::string probes_fix(int32_t pid) {
       pid);
 }
 
-CheckRow rank_probes_row(const RankProbes& r) {
+CheckRow rank_probes_row(const RankProbes& r, bool live) {
   std::string name = fmt::format("probes.pid{}", r.pid);
   if (!r.rank) {
     bool not_a_rank = r.rank.error().message.find("is not a rank") != std::string::npos;
@@ -136,7 +136,9 @@ CheckRow rank_probes_row(const RankProbes& r) {
                           : "check the pid (slowburn ranks lists the ranks found); other users' processes need root");
   }
   std::string who = rank_label(*r.rank);
-  if (!r.probes) return row(name, false, fmt::format("{}: {}", who, r.probes.error().message), "run as root");
+  if (!r.probes)
+    return row(name, false, fmt::format("{}: {}", who, r.probes.error().message),
+               live ? "run as root, or grant CAP_SYS_PTRACE" : "capture /proc/PID/maps with the tree");
   std::vector<std::string> resolved, synchronizing, missed, libraries;
   for (const ProbeReading& p : *r.probes) {
     if (p.resolved) {
@@ -172,7 +174,7 @@ void probes_rows(const CheckSnapshot& s, std::vector<CheckRow>& rows) {
                        "start the job, then run slowburn check again (or slowburn check --pid PID)"));
     return;
   }
-  for (const RankProbes& r : *s.ranks) rows.push_back(rank_probes_row(r));
+  for (const RankProbes& r : *s.ranks) rows.push_back(rank_probes_row(r, s.sources.live()));
 }
 
 }  // namespace
