@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
       "  slowburn ib -d 30                       # NCCL IB requests per rank and connection\n"
       "  slowburn qp                             # RDMA QPs: states, peers, errors\n"
       "  slowburn fabric                         # NIC counters: PFC pause, ECN/CNP, retransmissions\n"
-      "  slowburn health                         # the node's telemetry checklist: ECC, EDAC, links, clock, taint",
+      "  slowburn health                         # the node's telemetry checklist: ECC, EDAC, links, clock, taint\n"
+      "  slowburn check                          # can slowburn work here, and what will it miss",
       "slowburn"};
   app.require_subcommand(1);
   bool verbose = false;
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_gpuirq_command(app), slowburn::cli::add_ib_command(app),
       slowburn::cli::add_qp_command(app),     slowburn::cli::add_probe_command(app),
       slowburn::cli::add_fabric_command(app), slowburn::cli::add_analyze_command(app),
-      slowburn::cli::add_health_command(app),
+      slowburn::cli::add_health_command(app), slowburn::cli::add_check_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   slowburn::set_libbpf_verbose(verbose);
