@@ -68,7 +68,7 @@ struct StandinRank {
 
 TEST(Cli, HelpShowsExamplesForEverySubcommand) {
   for (const char* sub : {"trace", "probes", "ranks", "funclat", "demo", "xid", "aer", "pcie", "gpuirq", "ib", "qp",
-                          "fabric", "analyze", "health"}) {
+                          "fabric", "analyze", "health", "check"}) {
     Ran ran = run_slowburn({sub, "--help"});
     EXPECT_EQ(ran.status, 0) << sub;
     EXPECT_NE(ran.output.find("Examples:"), std::string::npos) << sub;

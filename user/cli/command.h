@@ -36,6 +36,7 @@ Command add_fabric_command(CLI::App& app);   // tools/fabric.cpp
 Command add_qp_command(CLI::App& app);       // tools/qp.cpp
 Command add_ib_command(CLI::App& app);       // tools/ib.cpp
 Command add_health_command(CLI::App& app);   // tools/health.cpp
+Command add_check_command(CLI::App& app);    // tools/check.cpp
 
 Command add_probe_command(CLI::App& app);  // the continuous service
 
@@ -48,10 +49,12 @@ int fail(const Error& error);
 // Exit codes: 0 done (a verdict was reached), 1 an error (nothing traced
 // is one), 2 a verdict could not be reached (too few aligned instances), 3
 // the demo's verdict did not match what it injected, 4 `health` found a
-// check in state fail (warn alone exits 0).
+// check in state fail (warn alone exits 0), 5 `check` found a required
+// row not ok (slowburn cannot trace here).
 constexpr int kExitUndetermined = 2;
 constexpr int kExitMismatch = 3;
 constexpr int kExitHealthFailed = 4;
+constexpr int kExitCheckFailed = 5;
 
 // The text or JSON-lines sink on stdout.
 // This node's name.

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
       "  slowburn qp                             # RDMA QPs: states, peers, errors\n"
       "  slowburn fabric                         # NIC counters: PFC pause, ECN/CNP, retransmissions\n"
       "  slowburn health                         # the node's telemetry checklist: ECC, EDAC, links, clock, taint\n"
-      "  slowburn investigate --dot graph.dot    # the cause, layer by layer, as a failure graph",
+      "  slowburn investigate --dot graph.dot    # the cause, layer by layer, as a failure graph\n"
+      "  slowburn check                          # can slowburn work here, and what will it miss",
       "slowburn"};
   app.require_subcommand(1);
   bool verbose = false;
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_qp_command(app),     slowburn::cli::add_probe_command(app),
       slowburn::cli::add_fabric_command(app), slowburn::cli::add_analyze_command(app),
       slowburn::cli::add_health_command(app), slowburn::cli::add_investigate_command(app),
+      slowburn::cli::add_check_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   slowburn::set_libbpf_verbose(verbose);

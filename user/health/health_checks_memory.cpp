@@ -76,8 +76,8 @@ void evaluate_tracepoints(Evaluation& e) {
     const char* missing;
   };
   const Wanted wanted[] = {
-      {"memory.mce_tracepoint", kMceTracepoint, "a kernel without CONFIG_X86_MCE, or not x86"},
-      {"memory.mc_event_tracepoint", kMcEventTracepoint, "a kernel without CONFIG_RAS / EDAC"},
+      {"memory.mce_tracepoint", kMceTracepoint, kMceTracepointMissing},
+      {"memory.mc_event_tracepoint", kMcEventTracepoint, kMcEventTracepointMissing},
   };
   for (const Wanted& w : wanted) {
     if (!e.after.tracepoints) {

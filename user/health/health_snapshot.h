@@ -126,6 +126,9 @@ struct HealthSnapshot {
 // The tracepoints the machine-check rows look for.
 constexpr const char* kMceTracepoint = "mce:mce_record";
 constexpr const char* kMcEventTracepoint = "ras:mc_event";
+// What their absence means (health's rows and `slowburn check` say it).
+constexpr const char* kMceTracepointMissing = "a kernel without CONFIG_X86_MCE, or not x86";
+constexpr const char* kMcEventTracepointMissing = "a kernel without CONFIG_RAS / EDAC";
 
 // Reads everything. Errors only for what makes the whole reading
 // meaningless (a root directory that does not exist); anything else is a
