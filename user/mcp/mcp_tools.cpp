@@ -265,7 +265,7 @@ Result<ToolTable> slowburn_tools(const McpToolContext& context) {
 std::string slowburn_instructions() {
   return "slowburn names the straggler rank of a synchronised training job on this node (the rank that arrives last "
          "at collectives, not the ones that wait longest) and the hardware or host cause behind it. Every tool only "
-         "reads the node. Start with ranks (which processes are ranks), then trace (a few seconds to a minute of the "
+         "reads the node. Start with ranks (which processes are ranks), then trace (a few seconds, at most 50, of the "
          "ranks' collective calls: findings, a verdict, a row per rank); events and health for the node's hardware, "
          "fabric and telemetry; analyze for recordings made on many nodes with `slowburn trace --record`. One tool "
          "call runs at a time; trace and events block for their duration.";
