@@ -2,7 +2,7 @@
 # then a C++20 library, the CLI, the tests. Everything generated lands in $(BUILD).
 #
 #   make            build/slowburn
-#   make deps       install missing Debian packages (idempotent)
+#   make deps       install missing Debian packages, and the MCP test client's npm packages into $(BUILD)/node (idempotent)
 #   make test       deps + build + unit, BPF and scenario tests
 #   make demo       deps + build + run the bundled straggler demo
 #   make bench      deps + build + benchmarks (results: bench/RESULTS.md)
@@ -305,7 +305,7 @@ all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD)
 build: all
 
 deps:
-	$(Q)scripts/deps.sh
+	$(Q)scripts/deps.sh $(BUILD)
 
 tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS)
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages slowburn needs, only those missing.
-# Idempotent: a machine that has them all runs no apt-get at all.
+# Install the Debian 12 packages slowburn needs, only those missing, and the
+# Node packages its MCP acceptance test needs (tests only: the official MCP
+# client), into BUILD/node from tests/mcp/package-lock.json.
+# Idempotent: a machine that has them all runs no apt-get and no npm at all.
+# Usage: scripts/deps.sh [BUILD]   (default: build)
 set -euo pipefail
+build_dir=${1:-build}
 
 packages=(
 	make g++ clang llvm pkg-config            # toolchain (llvm: llvm-strip)
@@ -27,16 +31,33 @@ for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[ "$status" = "installed" ] || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# Node and npm for the MCP acceptance test (tests/mcp/client.mjs): Debian's
+# nodejs and npm unless a node with its own npm is installed already (a
+# nodejs package that bundles npm conflicts with Debian's npm).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 
-echo "deps: installing ${missing[*]}"
-if [ "$(id -u)" -ne 0 ]; then
-	echo "deps: missing packages need root: sudo apt-get install ${missing[*]}" >&2
-	exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: missing packages need root: sudo apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	# A fresh machine may have empty package lists: update once and retry.
+	if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
+		apt-get update
+		apt-get install -y --no-install-recommends "${missing[@]}"
+	fi
 fi
-export DEBIAN_FRONTEND=noninteractive
-# A fresh machine may have empty package lists: update once and retry.
-if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
-	apt-get update
-	apt-get install -y --no-install-recommends "${missing[@]}"
+
+# The MCP SDK at the exact versions of the committed lock file, into the
+# build directory (never the source tree); again only when the lock changed.
+node_dir="$build_dir/node"
+lock=tests/mcp/package-lock.json
+if ! cmp -s "$lock" "$node_dir/package-lock.json" ||
+	[ ! -f "$node_dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+	echo "deps: npm ci --prefix $node_dir (tests/mcp/package.json: the MCP SDK for the acceptance test)"
+	mkdir -p "$node_dir"
+	cp tests/mcp/package.json "$lock" "$node_dir/"
+	npm ci --prefix "$node_dir" --no-audit --no-fund --ignore-scripts --loglevel=error
 fi

@@ -5,17 +5,13 @@
 // rising one is seen as a trend. Replaces a morning of `dmesg | grep`,
 // `edac-util`, `lspci -vv`, `chronyc tracking` and `cat tainted`.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <iostream>
-#include <thread>
 
 #include "cli/command.h"
 #include "core/clock.h"
 #include "core/format.h"
-#include "health/health_checks.h"
-#include "procfs/ranks.h"
+#include "health/health_run.h"
 
 namespace slowburn::cli {
 
@@ -61,42 +57,24 @@ void print_json(const std::vector<HealthCheck>& checks, std::ostream& out) {
 }
 
 int run_health(const HealthArgs& args) {
-  HealthSources sources;
-  sources.sysfs_root = args.sysfs_root;
-  sources.procfs_root = args.procfs_root;
-  if (!args.kmsg.empty()) sources.kmsg_file = args.kmsg;
-  HealthContext context;
+  HealthRunOptions options;
+  options.sources.sysfs_root = args.sysfs_root;
+  options.sources.procfs_root = args.procfs_root;
+  if (!args.kmsg.empty()) options.sources.kmsg_file = args.kmsg;
+  options.interval_s = args.interval_s;
   for (const std::string& rule : args.expect) {
     auto parsed = parse_expectation_rule(rule);
     if (!parsed) return fail(parsed.error());
-    context.link_rules.push_back(*parsed);
+    options.link_rules.push_back(*parsed);
   }
-  if (args.nic_speed_gbps > 0) context.thresholds.nic_speed_gbps = args.nic_speed_gbps;
-
-  // The first reading only needs the counters; the log and states come from the second.
-  HealthSources first = sources;
-  first.kernel_log = args.interval_s <= 0;
-  auto before = collect_health(first);
-  if (!before) return fail(before.error());
-  Topology topology = Topology::read(sources.sysfs_root, sources.procfs_root);
-  context.ranks = discover_ranks(sources.procfs_root, getpid());
-  topology.assign_ranks(context.ranks);
-  context.topology = &topology;
-
-  std::vector<HealthCheck> checks;
-  if (args.interval_s > 0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(args.interval_s));
-    auto after = collect_health(sources);
-    if (!after) return fail(after.error());
-    checks = evaluate_health(*before, *after, context);
-  } else {
-    checks = evaluate_health(*before, *before, context);
-  }
+  if (args.nic_speed_gbps > 0) options.nic_speed_gbps = args.nic_speed_gbps;
+  auto checks = run_health_checklist(options);
+  if (!checks) return fail(checks.error());
   if (args.json)
-    print_json(checks, std::cout);
+    print_json(*checks, std::cout);
   else
-    print_text(checks, std::cout);
-  return any_failed(checks) ? kExitHealthFailed : 0;
+    print_text(*checks, std::cout);
+  return any_failed(*checks) ? kExitHealthFailed : 0;
 }
 
 }  // namespace

@@ -13,20 +13,6 @@ namespace slowburn::cli {
 namespace {
 std::string or_dash(const std::optional<int>& v) { return v ? std::to_string(*v) : "-"; }
 std::string or_dash(const std::string& v) { return v.empty() ? "-" : v; }
-
-nlohmann::json to_json(const RankIdentity& r) {
-  auto opt = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"pid", r.pid},
-          {"rank", r.rank},
-          {"local_rank", opt(r.local_rank)},
-          {"world_size", opt(r.world_size)},
-          {"launcher", r.launcher},
-          {"job", r.job},
-          {"host", r.host},
-          {"command", r.command},
-          {"cuda_visible_devices", r.cuda_visible_devices},
-          {"nccl_ib_hca", r.nccl_ib_hca}};
-}
 }  // namespace
 
 Command add_ranks_command(CLI::App& app) {
@@ -45,7 +31,7 @@ Command add_ranks_command(CLI::App& app) {
   return {sub, [args] {
             auto ranks = discover_ranks(args->proc_root, getpid());
             if (args->json) {
-              for (const RankIdentity& r : ranks) std::cout << to_json(r).dump() << '\n';
+              for (const RankIdentity& r : ranks) std::cout << rank_json(r).dump() << '\n';
               return 0;
             }
             if (ranks.empty()) {

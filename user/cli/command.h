@@ -39,6 +39,10 @@ Command add_health_command(CLI::App& app);   // tools/health.cpp
 Command add_check_command(CLI::App& app);    // tools/check.cpp
 
 Command add_probe_command(CLI::App& app);  // the continuous service
+Command add_mcp_command(CLI::App& app);    // the MCP server on stdio
+
+// What --version and the MCP server's serverInfo say.
+inline constexpr std::string_view kSlowburnVersion = "0.1.0";
 
 // "M/N" (flagged in M of the last N windows) into the detector's settings.
 Result<void> parse_persistence(const std::string& text, DetectorConfig& config);

@@ -24,13 +24,14 @@ int main(int argc, char** argv) {
       "  slowburn fabric                         # NIC counters: PFC pause, ECN/CNP, retransmissions\n"
       "  slowburn health                         # the node's telemetry checklist: ECC, EDAC, links, clock, taint\n"
       "  slowburn investigate --dot graph.dot    # the cause, layer by layer, as a failure graph\n"
-      "  slowburn check                          # can slowburn work here, and what will it miss",
+      "  slowburn check                          # can slowburn work here, and what will it miss\n"
+      "  slowburn mcp                            # MCP server on stdio: ranks, trace, events, health, analyze as tools",
       "slowburn"};
   app.require_subcommand(1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose,
                "Show libbpf's debug output (and the whole verifier log of a rejected program)");
-  app.set_version_flag("--version", "slowburn 0.1.0");
+  app.set_version_flag("--version", "slowburn " + std::string(slowburn::cli::kSlowburnVersion));
 
   std::vector<slowburn::cli::Command> commands = {
       slowburn::cli::add_trace_command(app),  slowburn::cli::add_probes_command(app),
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_fabric_command(app), slowburn::cli::add_analyze_command(app),
       slowburn::cli::add_health_command(app), slowburn::cli::add_investigate_command(app),
       slowburn::cli::add_check_command(app),
+      slowburn::cli::add_mcp_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   slowburn::set_libbpf_verbose(verbose);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
 
@@ -195,6 +196,20 @@ std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root,
     return std::tie(a.job, a.rank, a.pid) < std::tie(b.job, b.rank, b.pid);
   });
   return ranks;
+}
+
+nlohmann::json rank_json(const RankIdentity& r) {
+  auto opt = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"pid", r.pid},
+          {"rank", r.rank},
+          {"local_rank", opt(r.local_rank)},
+          {"world_size", opt(r.world_size)},
+          {"launcher", r.launcher},
+          {"job", r.job},
+          {"host", r.host},
+          {"command", r.command},
+          {"cuda_visible_devices", r.cuda_visible_devices},
+          {"nccl_ib_hca", r.nccl_ib_hca}};
 }
 
 }  // namespace slowburn

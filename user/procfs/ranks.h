@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,11 @@ const char* rank_variable_names();
 // vanish or cannot be read while scanning are skipped. `exclude_pid` is the
 // caller itself.
 std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root, int32_t exclude_pid = 0);
+
+// The object `slowburn ranks --json` prints for a rank (and slowburn mcp's
+// ranks tool returns): pid, rank, local_rank, world_size, launcher, job,
+// host, command, cuda_visible_devices, nccl_ib_hca.
+nlohmann::json rank_json(const RankIdentity& rank);
 
 // One process, with an error saying why it is not usable as a rank.
 Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t pid);

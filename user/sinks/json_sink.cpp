@@ -41,6 +41,18 @@ json communicator_json(const CommunicatorRef& comm, const std::optional<int>& co
 
 }  // namespace
 
+JsonSink::JsonSink(LineHandler on_line, std::string host, int64_t wall_offset_ns)
+    : on_line_(std::move(on_line)), host_(std::move(host)), wall_offset_ns_(wall_offset_ns) {}
+
+void JsonSink::write(const json& line, bool flush) {
+  if (on_line_) {
+    on_line_(line);
+    return;
+  }
+  *out_ << line.dump() << '\n';
+  if (flush) out_->flush();
+}
+
 void JsonSink::probe_status(const ProbeStatus& s) {
   json j{{"kind", "status"}, {"event", "probe"}, {"ts", unix_now_s()},
          {"host", host_},    {"probe", s.probe}, {"state", probe_state_name(s.state)}};
@@ -57,20 +69,21 @@ void JsonSink::probe_status(const ProbeStatus& s) {
   } else {
     j["reason"] = s.detail;
   }
-  out_ << j.dump() << '\n';
+  write(j, false);
 }
 
 void JsonSink::probes_done(size_t attached, size_t processes) {
-  out_ << json{{"kind", "status"}, {"event", "tracing"},   {"ts", unix_now_s()},
-               {"host", host_},    {"attached", attached}, {"processes", processes}}
-              .dump()
-       << '\n';
-  out_.flush();
+  write({{"kind", "status"},
+         {"event", "tracing"},
+         {"ts", unix_now_s()},
+         {"host", host_},
+         {"attached", attached},
+         {"processes", processes}},
+        true);
 }
 
 void JsonSink::note(const std::string& text) {
-  out_ << json{{"kind", "status"}, {"event", "note"}, {"ts", unix_now_s()}, {"host", host_}, {"message", text}}.dump()
-       << '\n';
+  write({{"kind", "status"}, {"event", "note"}, {"ts", unix_now_s()}, {"host", host_}, {"message", text}}, false);
 }
 
 namespace {
@@ -194,8 +207,7 @@ void JsonSink::device_event(const DeviceEvent& e) {
          {"summary", e.summary}};
   // The payload's fields sit at the top level, as in {"type":"xid","code":79,...}.
   j.update(std::visit([](const auto& p) { return payload_json(p); }, e.payload));
-  out_ << j.dump() << '\n';
-  out_.flush();
+  write(j, true);
 }
 
 void JsonSink::window(const WindowReport& r) {
@@ -229,11 +241,13 @@ void JsonSink::window(const WindowReport& r) {
       j["cusum_gap"] = s.cusum_gap;
       j["flagged"] = s.flagged;
     }
-    out_ << j.dump() << '\n';
+    write(j, false);
   }
 }
 
-void JsonSink::tick(uint64_t) { out_.flush(); }
+void JsonSink::tick(uint64_t) {
+  if (out_) out_->flush();
+}
 
 namespace {
 // analyze: clock-free blame per rank, and whether it backs the merged clocks.
@@ -292,8 +306,7 @@ void JsonSink::finding(const Finding& f) {
   j["kind"] = "finding";
   j["ts"] = unix_now_s();
   j["host"] = host_;
-  out_ << j.dump() << '\n';
-  out_.flush();
+  write(j, true);
 }
 
 void JsonSink::node_clock(const NodeClock& n) {
@@ -307,8 +320,7 @@ void JsonSink::node_clock(const NodeClock& n) {
          {"matched", n.matched},
          {"from", n.lane.empty() ? json(nullptr) : json(n.lane)},
          {"reason", n.unknown_reason.empty() ? json(nullptr) : json(n.unknown_reason)}};
-  out_ << j.dump() << '\n';
-  out_.flush();
+  write(j, true);
 }
 
 void JsonSink::communicators(const std::vector<CommunicatorRef>& comms) {
@@ -316,7 +328,7 @@ void JsonSink::communicators(const std::vector<CommunicatorRef>& comms) {
     json j{{"kind", "status"}, {"event", "communicator"}, {"ts", unix_now_s()}, {"host", host_}};
     j.update(communicator_json(c, std::nullopt));
     j.erase("rank");
-    out_ << j.dump() << '\n';
+    write(j, false);
   }
 }
 
@@ -347,8 +359,7 @@ void JsonSink::verdict(const SessionVerdict& v) {
          {"episodes", std::move(episodes)}};
   if (!v.nodes_left_out.empty()) j["nodes_left_out"] = v.nodes_left_out;
   if (v.clock_check) j["clock_check"] = clock_check_json(*v.clock_check);
-  out_ << j.dump() << '\n';
-  out_.flush();
+  write(j, true);
 }
 
 void JsonSink::histogram(const HistogramReport& h) {
@@ -367,7 +378,7 @@ void JsonSink::histogram(const HistogramReport& h) {
   else
     j["pid"] = h.pid;
   if (h.comm) j["communicator"] = communicator_json(h.comm, h.comm_rank);
-  out_ << j.dump() << '\n';
+  write(j, false);
 }
 
 void JsonSink::summary(const SessionSummary& s) {
@@ -391,8 +402,7 @@ void JsonSink::summary(const SessionSummary& s) {
          {"late_calls", s.late_calls},
          {"recording_dropped", s.recording_dropped},
          {"findings", s.findings.size()}};
-  out_ << j.dump() << '\n';
-  out_.flush();
+  write(j, true);
 }
 
 }  // namespace slowburn

@@ -2,6 +2,8 @@
 // finding, hist}, each with ts (Unix seconds), host and rank identity.
 #pragma once
 
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 
@@ -14,7 +16,11 @@ class JsonSink : public Sink {
   // wall_offset_ns: CLOCK_REALTIME - CLOCK_MONOTONIC, to put kernel
   // timestamps (bpf_ktime_get_ns) on the wall clock.
   JsonSink(std::ostream& out, std::string host, int64_t wall_offset_ns)
-      : out_(out), host_(std::move(host)), wall_offset_ns_(wall_offset_ns) {}
+      : out_(&out), host_(std::move(host)), wall_offset_ns_(wall_offset_ns) {}
+  // Each line as an object, not printed: for callers that hand the same
+  // objects on inside another document (slowburn mcp's tool results).
+  using LineHandler = std::function<void(const nlohmann::json& line)>;
+  JsonSink(LineHandler on_line, std::string host, int64_t wall_offset_ns);
   void probe_status(const ProbeStatus& status) override;
   void probes_done(size_t attached, size_t processes) override;
   void note(const std::string& text) override;
@@ -29,7 +35,10 @@ class JsonSink : public Sink {
   void verdict(const SessionVerdict& verdict) override;
 
  private:
-  std::ostream& out_;
+  void write(const nlohmann::json& line, bool flush);
+
+  std::ostream* out_ = nullptr;  // null: every line goes to on_line_
+  LineHandler on_line_;
   std::string host_;
   int64_t wall_offset_ns_;
 };
