@@ -65,7 +65,7 @@ async function withSdkClient() {
 
   const { tools } = await client.listTools();  // caches each tool's outputSchema validator
   summary.tools = tools.map((t) => t.name);
-  for (const name of ['ranks', 'trace', 'events', 'health', 'analyze'])
+  for (const name of ['check', 'ranks', 'trace', 'events', 'health', 'investigate', 'analyze'])
     check(summary.tools.includes(name), `tools/list has ${name}`);
   for (const t of tools) {
     check(t.inputSchema?.type === 'object' && t.outputSchema?.type === 'object', `${t.name}: object schemas`);
@@ -119,6 +119,9 @@ async function withSdkClient() {
     }
   }
 
+  const checked = await callTool('check', {});
+  check(calls.check?.validated === true, 'check: a valid structured result');
+  summary.can_trace = checked?.structuredContent?.can_trace ?? null;
   await callTool('events', { duration_s: 1 });
   check(calls.events?.validated === true, 'events: a valid structured result');
   await callTool('health', { interval_s: 0.5 });
@@ -127,6 +130,11 @@ async function withSdkClient() {
     const analyzed = await callTool('analyze', { paths: [recording] });
     check(calls.analyze?.validated === true, 'analyze: a valid structured result');
     summary.analyze_stragglers = analyzed?.structuredContent?.verdict.stragglers.map((f) => f.rank) ?? null;
+    const investigated = await callTool('investigate', { from: [recording] });
+    check(calls.investigate?.validated === true, 'investigate: a valid structured result');
+    const graph = investigated?.structuredContent?.graph;
+    summary.investigate_first_edge = graph?.edges?.[0] ? `${graph.edges[0].from} -> ${graph.edges[0].to}` : null;
+    summary.investigate_layers = investigated?.structuredContent?.layers?.map((l) => `${l.layer}:${l.state}`) ?? null;
   } else {
     await callTool('analyze', { paths: ['/nonexistent/recordings'] });
     check(calls.analyze?.is_error === true, 'analyze on a missing path: a tool error');

@@ -6,6 +6,7 @@
 // analyzes a recording, and checks the errors (malformed JSON, unknown
 // method and tool, bad arguments) are answered while the server lives on.
 // The script prints a JSON summary; this test asserts on it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -86,9 +87,9 @@ TEST(McpWithTheSdkClient, ListsAndCallsEveryToolNamesTheSlowRankAndSurvivesError
   EXPECT_EQ((*summary)["failures"], json::array()) << summary->dump(2);
   EXPECT_EQ(*status, 0) << output;
   EXPECT_EQ((*summary)["server"]["name"], "slowburn");
-  EXPECT_EQ((*summary)["tools"], (json{"ranks", "trace", "events", "health", "analyze"}));
+  EXPECT_EQ((*summary)["tools"], (json{"check", "ranks", "trace", "events", "health", "investigate", "analyze"}));
   // Every tool answered a structured result the SDK validated against its outputSchema.
-  for (const char* tool : {"ranks", "trace", "events", "health", "analyze"}) {
+  for (const char* tool : {"check", "ranks", "trace", "events", "health", "investigate", "analyze"}) {
     const json& c = (*summary)["calls"][tool];
     EXPECT_EQ(c["validated"], true) << tool << ": " << c;
     EXPECT_EQ(c["text_is_same_json"], true) << tool << ": " << c;
@@ -96,6 +97,10 @@ TEST(McpWithTheSdkClient, ListsAndCallsEveryToolNamesTheSlowRankAndSurvivesError
   EXPECT_EQ((*summary)["ranks_found"], (json{0, 1, 2, 3}));
   EXPECT_EQ((*summary)["stragglers"], (json{kSlowRank})) << (*summary)["straggler_summary"];
   EXPECT_EQ((*summary)["analyze_stragglers"], (json{kRecordedSlowRank}));
+  EXPECT_EQ((*summary)["can_trace"], true);
+  // The recording's investigation: the symptom, then the recorded slow rank.
+  EXPECT_EQ((*summary)["investigate_first_edge"], fmt::format("symptom -> rank{}", kRecordedSlowRank));
+  EXPECT_EQ((*summary)["investigate_layers"][0], "collective:ruled_in");
   EXPECT_EQ((*summary)["unknown_tool"]["code"], -32602);
   EXPECT_EQ((*summary)["unknown_method"]["code"], -32601);
   EXPECT_EQ((*summary)["bad_arguments"]["is_error"], true);

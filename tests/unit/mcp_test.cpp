@@ -117,8 +117,8 @@ TEST(McpProtocol, ToolsListGivesEveryToolWithObjectSchemas) {
     EXPECT_EQ(tool["annotations"]["readOnlyHint"], true) << tool["name"];
     EXPECT_EQ(tool["annotations"]["destructiveHint"], false) << tool["name"];
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"ranks", "trace", "events", "health", "analyze"}));
-  const json& trace = reply["result"]["tools"][1];
+  EXPECT_EQ(names, (std::vector<std::string>{"check", "ranks", "trace", "events", "health", "investigate", "analyze"}));
+  const json& trace = reply["result"]["tools"][2];
   EXPECT_EQ(trace["inputSchema"]["properties"]["duration_s"]["maximum"], kMaxTraceSeconds);
   for (const char* field : {"findings", "verdict", "ranks"})
     EXPECT_TRUE(trace["outputSchema"]["properties"].contains(field)) << field;
@@ -175,7 +175,7 @@ TEST(McpProtocol, UnknownToolIsInvalidParamsNamingTheTools) {
   EXPECT_EQ(error_code(reply), kInvalidParams);
   std::string message = reply["error"]["message"];
   EXPECT_NE(message.find("Unknown tool: rm_rf"), std::string::npos) << message;
-  EXPECT_NE(message.find("ranks, trace, events, health, analyze"), std::string::npos) << message;
+  EXPECT_NE(message.find("check, ranks, trace, events, health, investigate, analyze"), std::string::npos) << message;
 }
 
 TEST(McpProtocol, MalformedToolsCallParamsAreInvalidParams) {
@@ -225,11 +225,11 @@ TEST(McpProtocol, AFailingOrThrowingToolIsAToolErrorAndTheServerGoesOn) {
   EXPECT_EQ(answer(request("ping"), tools)["result"], json::object());
 }
 
-// check and investigate come later: a tool is one entry, listed and called with nothing else changed.
+// A tool is one entry, listed and called with nothing else changed.
 TEST(McpProtocol, ATableEntryIsAToolListedAndCalled) {
   ToolTable tools = real_tools();
   McpTool check;
-  check.name = "check";
+  check.name = "jobs";
   check.description = "a later tool";
   check.input_schema = {{"type", "object"}, {"properties", {{"job", {{"type", "string"}}}}}};
   check.output_schema = {{"type", "object"}, {"properties", {{"job", {{"type", "string"}}}}}, {"required", {"job"}}};
@@ -240,8 +240,8 @@ TEST(McpProtocol, ATableEntryIsAToolListedAndCalled) {
   bad.name = "bad";
   bad.output_schema = {{"type", "array"}};
   EXPECT_FALSE(tools.add(bad));
-  EXPECT_EQ(answer(request("tools/list"), tools)["result"]["tools"].size(), 6u);
-  json reply = call(tools, "check", {{"job", "42"}});
+  EXPECT_EQ(answer(request("tools/list"), tools)["result"]["tools"].size(), 8u);
+  json reply = call(tools, "jobs", {{"job", "42"}});
   EXPECT_EQ(reply["result"]["isError"], false);
   EXPECT_EQ(reply["result"]["structuredContent"], (json{{"job", "42"}}));
   // The text item carries the same JSON.

@@ -4,12 +4,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "hw/cause_join.h"
-#include "investigate/investigation.h"
+#include "investigate/investigate_run.h"
 #include "investigate/investigation_output.h"
-#include "merge/analyze.h"
-#include "session/trace_session.h"
-#include "sysfs/topology.h"
 
 namespace slowburn::cli {
 
@@ -27,94 +23,25 @@ struct InvestigateArgs {
   bool json = false;
 };
 
-// What the investigation reads of a session as it runs: the node-wide
-// sources' states; with --json, the finding and verdict lines pass through
-// as trace prints them.
-class GatheringSink : public Sink {
- public:
-  explicit GatheringSink(Sink* lines) : lines_(lines) {}
-  std::vector<ProbeStatus> sources;
-  void probe_status(const ProbeStatus& s) override {
-    if (s.pid == 0) sources.push_back(s);
-  }
-  void probes_done(size_t, size_t) override {}
-  void note(const std::string& text) override { std::cerr << "slowburn: " << text << '\n'; }
-  void device_event(const DeviceEvent&) override {}
-  void window(const WindowReport&) override {}
-  void tick(uint64_t) override {}
-  void finding(const Finding& f) override {
-    if (lines_) lines_->finding(f);
-  }
-  void histogram(const HistogramReport&) override {}
-  void communicators(const std::vector<CommunicatorRef>&) override {}
-  void node_clock(const NodeClock&) override {}
-  void summary(const SessionSummary&) override {}
-  void verdict(const SessionVerdict& v) override {
-    if (lines_) lines_->verdict(v);
-  }
-
- private:
-  Sink* lines_;
-};
-
-// The devices each culprit process uses, as people name them.
-std::map<int32_t, std::vector<std::string>> devices_of(const SessionVerdict& v, const Topology& topology) {
-  std::map<int32_t, std::vector<std::string>> out;
-  auto add = [&](const Finding& f) {
-    for (const TopologyDevice& d : topology.devices())
-      if (std::find(d.pids.begin(), d.pids.end(), f.culprit.pid) != d.pids.end())
-        out[f.culprit.pid].push_back(fmt::format("{} ({})", d.label.empty() ? d.pci.bdf : d.label, d.pci.bdf));
-  };
-  for (const Finding& f : v.stragglers) add(f);
-  for (const Finding& f : v.hangs) add(f);
-  return out;
-}
-
-Result<InvestigationInput> live(InvestigateArgs& args, Sink* lines) {
-  GatheringSink sink(lines);
-  if (!lines)
-    std::cerr << fmt::format("slowburn: investigating every rank for {:.0f} s (Ctrl-C ends it sooner)...\n",
-                             args.options.duration_s);
-  auto result = run_trace(args.options, sink, install_stop_handlers());
-  if (!result) return result.error();
-  InvestigationInput in;
-  in.verdict = result->verdict;
-  in.traced_s = result->summary.traced_seconds;
-  in.events = std::move(result->device_events);
-  in.sources = std::move(sink.sources);
-  if (std::shared_ptr<const Topology> topology = result->topology) {
-    // The join asks the topology; it lives as long as the join.
-    in.concerns = [topology, join = concerns_through(topology.get())](const DeviceEvent& e, const RankIdentity& r) {
-      return join(e, r);
-    };
-    in.devices_of = devices_of(in.verdict, *topology);
-  }
-  return in;
-}
-
-Result<InvestigationInput> recorded(InvestigateArgs& args, Sink* lines) {
-  AnalyzeOptions options;
-  options.detector = args.options.detector;
-  for (const std::string& path : args.from) options.inputs.emplace_back(path);
-  if (!args.job.empty()) options.job = args.job;
-  GatheringSink sink(lines);
-  auto result = run_analyze(options, sink);
-  if (!result) return result.error();
-  InvestigationInput in;
-  in.verdict = result->verdict;
-  in.traced_s = result->summary.traced_seconds;
-  in.events = std::move(result->device_events);
-  in.sources = std::move(result->sources);
-  return in;
-}
-
 int run(InvestigateArgs& args) {
   if (auto ok = parse_persistence(args.persistence, args.options.detector); !ok) return fail(ok.error());
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
   args.options.proc_root = args.proc_root;
   args.options.sysfs_root = args.sysfs_root;
   std::unique_ptr<Sink> lines = args.json ? make_stdout_sink(true) : make_stdout_sink(false);
-  auto input = args.from.empty() ? live(args, lines.get()) : recorded(args, lines.get());
+  Result<InvestigationInput> input = make_error("unset");
+  if (args.from.empty()) {
+    if (!args.json)
+      std::cerr << fmt::format("slowburn: investigating every rank for {:.0f} s (Ctrl-C ends it sooner)...\n",
+                               args.options.duration_s);
+    input = gather_live(args.options, lines.get(), install_stop_handlers());
+  } else {
+    AnalyzeOptions options;
+    options.detector = args.options.detector;
+    for (const std::string& path : args.from) options.inputs.emplace_back(path);
+    if (!args.job.empty()) options.job = args.job;
+    input = gather_recorded(options, lines.get());
+  }
   if (!input) return fail(input.error());
   Investigation inv = investigate(*input);
   if (args.json) {

@@ -42,8 +42,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_qp_command(app),     slowburn::cli::add_probe_command(app),
       slowburn::cli::add_fabric_command(app), slowburn::cli::add_analyze_command(app),
       slowburn::cli::add_health_command(app), slowburn::cli::add_investigate_command(app),
-      slowburn::cli::add_check_command(app),
-      slowburn::cli::add_mcp_command(app),
+      slowburn::cli::add_check_command(app),  slowburn::cli::add_mcp_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   slowburn::set_libbpf_verbose(verbose);

@@ -257,7 +257,8 @@ McpTool analyze_tool(const McpToolContext&) {
 
 Result<ToolTable> slowburn_tools(const McpToolContext& context) {
   ToolTable table;
-  for (McpTool (*make)(const McpToolContext&) : {ranks_tool, trace_tool, events_tool, health_tool, analyze_tool})
+  for (McpTool (*make)(const McpToolContext&) :
+       {check_tool, ranks_tool, trace_tool, events_tool, health_tool, investigate_tool, analyze_tool})
     if (auto ok = table.add(make(context)); !ok) return ok.error();
   return table;
 }
@@ -267,8 +268,9 @@ std::string slowburn_instructions() {
          "at collectives, not the ones that wait longest) and the hardware or host cause behind it. Every tool only "
          "reads the node. Start with ranks (which processes are ranks), then trace (a few seconds, at most 50, of the "
          "ranks' collective calls: findings, a verdict, a row per rank); events and health for the node's hardware, "
-         "fabric and telemetry; analyze for recordings made on many nodes with `slowburn trace --record`. One tool "
-         "call runs at a time; trace and events block for their duration.";
+         "fabric and telemetry; investigate to walk the layers below a culprit (host, GPU, PCIe, fabric) to a failure "
+         "graph; check when something cannot be seen; analyze for recordings made on many nodes with `slowburn "
+         "trace --record`. One tool call runs at a time; trace, investigate and events block for their duration.";
 }
 
 }  // namespace slowburn

@@ -6,8 +6,9 @@
 //   events   hardware and fabric device events seen in a short live watch
 //   health   the node's checklist (`slowburn health --json`)
 //   analyze  recordings merged and judged as one job (`slowburn analyze`)
-// A later tool (check, investigate) is one more function here and one more
-// line in slowburn_tools().
+//   check        can slowburn work here, what will it miss (`slowburn check --json`)
+//   investigate  the layer-by-layer method: layers and failure graph (`slowburn investigate --json`)
+// A new tool is one more function here and one more line in slowburn_tools().
 #pragma once
 
 #include <atomic>
@@ -42,6 +43,8 @@ McpTool trace_tool(const McpToolContext& context);
 McpTool events_tool(const McpToolContext& context);
 McpTool health_tool(const McpToolContext& context);
 McpTool analyze_tool(const McpToolContext& context);
+McpTool check_tool(const McpToolContext& context);        // mcp_investigate_tools.cpp
+McpTool investigate_tool(const McpToolContext& context);  // mcp_investigate_tools.cpp
 
 // The whole table, in the order tools/list gives it.
 Result<ToolTable> slowburn_tools(const McpToolContext& context);
