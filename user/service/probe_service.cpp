@@ -199,6 +199,8 @@ Result<void> ProbeService::start_hardware() {
   return {};
 }
 
+// On the first rank (and again after the last one left): the sched
+// programs run on every context switch of the node, for ranks only.
 void ProbeService::start_host() {
   if (!o_.host_signals) return;
   HostMonitorOptions host;
@@ -211,7 +213,6 @@ Result<void> ProbeService::start() {
   if (auto ok = start_program(); !ok) return ok;
   if (auto ok = start_outputs(); !ok) return ok;
   if (auto ok = start_hardware(); !ok) return ok;
-  start_host();
   console_ << fmt::format(
       "slowburn probe: {} probes, one traced call costs {:.1f} us here, budget {}; metrics {}; event log {}\n",
       probes_.size(), call_cost_ns_ / 1000,
@@ -260,6 +261,7 @@ void ProbeService::on_tracker_changes(const TrackerChanges& changes) {
   for (const ProbeStatus& s : changes.statuses) log_status(s);
   for (const RankIdentity& id : changes.started) {
     parts_.comms->add_rank(id);
+    if (!parts_.host) start_host();
     if (parts_.host) parts_.host->add_rank(id);
     if (!parts_.log) continue;
     json j{{"kind", "rank"}, {"event", "start"}, {"command", id.command}};
@@ -270,6 +272,8 @@ void ProbeService::on_tracker_changes(const TrackerChanges& changes) {
     auto it = changes.final_stats.find(id.pid);
     on_rank_end(id, it == changes.final_stats.end() ? nullptr : &it->second);
   }
+  // The sched programs follow ranks: with none left, nothing stays attached.
+  if (parts_.host && parts_.tracker->ranks().empty()) parts_.host.reset();
   for (const std::string& job : changes.jobs_ended)
     std::erase_if(totals_.findings, [&](const auto& kv) { return std::get<0>(kv.first) == job; });
   if (parts_.topology && (!changes.started.empty() || !changes.ended.empty()))
