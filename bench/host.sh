@@ -34,7 +34,7 @@ echo "## Host signals (bench/host.sh), run of $(date -u '+%Y-%m-%d %H:%M') UTC o
 echo
 echo "### 14. Cost per context switch of the sched programs"
 echo
-echo "\`$build/bench/sched_cost $rounds $trips\`: two processes ping-pong a byte over pipes; configurations"
+echo "\`$build/bench/sched_cost $rounds $trips\`: two processes on one CPU ping-pong a byte over pipes; configurations"
 echo "alternate, $rounds rounds."
 echo
 "$build/bench/sched_cost" "$rounds" "$trips"

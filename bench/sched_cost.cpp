@@ -4,10 +4,12 @@
 // the programs attached but following another process (what every task on
 // the node pays: a hash lookup per switch and wakeup), and with them
 // following both ping-pong processes (what a rank pays: the sums and the
-// run-queue histogram). Configurations alternate in each round.
+// run-queue histogram). Configurations alternate in each round; both
+// processes share CPU 0.
 //
 //   sched_cost ROUNDS ROUND_TRIPS
 #include <bpf/libbpf.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,6 +94,12 @@ int main(int argc, char** argv) {
   int rounds = std::atoi(argv[1]);
   long round_trips = std::atol(argv[2]);
   libbpf_set_print(nullptr);
+  // Both on one CPU: each round trip is two direct switches, not wakeups of
+  // an idle CPU (whose cost, on a VM, drowns what is measured).
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(0, &one);
+  sched_setaffinity(0, sizeof(one), &one);
   PingPong pair;
   pid_t bystander = fork();  // the "other process" the programs follow: asleep
   if (bystander == 0) {
