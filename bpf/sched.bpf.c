@@ -162,8 +162,10 @@ static __always_inline void charge_share(__u32 tgid, struct task_struct *prev, _
 	share = lookup_or_try_init(&shares, &key, &zero_share);
 	if (!share)
 		return;
-	if (!share->comm[0])
-		BPF_CORE_READ_STR_INTO(&share->comm, prev, comm);
+	/* Its latest name, read each time: a process first seen before its
+	 * exec (a launcher's fork becoming the data loader) is named as it
+	 * runs now, not as the fork it was. */
+	BPF_CORE_READ_STR_INTO(&share->comm, prev, comm);
 	__sync_fetch_and_add(&share->ns, now - from);
 }
 
