@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "loader/sched_program.h"
 
 using namespace slowburn;
@@ -78,11 +79,6 @@ struct PingPong {
     waitpid(child, nullptr, 0);
   }
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -148,7 +144,8 @@ int main(int argc, char** argv) {
   kill(bystander, SIGKILL);
   waitpid(bystander, nullptr, 0);
   if (failed) return 1;
-  double base = median(ns[none]), bystanding = median(ns[other]), followed = median(ns[pair_followed]);
+  double base = bench::median(ns[none]), bystanding = bench::median(ns[other]),
+         followed = bench::median(ns[pair_followed]);
   std::printf("| configuration | ns per round trip (median of %d bursts of %ld) | ratio |\n|---|---|---|\n", rounds,
               round_trips);
   std::printf("| no program | %.0f | 1.000 |\n", base);

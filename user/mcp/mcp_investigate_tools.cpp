@@ -128,15 +128,7 @@ McpTool investigate_tool(const McpToolContext& context) {
       for (const json& path : args["from"]) options.inputs.emplace_back(path.get<std::string>());
       input = gather_recorded(options, &sink);
     } else {
-      TraceOptions options;
-      options.duration_s = args.value("duration_s", 10.0);
-      if (args.contains("pids"))
-        for (const json& pid : args["pids"]) options.pids.push_back(pid.get<int32_t>());
-      if (args.contains("probes"))
-        for (const json& probe : args["probes"]) options.probe_patterns.push_back(probe.get<std::string>());
-      options.proc_root = context.proc_root;
-      options.sysfs_root = context.sysfs_root;
-      input = gather_live(options, &sink, context.stop ? *context.stop : never);
+      input = gather_live(mcp::trace_options(args, context, 10.0), &sink, context.stop ? *context.stop : never);
     }
     if (!input) return input.error();
     Investigation inv = investigate(*input);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "mcp/mcp_tools.h"
+#include "session/trace_session.h"
 #include "sinks/json_sink.h"
 
 namespace slowburn::mcp {
@@ -24,6 +26,10 @@ struct SessionLines {
 // The probes' states, one object per (probe, state, reason) with the ranks
 // it holds for: what a person reads to see why nothing was traced.
 nlohmann::json probe_states(const std::vector<nlohmann::json>& probe_lines);
+
+// A trace session's options from a tool's arguments (duration_s, pids,
+// probes, already checked against its inputSchema) and the server's roots.
+TraceOptions trace_options(const nlohmann::json& args, const McpToolContext& context, double default_duration_s);
 
 // Schema pieces.
 nlohmann::json object_schema(nlohmann::json properties, std::vector<std::string> required = {});

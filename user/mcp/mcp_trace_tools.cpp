@@ -88,6 +88,18 @@ json probe_state_schema() {
 
 }  // namespace
 
+TraceOptions mcp::trace_options(const json& args, const McpToolContext& context, double default_duration_s) {
+  TraceOptions options;
+  options.duration_s = args.value("duration_s", default_duration_s);
+  if (args.contains("pids"))
+    for (const json& pid : args["pids"]) options.pids.push_back(pid.get<int32_t>());
+  if (args.contains("probes"))
+    for (const json& probe : args["probes"]) options.probe_patterns.push_back(probe.get<std::string>());
+  options.proc_root = context.proc_root;
+  options.sysfs_root = context.sysfs_root;
+  return options;
+}
+
 McpTool trace_tool(const McpToolContext& context) {
   McpTool tool;
   tool.name = "trace";
@@ -136,14 +148,7 @@ McpTool trace_tool(const McpToolContext& context) {
        {"notes", array_of({{"type", "string"}})}},
       {"traced_seconds", "findings", "verdict", "ranks", "summary"});
   tool.handler = [context](const json& args) -> ToolOutcome {
-    TraceOptions options;
-    options.duration_s = args.value("duration_s", 5.0);
-    if (args.contains("pids"))
-      for (const json& pid : args["pids"]) options.pids.push_back(pid.get<int32_t>());
-    if (args.contains("probes"))
-      for (const json& probe : args["probes"]) options.probe_patterns.push_back(probe.get<std::string>());
-    options.proc_root = context.proc_root;
-    options.sysfs_root = context.sysfs_root;
+    TraceOptions options = mcp::trace_options(args, context, 5.0);
     mcp::SessionLines lines;
     JsonSink sink = lines.sink(context.host, wall_offset_ns());
     auto result = run_trace(options, sink, stop_flag(context));
