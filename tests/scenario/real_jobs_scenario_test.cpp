@@ -1,9 +1,11 @@
 // The jobs users run, traced as they run them: MPI jobs with tensor- and
 // data-parallel sub-communicators (MPI_Comm_split), PyTorch DDP on gloo
 // with and without dist.new_group sub-groups, a rank throttled by its
-// cgroup's CPU quota, and a healthy job beside a CPU hog. Each asserts the
+// cgroup's CPU quota, a rank pinned beside a busy process, and a healthy job
+// beside a CPU hog. Each asserts the
 // session's verdict (the stragglers that held), not a deadline: on a loaded
 // machine the windows have fewer calls, and the verdict must still be right.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -61,9 +63,10 @@ std::optional<std::string> workload(const std::string& name) {
 }
 
 // A 6-rank MPI job, optionally laid out in tensor-parallel groups of `tp`.
-std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5) {
+std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5,
+                              double compute_us = 3000) {
   MpiJobOptions options;
-  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, 3000, 90);
+  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, compute_us, 90);
   if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
   options.ranks = ranks;
   options.log_path = (dir / "mpirun.log").string();
@@ -303,6 +306,46 @@ TEST(CpuQuota, ARankThrottledByItsCgroupIsNamed) {
       << f->likely_causes[0];
   EXPECT_NE(f->likely_causes[0].find("quota 15% of a CPU"), std::string::npos) << f->likely_causes[0];
   expect_host_causes_only_on(t, 3);
+}
+
+// Every thread of `pid` (and those it starts later: they inherit it) on `cpu`.
+bool pin(int32_t pid, int cpu) {
+  auto taskset = Subprocess::spawn({"taskset", "-a", "-p", "-c", std::to_string(cpu), std::to_string(pid)});
+  return taskset && taskset->wait_for(std::chrono::seconds(10)) == 0;
+}
+
+TEST(CpuSharing, ARankBesideABusyProcessIsNamedWithThatProcess) {
+  SKIP_UNLESS_MPI();
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs: the rank's and its peers'";
+  TempDir dir;
+  // Rank 1 alone on CPU 1 with a busy process at nice -5 (it gets ~25% of
+  // the CPU), ranks 0 and 2 on CPU 0 (~50% each). A step's compute (20 ms)
+  // outlasts a scheduler slice, so the rank is preempted while computing and
+  // arrives last; with 3 ms it computed within one slice and lost its CPU
+  // inside the collective instead, an episode rather than a straggler.
+  auto job = mpi_job(3, 0, -1, dir, 1.0, 20000);
+  ASSERT_TRUE(job);
+  int32_t beside = 0;
+  for (const RankIdentity& r : job->ranks()) {
+    ASSERT_TRUE(pin(r.pid, r.rank == 1 ? 1 : 0)) << "cannot pin rank " << r.rank;
+    if (r.rank == 1) beside = r.pid;
+  }
+  ASSERT_NE(beside, 0);
+  auto busy = Subprocess::spawn({"taskset", "-c", "1", "nice", "-n", "-5", "sh", "-c", "while :; do :; done"});
+  ASSERT_TRUE(busy) << busy.error().message;
+  int32_t busy_pid = busy->pid();
+  Traced t = trace(job->pids(), {"mpi.*"}, 15);
+  busy->terminate();
+  job->stop();
+  EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries;
+  const Finding* f = named_finding(t, 1);
+  ASSERT_NE(f, nullptr) << t.summaries;
+  EXPECT_EQ(f->likely_cause_type, "host.cpu_contention") << t.summaries << host_events(t);
+  ASSERT_FALSE(f->likely_causes.empty()) << host_events(t);
+  // The process by its pid and name, and the CPU they share.
+  EXPECT_NE(f->likely_causes[0].find(fmt::format("shares CPU 1 with pid {} (sh)", busy_pid)), std::string::npos)
+      << f->likely_causes[0];
+  expect_host_causes_only_on(t, 1);
 }
 
 TEST(CpuHog, AHogOutsideTheJobNamesNobody) {

@@ -235,6 +235,8 @@ TEST(HostCauses, ARankSharingItsCpuNamesTheProcess) {
       << causes[0].summary;
   EXPECT_NE(causes[0].summary.find("shares CPU 1 with pid 812 (python3), 3.60 s of its waits"), std::string::npos)
       << causes[0].summary;
+  // Rank 1 also held the CPU: counted beside the one named.
+  EXPECT_NE(causes[0].summary.find("; 1 other process 300.00 ms"), std::string::npos) << causes[0].summary;
 }
 
 TEST(HostCauses, AnotherRankAsTheNeighbourIsNamedByItsRank) {

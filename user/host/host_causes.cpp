@@ -92,6 +92,8 @@ struct TopShare {
   uint64_t ns = 0;
   uint32_t cpu = 0;
   std::string comm;
+  size_t others = 0;       // the other processes that held its CPUs while it waited
+  uint64_t others_ns = 0;  // and how much of its waits they overlapped
 };
 std::optional<TopShare> top_share(const HostInterval& r) {
   std::map<int32_t, TopShare> by_pid;
@@ -107,8 +109,15 @@ std::optional<TopShare> top_share(const HostInterval& r) {
     }
   }
   std::optional<TopShare> best;
-  for (const auto& [pid, t] : by_pid)
+  uint64_t total_ns = 0;
+  for (const auto& [pid, t] : by_pid) {
+    total_ns += t.ns;
     if (!best || t.ns > best->ns) best = t;
+  }
+  if (best) {
+    best->others = by_pid.size() - 1;
+    best->others_ns = total_ns - best->ns;
+  }
   return best;
 }
 
@@ -163,6 +172,11 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
           c.label = fmt::format("CPU {}", top->cpu);
           with = fmt::format(": shares CPU {} with {}, {} of its waits", top->cpu,
                              process_words(top->pid, top->comm, ranks), format_ns(static_cast<double>(top->ns)));
+          // Several contenders (a data loader's workers): the one named is
+          // the largest, and the rest are counted, not hidden.
+          if (top->others > 0)
+            with += fmt::format("; {} other process{} {}", top->others, top->others == 1 ? "" : "es",
+                                format_ns(static_cast<double>(top->others_ns)));
         }
         std::string pressure =
             r.cpu_pressure ? fmt::format("; its cgroup's cpu.pressure: some {}", percent(*r.cpu_pressure)) : "";
