@@ -75,7 +75,6 @@ $(BUILD)/obj/%.o: %.cpp | $(SKELS)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CXXFLAGS) $(SB_CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/user/service/metrics_endpoint.o: SB_CXXFLAGS += $(HTTPLIB_CFLAGS)
 $(BUILD)/obj/tests/scenario/probe_service_test.o: TEST_CXXFLAGS += $(HTTPLIB_CFLAGS)
 
 $(LIB): $(LIB_OBJS)

@@ -18,7 +18,7 @@ packages=(
 	bpftrace                                  # bench baseline (the one-liner we replace)
 	clang-format                              # make format
 	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
-	libcpp-httplib-dev                        # slowburn probe: the metrics endpoint
+	libcpp-httplib-dev                        # the tests' HTTP client (scrapes of slowburn probe)
 	python3-torch libgloo-dev                 # the PyTorch DDP workload (gloo); gloo headers check the offsets we read
 	prometheus                                # tests: promtool and a real server scraping slowburn probe
 	libsqlitecpp-dev libsqlite3-dev sqlite3   # recordings (trace --record, analyze); sqlite3 for queries

@@ -45,6 +45,7 @@ struct XidCollector {
   std::vector<XidEvent> xids;
   uint64_t unparsed = 0;
   std::atomic<bool> stop{false};
+  std::atomic<bool> paused{false};  // the reader held off, as by a busy node
   std::thread thread;
 
   void start() {
@@ -62,7 +63,11 @@ struct XidCollector {
     ASSERT_TRUE(opened.ok());
     reader = std::move(*opened);
     thread = std::thread([this] {
-      while (!stop) (void)reader->poll(10);
+      while (!stop)
+        if (paused)
+          std::this_thread::sleep_for(1ms);
+        else
+          (void)reader->poll(10);
     });
   }
   void finish() {
@@ -124,18 +129,26 @@ TEST(KmsgXid, EveryFormatArrivesDecodedAndOrdinaryLinesStayInTheKernel) {
   EXPECT_EQ(after.ringbuf_drops, 0u);
 }
 
-TEST(KmsgXid, BurstOfTenThousandLinesLosesNoneOrCountsTheLoss) {
+// A storm as a failing GPU writes it, with the reader held off for all of
+// it (a busy node, a reader descheduled): the ring buffer holds the whole
+// burst, every line arrives, none is lost (a loss would be counted, not
+// hidden: ringbuf_drops). With the earlier 1 MiB buffer ~2,500 arrived.
+TEST(KmsgXid, BurstOfTenThousandLinesWithTheReaderHeldOffLosesNone) {
   SKIP_UNLESS_ROOT();
   XidCollector c;
   ASSERT_NO_FATAL_FAILURE(c.start());
+  c.paused = true;
   const int kLines = 10000;
   for (int i = 0; i < kLines; ++i)
     ASSERT_TRUE(write_kmsg(fmt::format("NVRM: Xid (PCI:0000:3b:00): 31, pid={}, name=burst, MMU Fault {}", i, i)));
+  c.paused = false;
   c.finish();
-  uint64_t drops = c.program->counters().ringbuf_drops;
-  EXPECT_EQ(c.xids.size() + drops, static_cast<size_t>(kLines));
+  KmsgCounters counters = c.program->counters();
+  EXPECT_EQ(counters.ringbuf_drops, 0u);
+  EXPECT_EQ(c.xids.size(), static_cast<size_t>(kLines));
+  EXPECT_GE(counters.lines_matched, static_cast<uint64_t>(kLines));
   RecordProperty("burst_received", static_cast<int>(c.xids.size()));
-  RecordProperty("burst_dropped", static_cast<int>(drops));
+  RecordProperty("burst_dropped", static_cast<int>(counters.ringbuf_drops));
   // Delivered in order, none twice.
   for (size_t i = 1; i < c.xids.size(); ++i) ASSERT_LT(*c.xids[i - 1].pid, *c.xids[i].pid);
 }

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -574,6 +575,133 @@ TEST(ProbeService, SighupReopensTheLogAfterLogrotateMovedIt) {
   for (std::string line; std::getline(old, line); ++lines)
     EXPECT_FALSE(json::parse(line, nullptr, false).is_discarded()) << line;
   EXPECT_GT(lines, 0u) << "the lines before the move are gone";
+}
+
+// The sum of the samples on a page whose series starts with `prefix`: a
+// name (every label set) or a name and its first labels.
+double counter_sum(const std::string& page, const std::string& prefix) {
+  double sum = 0;
+  std::istringstream in(page);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(prefix) && line.size() > prefix.size() &&
+        std::string_view("{ ,}").find(line[prefix.size()]) != std::string_view::npos)
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+  return sum;
+}
+
+// A raw connection to the endpoint, for what a real client never sends.
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// What the endpoint answers to `bytes`: its status line, or "" (closed).
+std::string status_line_for(int port, const std::string& bytes) {
+  int fd = connect_to(port);
+  if (fd < 0) return "";
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; got.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    got.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return got.substr(0, got.find("\r\n"));
+}
+
+// Hundreds of scrapes at once, hundreds of clients that trickle a byte a
+// second and never finish, and malformed requests, against a service that
+// traces a real job: it answers every real scrape, keeps tracing, holds no
+// more connections than its limit, and its memory stays bounded. (Before:
+// four trickling clients held both of cpp-httplib's workers and a scrape
+// timed out.)
+TEST(ProbeService, TheEndpointHoldsUnderLoadAndKeepsTracing) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  Service service;
+  auto job = launch_job(3, -1, 120, (service.dir / "mpirun.log").string());
+  ASSERT_TRUE(job) << job.error().message;
+  ASSERT_NO_FATAL_FAILURE(
+      service.start({"--no-hardware", "--no-host", "--overhead-budget", "0", "--interval", "0.5", "--probe", "mpi.*"}));
+  pid_t pid = service.process->pid();
+  double calls_before = 0;
+  for (int i = 0; i < 100 && calls_before == 0; ++i) {
+    calls_before = counter_sum(service.metrics(), "slowburn_rank_calls_total");
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_GT(calls_before, 0) << "the job's calls never showed\n" << service.output();
+  for (int i = 0; i < 20; ++i) service.metrics();  // allocator warmed up
+  uint64_t rss_before = rss_bytes(pid);
+  size_t sockets_before = fds_of(pid, "socket:");
+
+  // 300 clients that send part of a request and then a byte a second.
+  std::vector<int> slow;
+  for (int i = 0; i < 300; ++i)
+    if (int fd = connect_to(service.port); fd >= 0) {
+      (void)!send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
+      slow.push_back(fd);
+    }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    while (!done) {
+      for (int fd : slow) (void)!send(fd, "X", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      for (int i = 0; i < 10 && !done; ++i) std::this_thread::sleep_for(100ms);
+    }
+  });
+  // 200 scrapes from 50 threads at once, each with Prometheus' 10 s timeout.
+  std::atomic<int> answered{0}, failed{0};
+  std::vector<std::thread> scrapers;
+  for (int t = 0; t < 50; ++t)
+    scrapers.emplace_back([&] {
+      for (int i = 0; i < 4; ++i) {
+        httplib::Client client("127.0.0.1", service.port);
+        client.set_read_timeout(10, 0);
+        auto res = client.Get("/metrics");
+        bool ok = res && res->status == 200 && res->body.find("slowburn_rank_calls_total{") != std::string::npos;
+        (ok ? answered : failed)++;
+      }
+    });
+  // Malformed and oversized requests, answered and closed.
+  std::vector<std::string> wrong;
+  for (int i = 0; i < 20; ++i) {
+    wrong.push_back(status_line_for(service.port, "garbage\r\n\r\n"));
+    wrong.push_back(status_line_for(service.port, std::string("\x16\x03\x01\x02\xfc\x03\x03\n", 8)));
+    wrong.push_back(status_line_for(service.port, "GET /metrics HTTP/1.1\r\nX: " + std::string(20000, 'a')));
+    wrong.push_back(status_line_for(service.port, "DELETE /metrics HTTP/1.1\r\n\r\n"));
+  }
+  for (std::thread& t : scrapers) t.join();
+  size_t sockets_loaded = fds_of(pid, "socket:");
+  uint64_t rss_loaded = rss_bytes(pid);
+  done = true;
+  trickle.join();
+  for (int fd : slow) close(fd);
+
+  EXPECT_EQ(answered.load(), 200) << failed.load() << " scrapes failed";
+  for (size_t i = 0; i < wrong.size(); ++i) {
+    const char* expected[] = {"HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request",
+                              "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 405 Method Not Allowed"};
+    EXPECT_EQ(wrong[i], expected[i % 4]) << "request kind " << i % 4;
+  }
+  // The limit (64) plus the listener, a netlink socket and the scrapes in flight.
+  EXPECT_LE(sockets_loaded, sockets_before + 64 + 4) << "connections beyond the limit were held";
+  EXPECT_LE(rss_loaded, rss_before + (16u << 20)) << "RSS grew from " << rss_before << " to " << rss_loaded;
+  // It kept tracing through the load, and says what it dropped.
+  std::this_thread::sleep_for(1500ms);
+  std::string page = service.metrics();
+  EXPECT_GT(counter_sum(page, "slowburn_rank_calls_total"), calls_before) << "tracing stopped under the load";
+  EXPECT_GT(counter_sum(page, "slowburn_endpoint_dropped_total{reason=\"connection_limit\""), 0) << page.substr(0, 500);
+  EXPECT_GE(counter_sum(page, "slowburn_endpoint_dropped_total{reason=\"bad_request\""), 60);
+  EXPECT_FALSE(service.process->poll()) << service.output();
+  job->stop();
 }
 
 TEST(ProbeService, AnAddressInUseIsAClearError) {

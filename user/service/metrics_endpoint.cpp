@@ -1,13 +1,64 @@
 #include "service/metrics_endpoint.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <httplib.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <thread>
+#include <cstring>
+#include <list>
+#include <vector>
+
+#include "service/http_request.h"
 
 namespace slowburn {
+
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One client: its request as read so far, then its response as written so far.
+struct Connection {
+  int fd = -1;
+  int64_t deadline_ms = 0;
+  std::string in;
+  bool answering = false;
+  std::string head;                         // status line and headers
+  std::shared_ptr<const std::string> body;  // the page: shared by every scrape of it, not copied
+  size_t sent = 0;                          // of head + body
+};
+
+HttpResponse route(const HttpRequestHead& request, const std::shared_ptr<const std::string>& page,
+                   std::shared_ptr<const std::string>& body) {
+  HttpResponse r;
+  if (request.method != "GET" && request.method != "HEAD") {
+    r.status = 405;
+    r.extra_headers = "Allow: GET, HEAD\r\n";
+    r.body = "only GET and HEAD\n";
+  } else if (request.path == "/metrics") {
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    body = page;
+    return r;
+  } else if (request.path == "/") {
+    r.body = "slowburn probe: metrics at /metrics\n";
+  } else {
+    r.status = 404;
+    r.body = "not found: metrics at /metrics\n";
+  }
+  return r;
+}
+
+}  // namespace
 
 Result<std::pair<std::string, int>> parse_listen_address(const std::string& listen) {
   auto colon = listen.rfind(':');
@@ -24,62 +75,194 @@ Result<std::pair<std::string, int>> parse_listen_address(const std::string& list
   return std::make_pair(host, port);
 }
 
-Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::string& listen) {
+Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::string& listen, EndpointLimits limits) {
   auto address = parse_listen_address(listen);
   if (!address) return address.error();
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
-  endpoint->server_ = std::make_unique<httplib::Server>();
+  endpoint->limits_ = limits;
   endpoint->host_ = address->first;
-  // Two workers: Prometheus scrapes one page at a time; the default pool
-  // would park a thread per core on every node of the fleet.
-  endpoint->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
-  // SO_REUSEADDR for a quick restart, but not httplib's default SO_REUSEPORT:
-  // with it a second slowburn probe would bind the same port and the kernel
-  // would split the scrapes between them.
-  endpoint->server_->set_socket_options([](socket_t sock) {
+  endpoint->page_ = std::make_shared<const std::string>();
+
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  std::string port_text = std::to_string(address->second);
+  if (int rc = getaddrinfo(address->first.c_str(), port_text.c_str(), &hints, &found); rc != 0)
+    return make_error("--listen {}: cannot resolve {}: {}", listen, address->first, gai_strerror(rc));
+  int fd = -1;
+  int bind_errno = 0;
+  for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR for a quick restart, never SO_REUSEPORT: with it a second
+    // slowburn probe would bind the same port and the kernel would split the
+    // scrapes between them.
     int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  MetricsEndpoint* self = endpoint.get();
-  endpoint->server_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
-    std::string page;
-    {
-      std::lock_guard lock(self->mutex_);
-      page = self->page_;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+      bind_errno = errno;
+      close(fd);
+      fd = -1;
     }
-    res.set_content(page, "text/plain; version=0.0.4; charset=utf-8");
-  });
-  endpoint->server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("slowburn probe: metrics at /metrics\n", "text/plain; charset=utf-8");
-  });
-  int port = address->second;
-  if (port == 0) {
-    port = endpoint->server_->bind_to_any_port(address->first);
-  } else if (!endpoint->server_->bind_to_port(address->first, port)) {
-    port = -1;
   }
-  if (port < 0)
+  freeaddrinfo(found);
+  if (fd < 0)
     return make_error(
-        "cannot listen on {}: the address is in use or not on this host (another slowburn probe? choose another with "
-        "--listen, or --listen '' for no endpoint)",
-        listen);
-  endpoint->port_ = port;
-  endpoint->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
-  // Until the loop runs, stop() has nothing to stop and the destructor's
-  // join would wait for ever.
-  for (int i = 0; i < 1000 && !endpoint->server_->is_running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        "cannot listen on {}: {} (another slowburn probe? choose another with --listen, or --listen '' for no "
+        "endpoint)",
+        listen, std::strerror(bind_errno ? bind_errno : EADDRNOTAVAIL));
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  endpoint->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  endpoint->listen_fd_ = fd;
+  endpoint->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (endpoint->wake_fd_ < 0) {
+    close(fd);
+    return make_sys_error(errno, "metrics endpoint: eventfd");
+  }
+  MetricsEndpoint* self = endpoint.get();
+  endpoint->thread_ = std::thread([self] { self->serve(); });
   return endpoint;
 }
 
 MetricsEndpoint::~MetricsEndpoint() {
-  if (server_) server_->stop();
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
   if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 void MetricsEndpoint::publish(std::string text) {
+  auto page = std::make_shared<const std::string>(std::move(text));
   std::lock_guard lock(mutex_);
-  page_ = std::move(text);
+  page_ = std::move(page);
+}
+
+std::shared_ptr<const std::string> MetricsEndpoint::page() const {
+  std::lock_guard lock(mutex_);
+  return page_;
+}
+
+EndpointStats MetricsEndpoint::stats() const {
+  return {requests_.load(), bad_requests_.load(), timed_out_.load(), evicted_.load()};
+}
+
+void MetricsEndpoint::serve() {
+  std::list<Connection> conns;  // oldest first
+  std::vector<pollfd> fds;
+  std::vector<Connection*> polled;
+  auto drop = [&](std::list<Connection>::iterator it) {
+    close(it->fd);
+    return conns.erase(it);
+  };
+  for (;;) {
+    int64_t now = now_ms();
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (it->deadline_ms <= now) {
+        ++timed_out_;
+        it = drop(it);
+      } else {
+        ++it;
+      }
+    }
+    int64_t wait_ms = 1000;
+    for (const Connection& c : conns) wait_ms = std::min(wait_ms, c.deadline_ms - now);
+    fds.assign({{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
+    polled.clear();
+    for (Connection& c : conns) {
+      fds.push_back({c.fd, static_cast<short>(c.answering ? POLLOUT : POLLIN), 0});
+      polled.push_back(&c);
+    }
+    if (poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(wait_ms, 0))) < 0 && errno != EINTR) return;
+    if (fds[0].revents) return;
+    now = now_ms();
+
+    std::vector<Connection*> done;
+    for (size_t i = 0; i < polled.size(); ++i) {
+      if (!fds[i + 2].revents) continue;
+      Connection& c = *polled[i];
+      if (!c.answering) {
+        char buf[4096];
+        ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+          done.push_back(&c);
+          continue;
+        }
+        if (n < 0) continue;
+        c.in.append(buf, static_cast<size_t>(n));
+        HttpRequestHead head = parse_request_head(c.in);
+        if (head.state == HttpRequestHead::State::incomplete) continue;
+        HttpResponse response;
+        std::shared_ptr<const std::string> body;
+        if (head.state == HttpRequestHead::State::complete) {
+          response = route(head, page(), body);
+        } else {
+          ++bad_requests_;
+          response.status = head.state == HttpRequestHead::State::too_large ? 431 : 400;
+          response.body = head.why + "\n";
+        }
+        if (!body) body = std::make_shared<const std::string>(std::move(response.body));
+        c.head = response_head(response, body->size());
+        if (head.method != "HEAD") c.body = std::move(body);
+        c.in.clear();
+        c.in.shrink_to_fit();
+        c.answering = true;
+        ++requests_;
+        shutdown(c.fd, SHUT_RD);  // one request per connection: anything more is not read
+      }
+      // Write as much as the socket takes; the rest at the next POLLOUT.
+      for (;;) {
+        size_t body_size = c.body ? c.body->size() : 0;
+        size_t total = c.head.size() + body_size;
+        if (c.sent >= total) {
+          done.push_back(&c);
+          break;
+        }
+        const char* data = c.sent < c.head.size() ? c.head.data() + c.sent : c.body->data() + (c.sent - c.head.size());
+        size_t left = c.sent < c.head.size() ? c.head.size() - c.sent : total - c.sent;
+        ssize_t n = send(c.fd, data, left, MSG_NOSIGNAL);
+        if (n < 0) {
+          if (errno != EAGAIN && errno != EINTR) done.push_back(&c);
+          break;
+        }
+        c.sent += static_cast<size_t>(n);
+      }
+    }
+    for (auto it = conns.begin(); it != conns.end();) {
+      bool finished = false;
+      for (Connection* d : done) finished |= d == &*it;
+      it = finished ? drop(it) : std::next(it);
+    }
+
+    if (fds[1].revents & POLLIN) {
+      for (;;) {
+        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;  // EAGAIN: all taken; anything else: try again at the next wake-up
+        if (conns.size() >= limits_.max_connections) {
+          // Room for the new client: the oldest that has not finished its
+          // request (a slow or idle one). If all are being answered, the new
+          // one waits its turn closed.
+          auto oldest = conns.begin();
+          while (oldest != conns.end() && oldest->answering) ++oldest;
+          if (oldest == conns.end()) {
+            ++evicted_;
+            close(fd);
+            continue;
+          }
+          ++evicted_;
+          drop(oldest);
+        }
+        conns.push_back({fd, now + limits_.connection_deadline_ms, {}, false, {}, nullptr, 0});
+      }
+    }
+  }
 }
 
 }  // namespace slowburn

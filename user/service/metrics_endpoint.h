@@ -1,9 +1,19 @@
-// The probe mode's /metrics endpoint, served by cpp-httplib (Debian's
-// libcpp-httplib) on its own thread. The service publishes a rendered page
-// every interval; a scrape only copies the latest one, so a slow or hostile
-// client never holds up the service.
+// The probe mode's /metrics endpoint: one thread, non-blocking sockets and
+// poll(2), hard limits on what a client can hold. The service publishes a
+// rendered page every interval; a scrape only takes a reference to the
+// latest one.
+//
+// Not cpp-httplib (used here before): its 0.11 server hands each connection
+// to a worker thread that blocks in recv with a per-call timeout, so four
+// clients trickling a byte a second kept both workers busy and a real
+// scrape timed out after 15 s; its queue of accepted connections has no
+// bound. Here a connection is a buffer in a loop: it cannot hold a thread,
+// it has a deadline for the whole exchange, and past the connection limit
+// the oldest client still sending its request makes room for the new one.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -11,18 +21,27 @@
 
 #include "core/error.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace slowburn {
 
 // "127.0.0.1:9464", "[::1]:9464", "0.0.0.0:9464"; port 0 picks a free one.
 Result<std::pair<std::string, int>> parse_listen_address(const std::string& listen);
 
+struct EndpointLimits {
+  size_t max_connections = 64;            // open at once; beyond, the oldest unfinished request is dropped
+  int64_t connection_deadline_ms = 5000;  // accept to last byte written (Prometheus' scrape timeout is 10 s)
+};
+
+// Cumulative, for slowburn_endpoint_* metrics.
+struct EndpointStats {
+  uint64_t requests = 0;      // answered (any status)
+  uint64_t bad_requests = 0;  // malformed or oversized heads, answered 400/431
+  uint64_t timed_out = 0;     // closed at their deadline
+  uint64_t evicted = 0;       // dropped, unfinished, to make room at the connection limit
+};
+
 class MetricsEndpoint {
  public:
-  static Result<std::unique_ptr<MetricsEndpoint>> start(const std::string& listen);
+  static Result<std::unique_ptr<MetricsEndpoint>> start(const std::string& listen, EndpointLimits limits = {});
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
@@ -30,15 +49,22 @@ class MetricsEndpoint {
   void publish(std::string text);
   int port() const { return port_; }
   const std::string& host() const { return host_; }
+  EndpointStats stats() const;
 
  private:
   MetricsEndpoint() = default;
-  std::unique_ptr<httplib::Server> server_;
+  void serve();
+  std::shared_ptr<const std::string> page() const;
+
+  EndpointLimits limits_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: the destructor's stop signal
   std::thread thread_;
-  std::mutex mutex_;
-  std::string page_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const std::string> page_;
   std::string host_;
   int port_ = 0;
+  std::atomic<uint64_t> requests_{0}, bad_requests_{0}, timed_out_{0}, evicted_{0};
 };
 
 }  // namespace slowburn

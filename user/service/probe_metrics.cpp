@@ -198,6 +198,18 @@ void render_self(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_log_errors_total", "counter", "Event log writes that failed");
   m.sample("slowburn_log_errors_total", {}, static_cast<double>(v.log_errors_total));
 
+  if (v.endpoint) {
+    m.family("slowburn_endpoint_requests_total", "counter", "Requests the metrics endpoint answered");
+    m.sample("slowburn_endpoint_requests_total", {}, static_cast<double>(v.endpoint->requests));
+    m.family("slowburn_endpoint_dropped_total", "counter",
+             "Connections the metrics endpoint answered with an error or closed unanswered, by reason");
+    m.sample("slowburn_endpoint_dropped_total", {{"reason", "bad_request"}},
+             static_cast<double>(v.endpoint->bad_requests));
+    m.sample("slowburn_endpoint_dropped_total", {{"reason", "timeout"}}, static_cast<double>(v.endpoint->timed_out));
+    m.sample("slowburn_endpoint_dropped_total", {{"reason", "connection_limit"}},
+             static_cast<double>(v.endpoint->evicted));
+  }
+
   m.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds");
   m.sample("process_cpu_seconds_total", {}, v.self.cpu_seconds);
   m.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes");

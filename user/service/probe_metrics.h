@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "detect/report.h"
 #include "health/health_check.h"
 #include "loader/collagg_program.h"
+#include "service/metrics_endpoint.h"
 #include "service/self_stats.h"
 
 namespace slowburn {
@@ -52,6 +54,7 @@ struct MetricsView {
   uint64_t log_rotations_total = 0;
   uint64_t log_errors_total = 0;
   SelfStats self;
+  std::optional<EndpointStats> endpoint;  // none: no --listen
   double start_time_seconds = 0;
   std::vector<HealthCheck> health;  // the latest evaluation of the health checklist
 };

@@ -501,6 +501,7 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
   v.call_cost_ns = call_cost_ns_;
   v.start_time_seconds = start_unix_;
   v.probe_names = probe_names_;
+  if (parts_.endpoint) v.endpoint = parts_.endpoint->stats();
   for (const AggStats& s : stats) {
     auto rank = parts_.tracker->ranks().find(static_cast<int32_t>(s.tgid));
     if (rank != parts_.tracker->ranks().end())
