@@ -239,6 +239,31 @@ TEST(HostCauses, ARankSharingItsCpuNamesTheProcess) {
   EXPECT_NE(causes[0].summary.find("; 1 other process 300.00 ms"), std::string::npos) << causes[0].summary;
 }
 
+TEST(HostCauses, ARankPushedToSwapIsNamedAndRanksThatSwapAlikeAreNot) {
+  auto job = healthy_job();
+  for (HostInterval& i : job) {
+    i.swap_kb = 1024;
+    i.swapped_out_kb = 0;
+  }
+  job[1].swap_kb = 512 * 1024;
+  job[1].swapped_out_kb = 128 * 1024;
+  auto causes = judge_host(job);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].type, "host.swap");
+  EXPECT_EQ(causes[0].rank, 1);
+  EXPECT_EQ(causes[0].summary,
+            "rank 1 (pid 101) had 128 MiB more of its memory pushed to swap in 10.0 s (512 MiB in swap now; "
+            "peers' median +0 B)");
+  // Every rank swapping as much: the node's condition, no one's cause.
+  for (HostInterval& i : job) i.swapped_out_kb = 128 * 1024;
+  EXPECT_TRUE(judge_host(job).empty());
+  // Below 16 MiB: not said.
+  job = healthy_job();
+  job[1].swap_kb = 8 * 1024;
+  job[1].swapped_out_kb = 8 * 1024;
+  EXPECT_TRUE(judge_host(job).empty());
+}
+
 TEST(HostCauses, AnotherRankAsTheNeighbourIsNamedByItsRank) {
   auto job = healthy_job();
   job[2].sched->offcpu_ns[0] = 8'000'000'000;

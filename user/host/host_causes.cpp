@@ -221,6 +221,24 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
       }
     }
 
+    // Pushed out to swap while it ran: the kernel reclaims this rank's
+    // memory (its faults back in are counted above as major faults).
+    if (r.swapped_out_kb && *r.swapped_out_kb >= t.min_swapped_out_kb) {
+      Measure m = [](const HostInterval& x) -> std::optional<double> {
+        return x.swapped_out_kb ? std::optional<double>(static_cast<double>(*x.swapped_out_kb)) : std::nullopt;
+      };
+      double grew = static_cast<double>(*r.swapped_out_kb);
+      auto peers = peers_median(ranks, i, m);
+      if (stands_out(grew, 0, peers, t.versus_peers)) {
+        HostCause c = cause_of(r, "host.swap", grew * 1024, peers ? std::optional<double>(*peers * 1024) : peers);
+        c.summary =
+            fmt::format("{} had {} more of its memory pushed to swap in {:.1f} s ({} in swap now; {})", who,
+                        format_bytes(grew * 1024), span_s, format_bytes(static_cast<double>(*r.swap_kb) * 1024),
+                        peers ? fmt::format("peers' median +{}", format_bytes(*peers * 1024)) : peers_words(peers));
+        causes.push_back(std::move(c));
+      }
+    }
+
     // Its memory cgroup at its limit, or killing.
     auto event = [&](const char* key) {
       auto it = r.memory_events.find(key);

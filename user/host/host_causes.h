@@ -23,6 +23,8 @@ struct HostInterval {
   std::optional<SchedSums> sched;
   std::vector<CpuShare> shares;  // ns in the interval
   std::optional<uint64_t> major_faults;
+  std::optional<uint64_t> swap_kb;         // VmSwap at the end
+  std::optional<uint64_t> swapped_out_kb;  // VmSwap's growth over the span
   std::optional<CpuStat> throttling;
   std::optional<CpuQuota> quota;
   std::string cgroup;                                                // its CPU cgroup's path
@@ -37,12 +39,13 @@ struct HostThresholds {
   double blocked_share = 0.1;  // of the span in I/O
   double fault_share = 0.05;   // of the span in page faults
   uint64_t min_major_faults = 100;
+  uint64_t min_swapped_out_kb = 16 * 1024;  // pushed to swap over the span
   double versus_peers =
       2.0;  // at least this many times the peers' median (waiting per unit of running, for the run queue)
 };
 
 // host.cpu_throttled, host.cpu_contention, host.blocked_io, host.page_faults,
-// host.memory_limit, host.oom_kill.
+// host.swap, host.memory_limit, host.oom_kill.
 struct HostCause {
   int32_t pid = 0;
   int rank = -1;

@@ -26,6 +26,11 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
   if (to.sched) r.sched = to.sched->minus(from.sched.value_or(SchedSums{}));
   r.shares = shares;
   if (from.stat && to.stat) r.major_faults = minus(to.stat->majflt, from.stat->majflt);
+  if (to.status && to.status->vm_swap_kb) {
+    r.swap_kb = to.status->vm_swap_kb;
+    if (from.status && from.status->vm_swap_kb)
+      r.swapped_out_kb = minus(*to.status->vm_swap_kb, *from.status->vm_swap_kb);
+  }
   if (to.cgroup) {
     const CgroupReading& b = *to.cgroup;
     r.cgroup = b.cpu_path;
