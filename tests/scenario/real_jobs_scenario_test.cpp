@@ -336,8 +336,11 @@ TEST(CpuSharing, ARankBesideABusyProcessIsNamedWithThatProcess) {
   auto busy = Subprocess::spawn({"taskset", "-c", "1", "nice", "-n", "-5", "sh", "-c", "while :; do :; done"});
   ASSERT_TRUE(busy) << busy.error().message;
   int32_t busy_pid = busy->pid();
-  // 1 s windows: a step takes 40-80 ms here, so a 500 ms window of a loaded
-  // machine held fewer than the 5 instances a window needs to be judged.
+  // 1 s windows: each collective also waits for rank 1's next slice, so a
+  // step takes 50-150 ms, and a 500 ms window of a loaded machine held fewer
+  // than the 5 instances a window needs to be judged. (With 10 ms steps on
+  // a machine loaded by two compilers every rank's step took ~70 ms and no
+  // one was named: the sharing set no rank apart.)
   Traced t = trace(job->pids(), {"mpi.*"}, 15, 1'000'000'000);
   busy->terminate();
   job->stop();
