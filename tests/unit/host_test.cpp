@@ -10,6 +10,7 @@
 #include "host/host_monitor.h"
 #include "host/host_parsers.h"
 #include "host/host_reader.h"
+#include "host/numa_placement.h"
 #include "support/temp_dir.h"
 
 namespace slowburn {
@@ -329,6 +330,52 @@ TEST(HostInterval, DifferencesOfTwoReadings) {
   cb.cpu_path = "/other";
   b.cgroup = cb;
   EXPECT_FALSE(host_interval(rank(0), a, b, {}).throttling);
+}
+
+// A two-socket node: CPUs 0-3 on node 0, 4-7 on node 1.
+std::map<int, int> two_nodes() {
+  std::map<int, int> nodes;
+  for (int cpu = 0; cpu < 8; ++cpu) nodes[cpu] = cpu < 4 ? 0 : 1;
+  return nodes;
+}
+
+TEST(NumaPlacement, ARankPinnedAwayFromItsGpuIsNamedWithBothNodes) {
+  std::vector<PlacedDevice> devices = {{"GPU", "GPU 0 NVIDIA H100", "0000:3b:00.0", 0},
+                                       {"NIC", "mlx5_0", "0000:5e:00.0", 1}};
+  auto causes = judge_numa_placement(rank(2), {4, 5, 6, 7}, two_nodes(), devices);
+  ASSERT_EQ(causes.size(), 1u);  // the NIC is on its node
+  EXPECT_EQ(causes[0].type, "host.numa_placement");
+  EXPECT_EQ(causes[0].rank, 2);
+  EXPECT_EQ(causes[0].label, "GPU 0 NVIDIA H100");
+  EXPECT_EQ(causes[0].summary,
+            "rank 2 (pid 102) may run only on NUMA node 1 (CPUs 4-7), but its GPU GPU 0 NVIDIA H100 (0000:3b:00.0) "
+            "is on node 0 (CPUs 0-3): every copy to it crosses the socket interconnect");
+}
+
+TEST(NumaPlacement, ARankThatMayRunOnItsDevicesNodeOrOnOneNodeOrUnknownIsNotNamed) {
+  std::vector<PlacedDevice> gpu = {{"GPU", "GPU 0", "0000:3b:00.0", 0}};
+  // Unpinned: some of its CPUs are on the GPU's node.
+  EXPECT_TRUE(judge_numa_placement(rank(0), {0, 1, 2, 3, 4, 5, 6, 7}, two_nodes(), gpu).empty());
+  EXPECT_TRUE(judge_numa_placement(rank(0), {3, 4}, two_nodes(), gpu).empty());
+  // One node: nothing to be wrong about.
+  std::map<int, int> one;
+  for (int cpu = 0; cpu < 8; ++cpu) one[cpu] = 0;
+  EXPECT_TRUE(judge_numa_placement(rank(0), {4}, one, gpu).empty());
+  // The firmware gives no node for the device.
+  EXPECT_TRUE(judge_numa_placement(rank(0), {4}, two_nodes(), {{"GPU", "GPU 0", "0000:3b:00.0", -1}}).empty());
+}
+
+TEST(NumaPlacement, TheCpusNodesAreReadFromSysfs) {
+  testing::TempDir root;
+  for (auto [node, list] : {std::pair{"node0", "0-1,4\n"}, std::pair{"node1", "2-3,5\n"}}) {
+    std::filesystem::create_directories(root / "devices/system/node" / node);
+    std::ofstream(root / "devices/system/node" / node / "cpulist") << list;
+  }
+  std::filesystem::create_directories(root / "devices/system/node/has_cpu");  // not a node directory
+  EXPECT_EQ(read_cpu_nodes(root.path()), (std::map<int, int>{{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 0}, {5, 1}}));
+  testing::TempDir empty;
+  EXPECT_TRUE(read_cpu_nodes(empty.path()).empty());
+  EXPECT_EQ(cpu_list_words({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ int cause_rank(const DeviceEvent& e) {
   if (e.type == "host.oom_kill") return 1;
   if (e.type == "host.cpu_throttled" || e.type == "host.cpu_contention") return 2;
   if (e.type == "host.memory_limit" || e.type == "host.page_faults" || e.type == "host.swap" ||
-      e.type == "host.blocked_io")
+      e.type == "host.numa_placement" || e.type == "host.blocked_io")
     return 3;
   if (e.type == "pcie.link_event") return 5;
   if (e.type == "pci.hotplug") return 6;

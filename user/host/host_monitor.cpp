@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "host/numa_placement.h"
 #include "loader/sched_program.h"
+#include "sysfs/topology.h"
 
 namespace slowburn {
 
@@ -66,7 +70,8 @@ DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns) {
   return e;
 }
 
-HostMonitor::HostMonitor(const HostMonitorOptions& options) : o_(options), reader_(options.files) {
+HostMonitor::HostMonitor(const HostMonitorOptions& options)
+    : o_(options), reader_(options.files), cpu_nodes_(read_cpu_nodes(options.sysfs_root)) {
   ProbeStatus sched{"host.sched", std::nullopt, 0, ProbeState::unavailable, "", {}, ""};
   if (!o_.sched) {
     sched.detail = "turned off";
@@ -164,7 +169,10 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
   std::set<std::pair<int32_t, std::string>> holding;
   const uint64_t refresh_ns = static_cast<uint64_t>(o_.refresh_s * 1e9);
   for (const auto& [job, intervals] : by_job) {
-    for (const HostCause& c : judge_host(intervals, o_.thresholds)) {
+    std::vector<HostCause> causes = judge_host(intervals, o_.thresholds);
+    for (const HostInterval& interval : intervals)
+      for (HostCause& c : placement(ranks_.at(interval.rank.pid))) causes.push_back(std::move(c));
+    for (const HostCause& c : causes) {
       std::pair<int32_t, std::string> key{c.pid, c.type};
       holding.insert(key);
       auto said = said_.find(key);
@@ -176,6 +184,18 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
   // A cause that stopped holding is said again when it comes back.
   if (!whole_session) std::erase_if(said_, [&](const auto& entry) { return !holding.contains(entry.first); });
   return events;
+}
+
+// Its CPUs against its GPU's and NIC's NUMA node.
+std::vector<HostCause> HostMonitor::placement(const Rank& rank) const {
+  if (!o_.topology || cpu_nodes_.empty() || rank.recent.empty() || !rank.recent.back().reading.status) return {};
+  std::vector<PlacedDevice> devices;
+  for (const TopologyDevice& d : o_.topology->devices()) {
+    if (!d.pci.numa_node || (d.role != DeviceRole::gpu && d.role != DeviceRole::nic)) continue;
+    if (std::find(d.pids.begin(), d.pids.end(), rank.identity.pid) == d.pids.end()) continue;
+    devices.push_back({d.role == DeviceRole::gpu ? "GPU" : "NIC", d.label, d.pci.bdf, *d.pci.numa_node});
+  }
+  return judge_numa_placement(rank.identity, rank.recent.back().reading.status->cpus_allowed, cpu_nodes_, devices);
 }
 
 std::vector<DeviceEvent> HostMonitor::poll(uint64_t now_ns) {

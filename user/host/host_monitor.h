@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,6 +21,7 @@
 namespace slowburn {
 
 class SchedProgram;
+class Topology;
 
 struct HostMonitorOptions {
   bool sched = true;  // the BPF program; off: procfs and cgroups only
@@ -28,6 +30,10 @@ struct HostMonitorOptions {
   double refresh_s = 30;  // a cause that holds is said again this often
   double read_period_s = 1;
   HostThresholds thresholds;
+  // Which GPU and NIC is whose, for NUMA placement (host.numa_placement);
+  // null: not judged. The CPUs' nodes are read under sysfs_root.
+  std::shared_ptr<const Topology> topology;
+  std::filesystem::path sysfs_root = "/sys";
 };
 
 class HostMonitor {
@@ -60,6 +66,7 @@ class HostMonitor {
     bool exited = false;
   };
   void read_all(uint64_t now_ns);
+  std::vector<HostCause> placement(const Rank& rank) const;
   std::vector<DeviceEvent> judge(uint64_t now_ns, bool whole_session);
 
   HostMonitorOptions o_;
@@ -67,6 +74,7 @@ class HostMonitor {
   std::unique_ptr<SchedProgram> sched_;
   std::vector<ProbeStatus> statuses_;
   std::map<int32_t, Rank> ranks_;
+  std::map<int, int> cpu_nodes_;                              // CPU -> NUMA node
   std::map<std::pair<int32_t, std::string>, uint64_t> said_;  // (pid, type) -> when last said, while it holds
   uint64_t next_read_ns_ = 0;
 };

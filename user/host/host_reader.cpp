@@ -4,6 +4,7 @@
 
 #include "core/files.h"
 #include "core/strings.h"
+#include "health/health_parsers.h"  // parse_cpu_list
 #include "host/host_parsers.h"
 
 namespace slowburn {
@@ -140,6 +141,21 @@ std::string HostReader::cpu_source(int32_t pid) {
     if (!h.empty()) return fmt::format("cgroup v2 ({})", under(h, *m->unified).string());
   }
   return fmt::format("no CPU cgroup hierarchy mounted under {}", o_.cgroup_root.string());
+}
+
+std::map<int, int> read_cpu_nodes(const std::filesystem::path& sysfs_root) {
+  std::map<int, int> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(sysfs_root / "devices/system/node", ec)) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with("node")) continue;
+    auto node = parse_number<int>(std::string_view(name).substr(4));
+    auto text = read_file(entry.path() / "cpulist");
+    if (!node || !text) continue;
+    if (auto cpus = parse_cpu_list(trim_right(*text)))
+      for (int cpu : *cpus) out[cpu] = *node;
+  }
+  return out;
 }
 
 }  // namespace slowburn

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class HostReader {
   std::set<std::string> noted_;
   std::vector<std::string> notes_;
 };
+
+// CPU -> NUMA node, from sysfs_root/devices/system/node/nodeN/cpulist;
+// empty where the kernel has no NUMA directory.
+std::map<int, int> read_cpu_nodes(const std::filesystem::path& sysfs_root);
 
 // The directory of a cgroup v1 controller's hierarchy under root ("cpu" is
 // mounted as cpu, cpu,cpuacct or cpuacct,cpu); empty when absent.

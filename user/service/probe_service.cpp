@@ -205,6 +205,8 @@ void ProbeService::start_host() {
   if (!o_.host_signals) return;
   HostMonitorOptions host;
   host.files = {o_.proc_root, o_.cgroup_root};
+  host.topology = parts_.topology;
+  host.sysfs_root = o_.sysfs_root;
   parts_.host = std::make_unique<HostMonitor>(host);
   for (const ProbeStatus& s : parts_.host->statuses()) log_status(s);
 }

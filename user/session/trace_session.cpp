@@ -117,6 +117,8 @@ Result<void> TraceSession::start() {
   if (o_.host_signals) {
     HostMonitorOptions host;
     host.files = {o_.proc_root, o_.cgroup_root};
+    host.topology = result_.topology;
+    host.sysfs_root = o_.sysfs_root;
     host_ = std::make_unique<HostMonitor>(host);
     for (const RankIdentity& rank : result_.ranks) host_->add_rank(rank);
   }

@@ -139,6 +139,8 @@ std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root)
     dev.link = read_link_reading(sysfs_root, name, &dev.notes);
     if (auto config = read_file(entry.path() / "config")) dev.port_type = pcie_port_type(*config);
     dev.virtual_function = std::filesystem::exists(entry.path() / "physfn", ec);
+    if (auto text = read_trimmed(entry.path() / "numa_node"))
+      if (auto node = parse_number<int>(*text, 10); node && *node >= 0) dev.numa_node = *node;
     devices.push_back(std::move(dev));
   }
   std::sort(devices.begin(), devices.end(), [](const PciDevice& a, const PciDevice& b) { return a.bdf < b.bdf; });

@@ -29,6 +29,7 @@ struct PciDevice {
   // 9 root-complex integrated endpoint, 10 root-complex event collector.
   std::optional<uint8_t> port_type;
   bool virtual_function = false;   // SR-IOV VF: has a physfn link, no link of its own
+  std::optional<int> numa_node;    // numa_node; none where it reads -1 (one node, or the firmware is silent)
   std::vector<std::string> notes;  // attributes that were malformed (absent link files are normal)
 };
 
