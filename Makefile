@@ -220,23 +220,61 @@ $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 	$(Q)$(MPICC) -O1 -g -Wall -Wextra -Werror -o $@ $<
 
 # ---------------------------------------------------------------- fuzz
-# libFuzzer (clang 14 + libclang-rt-14-dev), with ASan and UBSan.
+# libFuzzer (clang 14 + libclang-rt-14-dev), with ASan and UBSan. One target
+# per parser family of untrusted input: tests/fuzz/NAME_fuzz.cpp, linked
+# with FUZZ_SRCS_NAME, run on the seed corpus tests/fuzz/corpus/NAME with
+# inputs up to FUZZ_MAX_LEN_NAME bytes (tests/fuzz/README.md says what each
+# covers). A new target is one more name and its two variables.
 CLANGXX      ?= clang++
 FUZZ_SECONDS ?= 60
-FUZZ_BIN     := $(BUILD)/fuzz/xid_fuzz
-HEALTH_FUZZ_BIN := $(BUILD)/fuzz/health_fuzz
-FUZZ_BINS    := $(FUZZ_BIN) $(HEALTH_FUZZ_BIN)
+FUZZ_NAMES   := xid health elf tracefs procfs sysfs ethtool mcp recording comm
+FUZZ_BINS    := $(patsubst %,$(BUILD)/fuzz/%_fuzz,$(FUZZ_NAMES))
 FUZZ_LINK     = $(CLANGXX) -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Iinclude -Iuser -o $@ $^ -lfmt
+		-Iinclude -Iuser -DSLOWBURN_SOURCE_DIR=\"$(CURDIR)\" -o $@ $^ $(FUZZ_LIBS_$*) -lfmt
+FUZZ_MAX_LEN_DEFAULT := 4096
+# One fuzzer's run (the shell commands of `make fuzz`, for $(1)).
+fuzz_run = rm -rf $(BUILD)/fuzz/corpus-$(1) && mkdir -p $(BUILD)/fuzz/corpus-$(1) && \
+	cp tests/fuzz/corpus/$(1)/* $(BUILD)/fuzz/corpus-$(1)/ && echo "fuzz: $(1) for $(FUZZ_SECONDS) s" && \
+	$(BUILD)/fuzz/$(1)_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
+		-max_len=$(or $(FUZZ_MAX_LEN_$(1)),$(FUZZ_MAX_LEN_DEFAULT)) -print_final_stats=1 \
+		-artifact_prefix=$(BUILD)/fuzz/$(1)- $(BUILD)/fuzz/corpus-$(1)
 
-$(FUZZ_BIN): tests/fuzz/xid_fuzz.cpp user/nvidia/xid.cpp user/nvidia/xid_catalog.cpp
-	@mkdir -p $(@D)
-	$(call msg,FUZZ,$@)
-	$(Q)$(FUZZ_LINK)
-
+FUZZ_SRCS_xid := user/nvidia/xid.cpp user/nvidia/xid_catalog.cpp
+FUZZ_MAX_LEN_xid := 512
 # The health parsers (kernel log lines, CPU lists, taint, IB port files, the DCB netlink reply).
-$(HEALTH_FUZZ_BIN): tests/fuzz/health_fuzz.cpp user/health/health_parsers.cpp user/health/health_check.cpp \
-		user/net/dcb.cpp user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
+FUZZ_SRCS_health := user/health/health_parsers.cpp user/health/health_check.cpp user/net/dcb.cpp \
+		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
+FUZZ_MAX_LEN_health := 512
+# ELF images: the symbol reader of every library a probe attaches to.
+FUZZ_SRCS_elf := user/symbols/elf_symbols.cpp user/core/error.cpp
+FUZZ_LIBS_elf := -lelf -lz
+FUZZ_MAX_LEN_elf := 65536
+# tracefs `format` files, and raw records decoded through them.
+# procfs and cgroup files: environ, cmdline, maps, stat, status, cgroup, cpu.*, PSI, CapEff, mounts.
+FUZZ_SRCS_procfs := user/procfs/environ.cpp user/procfs/maps.cpp user/procfs/ranks.cpp user/host/host_parsers.cpp \
+		user/check/check_parsers.cpp user/health/health_parsers.cpp user/health/health_check.cpp \
+		user/nvidia/xid.cpp user/core/files.cpp user/core/strings.cpp user/core/error.cpp
+# sysfs attributes (PCI link, config space, AER and RDMA counters) and the rank hints mapped on a topology.
+FUZZ_SRCS_sysfs := user/pcie/aer.cpp user/pcie/link.cpp user/rdma/counter_delta.cpp user/sysfs/pci_devices.cpp \
+		user/sysfs/topology.cpp user/tracefs/format.cpp user/core/rank_identity.cpp user/core/files.cpp \
+		user/core/strings.cpp user/core/error.cpp
+# The MCP server's stdin: JSON-RPC lines, tool arguments checked against their schemas.
+FUZZ_SRCS_mcp := user/mcp/mcp_stdio.cpp user/mcp/mcp_server.cpp user/mcp/json_schema.cpp user/core/error.cpp
+FUZZ_MAX_LEN_mcp := 16384
+# `ethtool -S` captures (slowburn fabric --ethtool-dir).
+FUZZ_SRCS_ethtool := user/net/ethtool_dump.cpp user/core/strings.cpp user/core/error.cpp
+# Recordings (slowburn analyze): SQLite files, or SQL scripts that write one.
+FUZZ_SRCS_recording := user/record/recording_reader.cpp user/sinks/sink.cpp user/probes/catalog.cpp \
+		user/events/communicator.cpp user/core/rank_identity.cpp user/core/strings.cpp user/core/error.cpp
+FUZZ_LIBS_recording := -lSQLiteCpp -lsqlite3
+FUZZ_MAX_LEN_recording := 16384
+# Open MPI communicators read from a rank's memory (layout discovery, members).
+FUZZ_SRCS_comm := user/comm/ompi_comm.cpp user/core/error.cpp
+FUZZ_SRCS_tracefs := user/tracefs/format.cpp user/pcie/aer.cpp user/pcie/link.cpp user/nvidia/xid_record.cpp \
+		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
+
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%_fuzz: tests/fuzz/%_fuzz.cpp $$(FUZZ_SRCS_$$*)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_LINK)
@@ -337,19 +375,14 @@ bench:
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/host.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 
-# Runs each fuzzer (xid, health) for FUZZ_SECONDS on a copy of its seed
+# Runs each fuzzer (FUZZ_NAMES) for FUZZ_SECONDS on a copy of its seed
 # corpus (tests/fuzz/corpus/NAME): FUZZ_SECONDS is per fuzzer, the whole
-# run takes twice that.
+# run takes that times the number of fuzzers. A crash stops the run and
+# leaves the input in $(BUILD)/fuzz/NAME-crash-*.
 fuzz:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
-	$(Q)for name in xid health; do \
-		rm -rf $(BUILD)/fuzz/corpus-$$name && mkdir -p $(BUILD)/fuzz/corpus-$$name && \
-		cp tests/fuzz/corpus/$$name/* $(BUILD)/fuzz/corpus-$$name/ && \
-		echo "fuzz: $$name for $(FUZZ_SECONDS) s" && \
-		$(BUILD)/fuzz/$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=5 -max_len=512 -print_final_stats=1 \
-			-artifact_prefix=$(BUILD)/fuzz/$$name- $(BUILD)/fuzz/corpus-$$name || exit 1; \
-	done
+	$(Q)$(foreach name,$(FUZZ_NAMES),$(call fuzz_run,$(name)) && ) true
 
 DEPLOY_FILES := $(shell find deploy -type f ! -name '*.md' | sort)
 

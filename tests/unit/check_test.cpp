@@ -147,6 +147,13 @@ TEST(CheckParsers, LockdownKernelReleaseAndTracefsMount) {
   EXPECT_FALSE(tracefs_mount_point("proc /proc proc rw 0 0\n").has_value());
 }
 
+// Found by procfs_fuzz: from_chars read "-40.0" as major -40.
+TEST(CheckParsers, KernelReleaseWithASignIsNotAVersion) {
+  EXPECT_FALSE(parse_kernel_release("-40.0").has_value());
+  EXPECT_FALSE(parse_kernel_release("+5.4").has_value());
+  EXPECT_FALSE(parse_kernel_release(".5").has_value());
+}
+
 TEST(CheckCapabilities, BpfAndPerfmonOrSysAdminLoadPtraceReadsOthers) {
   EXPECT_TRUE(missing_load_capabilities(kRootCaps).empty());
   EXPECT_TRUE(missing_load_capabilities(bit(kCapBpf) | bit(kCapPerfmon)).empty());

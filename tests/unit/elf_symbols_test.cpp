@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <span>
 #include <vector>
 
 // Functions of this test binary, looked up in its own ELF file.
@@ -65,6 +68,33 @@ TEST(ElfSymbols, MissingSymbolAndBadFiles) {
 TEST(Demangle, PassesNonCxxNamesThrough) {
   EXPECT_EQ(demangle("MPI_Allreduce"), "MPI_Allreduce");
   EXPECT_EQ(demangle("_Z10ncclIbTestPvPiS0_"), "ncclIbTest(void*, int*, int*)");
+}
+
+// from_bytes (the fuzzer's entry point) reads what open reads; a cut image
+// is an error, never a crash; .gnu_debuglink's name is kept.
+TEST(ElfSymbols, FromBytesReadsTheSameTablesAsOpen) {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  auto image = std::as_bytes(std::span(bytes));
+  auto from_file = ElfSymbols::open("/proc/self/exe");
+  auto from_memory = ElfSymbols::from_bytes(image, "self");
+  ASSERT_TRUE(from_file.ok() && from_memory.ok());
+  EXPECT_EQ(from_memory->function_count(), from_file->function_count());
+  EXPECT_EQ(from_memory->build_id(), from_file->build_id());
+  auto found = from_memory->lookup("slowburn_test_c_symbol");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].file_offset, from_file->lookup("slowburn_test_c_symbol")[0].file_offset);
+  auto cut = ElfSymbols::from_bytes(image.first(40), "cut.so");
+  EXPECT_FALSE(cut.ok());
+  auto empty = ElfSymbols::from_bytes({}, "empty.so");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("empty.so is not an ELF file"), std::string::npos) << empty.error().message;
+
+  std::filesystem::path stripped = SLOWBURN_BUILD_DIR "/tests/targets/debuglink/libsbdebug.so";
+  if (!std::filesystem::exists(stripped)) GTEST_SKIP() << stripped << " not built (make test builds it)";
+  auto linked = ElfSymbols::open(stripped);
+  ASSERT_TRUE(linked.ok()) << linked.error().message;
+  EXPECT_EQ(linked->debuglink(), std::optional<std::string>("libsbdebug.so.debug"));
 }
 
 }  // namespace

@@ -183,5 +183,31 @@ TEST(Recording, ForeignNewerAndDamagedFilesAreRefusedWithTheReason) {
   EXPECT_NE(r.error().message.find("cannot read it as a slowburn recording"), std::string::npos) << r.error().message;
 }
 
+// Found writing recording_fuzz: a file marked as a recording whose meta is a
+// recursive view made read_recording_info (and `slowburn analyze`) loop
+// forever. Views are refused before anything is read, by either reader.
+TEST(Recording, ARecursiveViewIsRefusedNotRunForever) {
+  TempDir dir;
+  auto path = dir.path() / "view.sbr";
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(fmt::format("PRAGMA application_id={}; PRAGMA user_version={}", recording::kApplicationId,
+                        recording::kSchemaVersion));
+    db.exec(
+        "CREATE VIEW meta AS WITH RECURSIVE c(key, value) AS (SELECT 'host', 'x' UNION ALL SELECT key, value FROM c) "
+        "SELECT key, value FROM c");
+    db.exec(
+        "CREATE VIEW calls AS WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n AS pid, n "
+        "AS tid, n AS probe_id, n AS entry_ns, n AS exit_ns, n AS comm_id, n AS comm_rank, n AS seq, 0 AS "
+        "seq_absolute, n AS thread_seq FROM c");
+  }
+  auto info = read_recording_info(path);
+  ASSERT_FALSE(info);
+  EXPECT_NE(info.error().message.find("defines views"), std::string::npos) << info.error().message;
+  auto cursor = CallCursor::open(path);
+  ASSERT_FALSE(cursor);
+  EXPECT_NE(cursor.error().message.find("defines views"), std::string::npos) << cursor.error().message;
+}
+
 }  // namespace
 }  // namespace slowburn

@@ -78,5 +78,16 @@ TEST(RecordView, SignedValuesAndRelLoc) {
   EXPECT_EQ(view.string("name"), "ab");
 }
 
+// Found by tracefs_fuzz: a zero-sized char field read from an empty record
+// passed a null pointer to strnlen. It reads as an empty string.
+TEST(RecordView, ZeroSizedFieldOfAnEmptyRecordIsAnEmptyString) {
+  std::istringstream in("name: x\nformat:\n\tfield:char tag[0];\toffset:0;\tsize:0;\tsigned:0;\n");
+  auto format = parse_format(in);
+  ASSERT_TRUE(format.ok()) << format.error().message;
+  RecordView view(*format, {});
+  EXPECT_EQ(view.string("tag"), std::optional<std::string>(""));
+  EXPECT_EQ(view.unsigned_value("tag"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace slowburn

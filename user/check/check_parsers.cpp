@@ -28,8 +28,9 @@ Result<std::string> parse_lockdown(std::string_view text) {
 }
 
 std::optional<KernelVersion> parse_kernel_release(std::string_view release) {
+  // Digits first: from_chars reads "-40.0" as major -40 (fuzz: procfs).
   size_t dot = release.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
+  if (dot == std::string_view::npos || release.find_first_not_of("0123456789") < dot) return std::nullopt;
   size_t end = release.find_first_not_of("0123456789", dot + 1);
   auto major = parse_number<int>(release.substr(0, dot));
   auto minor = parse_number<int>(release.substr(dot + 1, end == std::string_view::npos ? end : end - dot - 1));

@@ -73,20 +73,6 @@ std::vector<uint64_t> locate_ompi_world(const std::filesystem::path& proc_root, 
 
 }  // namespace
 
-std::string_view comm_source_name(CommSource source) {
-  switch (source) {
-    case CommSource::job:
-      return "job";
-    case CommSource::memory:
-      return "memory";
-    case CommSource::creation:
-      return "creation";
-    case CommSource::inferred:
-      return "inferred";
-  }
-  return "?";
-}
-
 CommRegistry::CommRegistry(MemoryOpener open_memory, WorldLocator locate_world)
     : open_memory_(std::move(open_memory)), locate_world_(std::move(locate_world)) {}
 

@@ -50,6 +50,11 @@ Result<std::unique_ptr<SQLite::Database>> open_checked(const std::filesystem::pa
       return make_error(
           "{}: recorded by a newer slowburn (schema {}; this one reads up to {}): analyze it with that one",
           path.string(), version, recording::kSchemaVersion);
+    // slowburn writes tables only. A view is a query the file brings along,
+    // and a recursive one never ends: a crafted file would hang analyze.
+    if (db->execAndGet("SELECT count(*) FROM sqlite_master WHERE type = 'view'").getInt() > 0)
+      return make_error("{}: not a slowburn recording (it defines views; a recording holds tables only)",
+                        path.string());
     return db;
   } catch (const std::exception& e) {
     return damaged(path, e);

@@ -24,6 +24,7 @@ struct ElfSymbols::Table {
   std::unordered_map<std::string, uint64_t> exported_objects;  // .dynsym data: name -> st_value
   std::string build_id;
   std::optional<std::filesystem::path> debug_file;
+  std::optional<std::string> debuglink;
   bool has_symtab = false;  // its own .symtab, or one from a debug file
 };
 
@@ -34,6 +35,7 @@ constexpr uint16_t kVersymHidden = 0x8000;  // VERSYM_HIDDEN: name@VER, not the 
 struct ElfHandle {
   int fd = -1;
   Elf* elf = nullptr;
+  std::vector<char> image;  // from_bytes: the copy libelf reads (ELF_C_READ_MMAP_PRIVATE may convert in place)
   ElfHandle() = default;
   ElfHandle(const ElfHandle&) = delete;
   ElfHandle& operator=(const ElfHandle&) = delete;
@@ -47,6 +49,13 @@ struct ElfHandle {
     elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (!elf || elf_kind(elf) != ELF_K_ELF)
       return make_error("{} is not an ELF file: {}", path.string(), elf_errmsg(-1));
+    return {};
+  }
+  Result<void> open_image(std::span<const std::byte> bytes, const std::string& name) {
+    const char* first = reinterpret_cast<const char*>(bytes.data());
+    image.assign(first, first + bytes.size());
+    elf = image.empty() ? nullptr : elf_memory(image.data(), image.size());
+    if (!elf || elf_kind(elf) != ELF_K_ELF) return make_error("{} is not an ELF file: {}", name, elf_errmsg(-1));
     return {};
   }
 };
@@ -162,7 +171,8 @@ uint32_t file_crc32(const std::filesystem::path& path) {
 
 // Where gdb looks: /usr/lib/debug/.build-id/ab/cdef.debug, then the
 // debuglink name next to the file, in .debug/, and under the debug dirs.
-std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path& path, Elf* elf,
+std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path& path,
+                                                     const std::optional<std::pair<std::string, uint32_t>>& link,
                                                      const std::string& build_id, const DebugInfoSearch& search) {
   std::error_code ec;
   if (build_id.size() > 2) {
@@ -171,7 +181,6 @@ std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path
       if (std::filesystem::exists(candidate, ec)) return candidate;
     }
   }
-  auto link = debuglink_of(elf);
   if (!link) return std::nullopt;
   std::filesystem::path dir = std::filesystem::weakly_canonical(path, ec).parent_path();
   std::vector<std::filesystem::path> candidates = {dir / link->first, dir / ".debug" / link->first};
@@ -256,45 +265,79 @@ std::optional<uint64_t> ElfSymbols::exported_object(const std::string& name) con
 }
 const std::string& ElfSymbols::build_id() const { return table_->build_id; }
 const std::optional<std::filesystem::path>& ElfSymbols::debug_file() const { return table_->debug_file; }
+const std::optional<std::string>& ElfSymbols::debuglink() const { return table_->debuglink; }
 bool ElfSymbols::stripped() const { return !table_->has_symtab; }
+
+namespace {
+
+// What the main file holds: build id, debuglink, .dynsym, its own .symtab.
+struct MainTables {
+  std::unique_ptr<ElfSymbols::Table> table;
+  std::vector<LoadSegment> segments;
+  std::vector<ElfSymbol> symtab;
+  std::optional<std::pair<std::string, uint32_t>> debuglink;
+};
+
+// Reads the main file's tables; the caller may add a debug file's .symtab.
+MainTables read_main_tables(Elf* elf) {
+  MainTables main{std::make_unique<ElfSymbols::Table>(), load_segments(elf), {}, debuglink_of(elf)};
+  ElfSymbols::Table& table = *main.table;
+  table.build_id = build_id_of(elf);
+  if (main.debuglink) table.debuglink = main.debuglink->first;
+  if (Elf_Scn* dynsym = find_section(elf, SHT_DYNSYM)) {
+    Elf_Scn* versym = find_section(elf, SHT_GNU_versym);
+    read_symbol_table(elf, dynsym, true, main.segments, versym ? elf_getdata(versym, nullptr) : nullptr,
+                      table.functions, &table.exported_objects);
+  }
+  if (Elf_Scn* scn = find_section(elf, SHT_SYMTAB)) {
+    read_symbol_table(elf, scn, false, main.segments, nullptr, main.symtab);
+    table.has_symtab = true;
+  }
+  return main;
+}
+
+// .symtab repeats the exported names: keep a .symtab entry only when its
+// name is not already known from .dynsym. (Copies of the names: views into
+// `functions` would dangle as it grows.)
+void merge_symtab(ElfSymbols::Table& table, std::vector<ElfSymbol>& symtab) {
+  std::unordered_set<std::string> exported;
+  for (const ElfSymbol& s : table.functions) exported.insert(s.name);
+  for (ElfSymbol& s : symtab)
+    if (!exported.contains(s.name)) table.functions.push_back(std::move(s));
+  for (size_t i = 0; i < table.functions.size(); ++i) table.by_name.emplace(table.functions[i].name, i);
+}
+
+}  // namespace
 
 Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const DebugInfoSearch& search) {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error("libelf initialisation failed: {}", elf_errmsg(-1));
-  ElfHandle main;
-  if (auto ok = main.open(path); !ok) return ok.error();
-
-  auto table = std::make_unique<Table>();
-  auto segments = load_segments(main.elf);
-  table->build_id = build_id_of(main.elf);
-  if (Elf_Scn* dynsym = find_section(main.elf, SHT_DYNSYM)) {
-    Elf_Scn* versym = find_section(main.elf, SHT_GNU_versym);
-    read_symbol_table(main.elf, dynsym, true, segments, versym ? elf_getdata(versym, nullptr) : nullptr,
-                      table->functions, &table->exported_objects);
-  }
-  std::vector<ElfSymbol> symtab;
-  if (Elf_Scn* scn = find_section(main.elf, SHT_SYMTAB)) {
-    read_symbol_table(main.elf, scn, false, segments, nullptr, symtab);
-    table->has_symtab = true;
-  } else if (auto debug = find_debug_file(path, main.elf, table->build_id, search)) {
+  ElfHandle handle;
+  if (auto ok = handle.open(path); !ok) return ok.error();
+  MainTables main = read_main_tables(handle.elf);
+  if (!main.table->has_symtab) {
     // Stripped: the full symbol table lives in the separate debug file.
-    ElfHandle separate;
-    if (separate.open(*debug)) {
-      if (Elf_Scn* scn = find_section(separate.elf, SHT_SYMTAB)) {
-        read_symbol_table(separate.elf, scn, false, segments, nullptr, symtab);
-        table->debug_file = *debug;
-        table->has_symtab = true;
+    if (auto debug = find_debug_file(path, main.debuglink, main.table->build_id, search)) {
+      ElfHandle separate;
+      if (separate.open(*debug)) {
+        if (Elf_Scn* scn = find_section(separate.elf, SHT_SYMTAB)) {
+          read_symbol_table(separate.elf, scn, false, main.segments, nullptr, main.symtab);
+          main.table->debug_file = *debug;
+          main.table->has_symtab = true;
+        }
       }
     }
   }
-  // .symtab repeats the exported names: keep a .symtab entry only when its
-  // name is not already known from .dynsym. (Copies of the names: views into
-  // `functions` would dangle as it grows.)
-  std::unordered_set<std::string> exported;
-  for (const ElfSymbol& s : table->functions) exported.insert(s.name);
-  for (ElfSymbol& s : symtab)
-    if (!exported.contains(s.name)) table->functions.push_back(std::move(s));
-  for (size_t i = 0; i < table->functions.size(); ++i) table->by_name.emplace(table->functions[i].name, i);
-  return ElfSymbols(path, std::move(table));
+  merge_symtab(*main.table, main.symtab);
+  return ElfSymbols(path, std::move(main.table));
+}
+
+Result<ElfSymbols> ElfSymbols::from_bytes(std::span<const std::byte> image, const std::string& name) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return make_error("libelf initialisation failed: {}", elf_errmsg(-1));
+  ElfHandle handle;
+  if (auto ok = handle.open_image(image, name); !ok) return ok.error();
+  MainTables main = read_main_tables(handle.elf);
+  merge_symtab(*main.table, main.symtab);
+  return ElfSymbols(name, std::move(main.table));
 }
 
 std::vector<ElfSymbol> ElfSymbols::lookup(std::string_view query) const {

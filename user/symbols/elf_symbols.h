@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,11 @@ struct DebugInfoSearch {
 class ElfSymbols {
  public:
   static Result<ElfSymbols> open(const std::filesystem::path& path, const DebugInfoSearch& search = {});
+  // The same tables read from an ELF image in memory (copied: libelf may
+  // convert in place), named `name` in errors. No separate debug file is
+  // looked for (there is no file to look beside), but .gnu_debuglink is read.
+  // For files slowburn did not open itself, and the fuzzer.
+  static Result<ElfSymbols> from_bytes(std::span<const std::byte> image, const std::string& name = "ELF image");
 
   ElfSymbols(ElfSymbols&&) noexcept;
   ElfSymbols& operator=(ElfSymbols&&) noexcept;
@@ -57,11 +63,16 @@ class ElfSymbols {
   const std::string& build_id() const;  // hex, empty when the file has none
   // The separate debug file whose .symtab was read, if one was.
   const std::optional<std::filesystem::path>& debug_file() const;
+  // The debug file name .gnu_debuglink asks for, when the file has one.
+  const std::optional<std::string>& debuglink() const;
   // No .symtab of its own and no debug file found: only exported names are known.
   bool stripped() const;
 
- private:
+  // The tables read (defined in elf_symbols.cpp; public only so that its
+  // file-local readers can fill one).
   struct Table;
+
+ private:
   ElfSymbols(std::filesystem::path path, std::unique_ptr<Table> table);
 
   std::filesystem::path path_;

@@ -121,6 +121,7 @@ std::optional<std::string> RecordView::string(std::string_view name) const {
     length = f->size;
   }
   if (start + length > bytes_.size()) return std::nullopt;
+  if (length == 0) return std::string();  // an empty record may have no bytes to point into (fuzz: tracefs)
   const char* text = reinterpret_cast<const char*>(bytes_.data() + start);
   return std::string(text, strnlen(text, length));
 }
