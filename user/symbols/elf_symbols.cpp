@@ -211,16 +211,15 @@ bool plain_file_name(const std::string& name) {
 struct DebugCandidate {
   std::filesystem::path path;
   int fd = -1;  // open, owned by the caller
-}
+};
 
 // Where gdb looks: /usr/lib/debug/.build-id/ab/cdef.debug, then the
 // debuglink name next to the file, in .debug/, and under the debug dirs.
 // For a file a process mapped, the neighbours are looked for where the
 // process sees them: inside its root (search.process_root), by the
 // directory it names the library with.
-std::optional<DebugCandidate>
-find_debug_file(const std::filesystem::path& path, Elf* elf, const std::string& build_id,
-                const DebugInfoSearch& search) {
+std::optional<DebugCandidate> find_debug_file(const std::filesystem::path& path, Elf* elf, const std::string& build_id,
+                                              const DebugInfoSearch& search) {
   std::error_code ec;
   if (build_id.size() > 2) {
     for (const auto& dir : search.debug_dirs) {
