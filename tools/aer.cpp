@@ -61,14 +61,16 @@ Command add_aer_command(CLI::App& app) {
   add_hw_options(sub, *args);
   sub->add_flag("--once", *once, "Print the counter table and exit");
   return {sub, [args, once] {
+            if (auto ok = check_pci_tree(*args); !ok) return fail(ok.error());
+            bool live = args->live();
+            // Before any output: a table followed by "needs privileges" reads as a result.
+            if (live && !*once) {
+              if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
+            }
             auto topology = read_topology(*args);
             auto sink = make_stdout_sink(args->json);
             print_counter_table(*args, *topology, std::cout);
             if (*once) return 0;
-            bool live = args->live();
-            if (live) {
-              if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
-            }
             HwMonitorOptions options;
             options.xid = false;
             options.link = false;

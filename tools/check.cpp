@@ -11,6 +11,7 @@
 
 #include "check/checks.h"
 #include "cli/command.h"
+#include "cli/options.h"
 
 namespace slowburn::cli {
 
@@ -74,12 +75,15 @@ Command add_check_command(CLI::App& app) {
       "  slowburn check --sysfs-root /captured/sys --procfs-root /captured/proc   # a captured tree: files only");
   sub->add_flag("--json", args->json,
                 "JSON lines: {\"kind\":\"check\",\"check\",\"ok\",\"required\",\"detail\",\"fix\"}");
-  sub->add_option("-p,--pid", args->pids, "Check the probes in these processes only (default: every rank found)");
+  sub->add_option("-p,--pid", args->pids, "Check the probes in these processes only (default: every rank found)")
+      ->check(process_id());
   sub->add_option("--sysfs-root", args->sysfs_root,
                   "sysfs to read (a captured tree: the BPF, rlimit and clock rows are then not tried)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--procfs-root", args->procfs_root, "procfs to read (ranks, capabilities, sysctls)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   return {sub, [args] { return run_check(*args); }};
 }
 

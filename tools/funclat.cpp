@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "core/strings.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
@@ -163,15 +164,16 @@ Command add_funclat_command(CLI::App& app) {
                   "LIB:SYMBOL; LIB a path or a name (mpi, libmpi.so.40); C++ "
                   "names mangled or demangled")
       ->required();
-  sub->add_option("-p,--pid", args->pid, "Trace only this process");
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-p,--pid", args->pid, "Trace only this process")->check(process_id());
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", args->interval_s, "Print and reset the histograms every N seconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds());
   auto* ns = sub->add_flag("-n,--nanoseconds", args->nsecs, "Histogram in nanoseconds");
   sub->add_flag("-m,--milliseconds", args->msecs, "Histogram in milliseconds")->excludes(ns);
   sub->add_flag("--json", args->json, "JSON lines (kind: hist)");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
+      ->capture_default_str()
+      ->check(root_directory());
   return {sub, [args] { return run_funclat(*args); }};
 }
 

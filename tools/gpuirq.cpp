@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "core/format.h"
 #include "loader/gpuirq_program.h"
 #include "loader/privileges.h"
@@ -108,15 +109,17 @@ Command add_gpuirq_command(CLI::App& app) {
       "named nvidia*. A GPU whose interrupt rate collapses or whose handler latency grows shows here first.\n\n"
       "Examples:\n  slowburn gpuirq -d 10\n  slowburn gpuirq -i 5 --json\n"
       "  slowburn gpuirq --name-prefix mlx5 -d 10   # a NIC's completion interrupts instead");
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", args->interval_s, "Print the histograms every N seconds (cumulative)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds());
   sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines (kind: hist, status)");
-  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to check kprobe support in")->capture_default_str();
+  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to check kprobe support in")
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--procfs-root", args->procfs_root, "procfs for /proc/interrupts and /proc/kallsyms")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   return {sub, [args] { return run_gpuirq(*args); }};
 }
 

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "core/clock.h"
 #include "core/format.h"
 #include "health/health_run.h"
@@ -106,9 +107,12 @@ Command add_health_command(CLI::App& app) {
                   "Seconds between the two readings of the counters (0: one reading, no trends)")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
-  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to read (a captured tree)")->capture_default_str();
+  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to read (a captured tree)")
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--procfs-root", args->procfs_root, "procfs to read (ranks, taint, time daemons)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--kmsg", args->kmsg,
                   "A captured kernel log (/dev/kmsg records or `dmesg` text) instead of this machine's /dev/kmsg; "
                   "without it a replayed tree's kernel-log checks are unavailable");

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "cli/command.h"
+#include "cli/options.h"
 #include "procfs/ranks.h"
 #include "session/trace_session.h"
 
@@ -10,15 +13,26 @@ namespace slowburn::cli {
 
 void add_hw_options(CLI::App* sub, HwToolArgs& args) {
   sub->add_flag("--json", args.json, "JSON lines (kind: event, status)");
-  sub->add_option("-d,--duration", args.duration_s, "Seconds to watch (default: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-d,--duration", args.duration_s, "Seconds to watch (default: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", args.interval_s, "Seconds between sysfs polls")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();
   sub->add_option("--sysfs-root", args.sysfs_root, "sysfs to read (a captured tree; kernel sources are off then)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--procfs-root", args.procfs_root, "procfs to read ranks and /proc/driver/nvidia from")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
+}
+
+Result<void> check_pci_tree(const HwToolArgs& args) {
+  std::error_code ec;
+  if (args.live() || std::filesystem::is_directory(std::filesystem::path(args.sysfs_root) / "bus/pci/devices", ec))
+    return {};
+  return make_error(
+      "--sysfs-root {} has no bus/pci/devices: not a sysfs tree (give the directory a /sys was captured to, or "
+      "leave --sysfs-root out on a live machine)",
+      args.sysfs_root);
 }
 
 std::shared_ptr<Topology> read_topology(const HwToolArgs& args) {

@@ -92,7 +92,10 @@ Command add_ib_command(CLI::App& app) {
                 *args, *probes, "", [&](const ProbeResolution& r, int32_t pid) { return (*program)->attach(r, pid); },
                 *sink);
             if (!targets) return fail(targets.error());
-            if (targets->attached == 0) return fail(make_error("no NCCL IB probe could be attached (see above)"));
+            if (targets->attached == 0)
+              return fail(nothing_attached(*targets, "NCCL IB",
+                                           "trace a job whose NCCL uses the IB/RoCE transport (-p PID of one of its "
+                                           "ranks), or attach in its library with --lib PATH/libnccl.so.2"));
             sink->probes_done(targets->attached, targets->pids.size());
 
             const auto& stop = install_stop_handlers();

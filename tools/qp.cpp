@@ -109,7 +109,10 @@ Command add_qp_command(CLI::App& app) {
                 *args, *probes, "libibverbs.so.1",
                 [&](const ProbeResolution& r, int32_t pid) { return (*program)->attach(r, pid); }, *sink);
             if (!targets) return fail(targets.error());
-            if (targets->attached == 0) return fail(make_error("no verbs probe could be attached (see above)"));
+            if (targets->attached == 0)
+              return fail(nothing_attached(*targets, "verbs",
+                                           "trace a process that uses libibverbs (-p PID), or attach in the library "
+                                           "with --lib PATH/libibverbs.so.1"));
             sink->probes_done(targets->attached, targets->pids.size());
 
             auto topology = std::make_shared<Topology>(Topology::read(args->sysfs_root, args->proc_root));

@@ -1,9 +1,12 @@
 #include "tools/rdma_tool.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "cli/options.h"
+#include "core/strings.h"
 #include "procfs/ranks.h"
 #include "session/attach.h"
 
@@ -11,15 +14,18 @@ namespace slowburn::cli {
 
 void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval) {
   sub->add_flag("--json", args.json, "JSON lines");
-  sub->add_option("-d,--duration", args.duration_s, "Seconds to trace (default: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-d,--duration", args.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
   if (interval)
     sub->add_option("-i,--interval", args.interval_s, "Print the table every this many seconds (default: at the end)")
-        ->check(CLI::NonNegativeNumber);
-  sub->add_option("-p,--pid", args.pids, "Trace this process (repeatable)")->check(CLI::PositiveNumber);
+        ->check(seconds());
+  sub->add_option("-p,--pid", args.pids, "Trace this process (repeatable)")->check(process_id());
   sub->add_option("--lib", args.lib, "Attach system-wide in this library file (every process that maps it)");
-  sub->add_option("--procfs-root", args.proc_root, "procfs to find rank processes in")->capture_default_str();
-  sub->add_option("--sysfs-root", args.sysfs_root, "sysfs to join NICs to PCI devices")->capture_default_str();
+  sub->add_option("--procfs-root", args.proc_root, "procfs to find rank processes in")
+      ->capture_default_str()
+      ->check(root_directory());
+  sub->add_option("--sysfs-root", args.sysfs_root, "sysfs to join NICs to PCI devices")
+      ->capture_default_str()
+      ->check(root_directory());
 }
 
 Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vector<const ProbeSpec*>& probes,
@@ -33,6 +39,7 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
     if (auto it = targets.rank_of.find(pid); it != targets.rank_of.end()) rank = it->second;
     ProbeStatus status = attach_with_status(r, pid, rank, attach);
     targets.attached += status.state == ProbeState::attached;
+    if (status.state != ProbeState::attached) targets.why_not[status.detail] += 1;
     sink.probe_status(status);
   };
 
@@ -61,6 +68,16 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
     for (const ProbeSpec* spec : probes) report(resolve_in_process(*spec, args.proc_root, pid, *maps, cache), pid);
   }
   return targets;
+}
+
+Error nothing_attached(const RdmaTargets& targets, const std::string& what, const std::string& fix) {
+  std::vector<std::string> reasons;
+  for (const auto& [reason, count] : targets.why_not)
+    reasons.push_back(count > 1 ? fmt::format("{} ({} probes)", reason, count) : reason);
+  std::string where =
+      targets.pids.empty() ? std::string("system-wide") : fmt::format("in {} process(es)", targets.pids.size());
+  return make_error("no {} probe could be attached {}: {}; {}", what, where,
+                    reasons.empty() ? std::string("no reason reported") : join(reasons, "; "), fix);
 }
 
 std::optional<int> rank_for(const RdmaTargets& targets, uint32_t pid) {

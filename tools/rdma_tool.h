@@ -35,7 +35,13 @@ struct RdmaTargets {
   std::vector<int32_t> pids;                // processes attached to; empty for system-wide
   std::map<int32_t, RankIdentity> rank_of;  // by pid
   size_t attached = 0;                      // probes attached
+  std::map<std::string, size_t> why_not;    // each reason a probe was not attached, and how often
 };
+
+// Nothing attached: the error names each reason (a text sink prints probe
+// states only with the tables, so "see above" would point at nothing) and
+// what to do (`fix`).
+Error nothing_attached(const RdmaTargets& targets, const std::string& what, const std::string& fix);
 
 using AttachFn = std::function<Result<void>(const ProbeResolution&, int32_t pid)>;
 

@@ -340,10 +340,12 @@ TEST(Cli, FabricReplaysACapturedTreeWithScriptedCounters) {
 }
 
 TEST(Cli, FabricWithoutRdmaDevicesSaysSo) {
-  Ran ran = run_slowburn({"fabric", "-d", "1", "--sysfs-root", "/nonexistent"});
+  TempDir sys;  // a sysfs with no RDMA device (a root that is not there is another error: cli_inputs_test)
+  Ran ran = run_slowburn({"fabric", "-d", "1", "--sysfs-root", sys.path().string()});
   EXPECT_NE(ran.status, 0);
-  EXPECT_NE(ran.output.find("slowburn: nothing to watch: no RDMA devices under /nonexistent/class/infiniband"),
-            std::string::npos)
+  EXPECT_NE(
+      ran.output.find("slowburn: nothing to watch: no RDMA devices under " + sys.path().string() + "/class/infiniband"),
+      std::string::npos)
       << ran.output;
 }
 

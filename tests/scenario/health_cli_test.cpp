@@ -107,7 +107,9 @@ TEST(HealthCli, WarnAloneExitsZeroAndTextHasTheSummary) {
 TEST(HealthCli, ErrorsAreOneLineAndExitOne) {
   Ran root = run_slowburn({"health", "--sysfs-root", "/nonexistent/sys", "-i", "0"}, 30s);
   EXPECT_EQ(root.status, 1);
-  EXPECT_EQ(root.output, "slowburn: --sysfs-root /nonexistent/sys: no such directory\n");
+  EXPECT_EQ(root.output,
+            "slowburn: --sysfs-root: /nonexistent/sys does not exist (give / for this machine's tree, or the directory "
+            "a captured tree was saved to) (see slowburn health --help)\n");
   Tree tree;
   Ran log = run_slowburn(
       {"health", "--sysfs-root", tree.sys(), "--procfs-root", tree.proc(), "--kmsg", "/nonexistent/kmsg", "-i", "0"},

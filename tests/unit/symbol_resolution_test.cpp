@@ -92,7 +92,7 @@ TEST(SymbolResolution, SymbolsOnlyInABuildIdDebugFile) {
   std::filesystem::create_directories(by_id.parent_path());
   std::filesystem::copy_file(kTargets / "debuglink/libsbdebug.so.debug", by_id);
 
-  auto symbols = ElfSymbols::open(dir / "lib/libsbdebug.so", DebugInfoSearch{{dir / "debug"}});
+  auto symbols = ElfSymbols::open(dir / "lib/libsbdebug.so", DebugInfoSearch{{dir / "debug"}, {}, {}});
   ASSERT_TRUE(symbols.ok()) << symbols.error().message;
   ASSERT_TRUE(symbols->debug_file().has_value());
   EXPECT_EQ(*symbols->debug_file(), by_id);
@@ -103,7 +103,7 @@ TEST(SymbolResolution, SymbolsOnlyInABuildIdDebugFile) {
   EXPECT_EQ(via_id[0].file_offset, direct[0].file_offset);
 
   // Without the build-id tree (and no sibling file), the library is stripped.
-  auto alone = ElfSymbols::open(dir / "lib/libsbdebug.so", DebugInfoSearch{{dir / "nowhere"}});
+  auto alone = ElfSymbols::open(dir / "lib/libsbdebug.so", DebugInfoSearch{{dir / "nowhere"}, {}, {}});
   ASSERT_TRUE(alone.ok());
   EXPECT_TRUE(alone->stripped());
   EXPECT_TRUE(alone->lookup("sb_internal_helper").empty());
@@ -114,7 +114,7 @@ TEST(SymbolResolution, ADebugFileWithTheWrongCrcIsIgnored) {
   std::filesystem::copy_file(kTargets / "debuglink/libsbdebug.so", dir / "libsbdebug.so");
   // Same name, other contents: a debug file from another build.
   std::filesystem::copy_file(kTargets / "debuglink/libsbdebug-full.so", dir / "libsbdebug.so.debug");
-  auto symbols = ElfSymbols::open(dir / "libsbdebug.so", DebugInfoSearch{{dir / "none"}});
+  auto symbols = ElfSymbols::open(dir / "libsbdebug.so", DebugInfoSearch{{dir / "none"}, {}, {}});
   ASSERT_TRUE(symbols.ok()) << symbols.error().message;
   EXPECT_FALSE(symbols->debug_file().has_value());
   EXPECT_TRUE(symbols->stripped());

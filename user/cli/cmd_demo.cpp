@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "loader/privileges.h"
 #include "session/mpi_job.h"
 #include "session/torch_job.h"
@@ -183,11 +184,9 @@ Command add_demo_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 10000.0))
       ->capture_default_str();
   sub->add_flag("--healthy", args->healthy, "No straggler: the verdict must name nobody")->excludes(slow);
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace")->check(seconds(true))->capture_default_str();
   sub->add_option("-i,--interval", args->interval_s, "Seconds between live tables")
-      ->check(CLI::PositiveNumber)
+      ->check(seconds(true))
       ->capture_default_str();
   sub->add_option("--compute-us", args->compute_us, "MPI: compute per step on a normal rank")
       ->check(CLI::PositiveNumber)

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "investigate/investigate_run.h"
 #include "investigate/investigation_output.h"
 
@@ -78,16 +79,19 @@ Command add_investigate_command(CLI::App& app) {
       "Exit status: 0 investigated (whether or not something was found), 1 an error, 2 too few aligned "
       "collectives to judge.");
   TraceOptions& o = args->options;
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("-p,--pid", o.pids, "Only these rank processes (repeatable)");
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace")->check(seconds(true))->capture_default_str();
+  sub->add_option("-p,--pid", o.pids, "Only these rank processes (repeatable)")->check(process_id());
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all)");
   sub->add_option("--from", args->from, "Investigate these recordings (.sbr or directories) instead of tracing");
   sub->add_option("--job", args->job, "With --from: the job to judge, when the recordings hold several");
   sub->add_option("--dot", args->dot, "Also write the failure graph to this file (Graphviz DOT)");
   sub->add_flag("--json", args->json, "JSON lines: finding, verdict, one layer line per layer, then the graph");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")->capture_default_str();
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology, links, AER and NIC counters")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "mcp/mcp_stdio.h"
 #include "mcp/mcp_tools.h"
 
@@ -55,9 +56,11 @@ Command add_mcp_command(CLI::App& app) {
       "  echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}' | slowburn mcp\n"
       "  slowburn mcp --sysfs-root /captured/sys --procfs-root /captured/proc   # tools read a captured tree");
   sub->add_option("--procfs-root", args->proc_root, "procfs the tools read ranks from (a captured tree)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs the tools read the topology and devices from")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--kmsg", args->kmsg, "health: a captured kernel log instead of /dev/kmsg");
   return {sub, [args] { return run_mcp(*args); }};
 }

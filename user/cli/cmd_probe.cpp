@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "service/probe_service.h"
 
 namespace slowburn::cli {
@@ -58,11 +59,15 @@ Command add_probe_command(CLI::App& app) {
   sub->add_option("--call-cost-ns", args->call_cost_ns,
                   "Cost of one traced call, instead of calibrating it at start-up");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
-  sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)");
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to run (default: until SIGTERM)");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")->capture_default_str();
+  sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)")
+      ->check(process_id());
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to run (default: until SIGTERM)")->check(seconds());
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the topology and the link/AER/fabric pollers")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER, PCIe link and fabric events");
   sub->add_flag("!--no-rdma", o.fabric, "Leave out the RDMA NIC counters");
   sub->add_flag("!--no-host", o.host_signals,

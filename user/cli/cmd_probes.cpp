@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "core/strings.h"
 #include "probes/resolver.h"
 
@@ -56,9 +57,12 @@ Command add_probes_command(CLI::App& app) {
       "it cannot.\n\nExamples:\n"
       "  slowburn probes\n  slowburn probes --pid 4242\n"
       "  slowburn probes --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
-  auto* pid = sub->add_option("--pid", args->pid, "Resolve in this process (the libraries it loaded)");
+  auto* pid =
+      sub->add_option("--pid", args->pid, "Resolve in this process (the libraries it loaded)")->check(process_id());
   sub->add_option("--lib", args->library, "Resolve in this library file")->excludes(pid);
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_flag("--json", args->json, "One JSON object per probe");
   return {sub, [args] {
             const auto& catalog = probe_catalog();
@@ -86,6 +90,13 @@ Command add_probes_command(CLI::App& app) {
               maps = std::move(*read);
             }
             SymbolCache cache;
+            // A file that cannot be read is one error, not every probe "unavailable".
+            if (!args->pid)
+              if (auto symbols = cache.get(args->library); !symbols)
+                return fail(
+                    make_error("--lib {}: {} (give the path of a library file, e.g. "
+                               "/usr/lib/x86_64-linux-gnu/libmpi.so.40, or --pid PID of a rank)",
+                               args->library, symbols.error().message));
             for (const ProbeSpec& spec : catalog) {
               ProbeResolution r = args->pid ? resolve_in_process(spec, args->proc_root, args->pid, maps, cache)
                                             : resolve_in_file(spec, args->library, cache);

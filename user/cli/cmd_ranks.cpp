@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "procfs/ranks.h"
 
 namespace slowburn::cli {
@@ -27,7 +28,9 @@ Command add_ranks_command(CLI::App& app) {
                          "RANK/LOCAL_RANK/WORLD_SIZE in /proc/PID/environ).\n\nExamples:\n"
                          "  slowburn ranks\n  slowburn ranks --json | jq .pid");
   sub->add_flag("--json", args->json, "One JSON object per rank");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")->capture_default_str();
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
+      ->capture_default_str()
+      ->check(root_directory());
   return {sub, [args] {
             auto ranks = discover_ranks(args->proc_root, getpid());
             if (args->json) {

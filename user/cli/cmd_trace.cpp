@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "record/recorder.h"
 #include "record/recording_sink.h"
 #include "session/trace_session.h"
@@ -118,13 +119,12 @@ Command add_trace_command(CLI::App& app) {
       "to judge.\n"
       "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
   TraceOptions& o = args->options;
-  sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)");
+  sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)")->check(process_id());
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
   sub->add_option("--lib", args->library, "Attach in this library file instead of the one each rank loaded");
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")
-      ->check(CLI::PositiveNumber)
+      ->check(seconds(true))
       ->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event}");
   sub->add_option("--record", args->record,
@@ -134,9 +134,11 @@ Command add_trace_command(CLI::App& app) {
       "Also write a timeline of every call, finding and event to this file (Perfetto UI, chrome://tracing)");
   sub->add_option("--host", args->host, "The node's name in the recording and JSON lines (default: the hostname)");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology and the link/AER pollers")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(root_directory());
   sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER and PCIe link events");
   sub->add_flag("!--no-rdma", o.rdma,
                 "Leave out the RDMA path: NIC counters, QP errors (libibverbs), NCCL IB per-connection latency");

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "loader/libbpf_log.h"
 
 int main(int argc, char** argv) {
@@ -44,7 +45,17 @@ int main(int argc, char** argv) {
       slowburn::cli::add_health_command(app), slowburn::cli::add_investigate_command(app),
       slowburn::cli::add_check_command(app),  slowburn::cli::add_mcp_command(app),
   };
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return slowburn::cli::usage_error(app, e);
+  }
   slowburn::set_libbpf_verbose(verbose);
   for (const auto& command : commands)
     if (command.app->parsed()) return command.run();

@@ -6,6 +6,7 @@
 
 #include "core/strings.h"
 #include "probes/resolver.h"
+#include "procfs/mapped_file.h"
 #include "symbols/elf_symbols.h"
 
 namespace slowburn {
@@ -41,15 +42,18 @@ std::string members_text(const std::vector<int>& members) {
 // mapped) plus the symbol's value.
 std::optional<uint64_t> world_in(const std::filesystem::path& proc_root, int32_t pid, const std::vector<MapEntry>& maps,
                                  const std::string& path) {
-  std::optional<uint64_t> base;
+  const MapEntry* first = nullptr;
   for (const MapEntry& m : maps)
     if (m.path == path && m.offset == 0 && !m.deleted) {
-      base = m.start;
+      first = &m;
       break;
     }
-  if (!base) return std::nullopt;
-  auto symbols =
-      ElfSymbols::open(proc_root / std::to_string(pid) / "root" / std::filesystem::path(path).relative_path());
+  if (!first) return std::nullopt;
+  std::optional<uint64_t> base = first->start;
+  // The file it mapped, not what its path leads to now (procfs/mapped_file.h).
+  auto file = open_mapped_file(proc_root, pid, *first);
+  if (!file) return std::nullopt;
+  auto symbols = ElfSymbols::open(file->path);
   if (!symbols) return std::nullopt;
   auto vaddr = symbols->exported_object("ompi_mpi_comm_world");
   if (!vaddr) return std::nullopt;

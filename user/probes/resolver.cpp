@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/strings.h"
+#include "procfs/mapped_file.h"
 
 namespace slowburn {
 
@@ -62,14 +63,15 @@ std::vector<std::string> all_symbols(const ProbeSpec& spec) {
 
 }  // namespace
 
-Result<std::shared_ptr<const ElfSymbols>> SymbolCache::get(const std::filesystem::path& path) {
+Result<std::shared_ptr<const ElfSymbols>> SymbolCache::get(const std::filesystem::path& path,
+                                                           const DebugInfoSearch& search) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return make_sys_error(errno, "cannot stat " + path.string());
   // The same file (device, inode) with the same contents (build id): a file
   // replaced in place by an upgrade gets a new entry.
   auto key = std::make_tuple(st.st_dev, st.st_ino, read_build_id(path));
   if (auto it = by_file_.find(key); it != by_file_.end()) return it->second;
-  auto symbols = ElfSymbols::open(path);
+  auto symbols = ElfSymbols::open(path, search);
   if (!symbols) return symbols.error();
   auto shared = std::make_shared<const ElfSymbols>(std::move(*symbols));
   by_file_.emplace(key, shared);
@@ -155,13 +157,18 @@ ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem:
       notes.push_back(fmt::format("{} not loaded", target.library));
       continue;
     }
-    // Through the process's own root: a containerised job's library is its
-    // own file, invisible at the same path from the host mount namespace. A
-    // file replaced since it was mapped is still reachable via map_files.
-    std::filesystem::path file = mapping->deleted
-                                     ? proc / "map_files" / fmt::format("{:x}-{:x}", mapping->start, mapping->end)
-                                     : proc / "root" / std::filesystem::path(mapping->path).relative_path();
-    auto symbols = cache.get(file);
+    // The very file the process mapped (procfs/mapped_file.h): a
+    // containerised job's library is its own file, and a path it names can
+    // be made to lead to a host file.
+    auto file = open_mapped_file(proc_root, pid, *mapping);
+    if (!file) {
+      notes.push_back(file.error().message);
+      continue;
+    }
+    DebugInfoSearch search;
+    search.process_root = proc / "root";
+    search.process_dir = std::filesystem::path(mapping->path).parent_path();
+    auto symbols = cache.get(file->path, search);
     if (!symbols) {
       notes.push_back(symbols.error().message);
       continue;
@@ -175,7 +182,8 @@ ProbeResolution resolve_in_process(const ProbeSpec& spec, const std::filesystem:
     }
     result.resolved = true;
     result.library = mapping->path;
-    result.attach_path = file.string();
+    result.attach_path = file->path.string();
+    result.file = file->fd;
     result.sites = std::move(sites);
     return result;
   }

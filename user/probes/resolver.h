@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "probes/catalog.h"
+#include "procfs/mapped_file.h"
 #include "procfs/maps.h"
 #include "symbols/elf_symbols.h"
 
@@ -28,16 +29,21 @@ struct AttachSite {
 struct ProbeResolution {
   const ProbeSpec* spec = nullptr;
   bool resolved = false;
-  std::string library;      // the file as the process (or user) names it
-  std::string attach_path;  // the file we attach to (through /proc/PID/root for processes)
+  std::string library;  // the file as the process (or user) names it
+  // The file we attach to: for a process, the very file it mapped
+  // (/proc/PID/map_files/RANGE, or /proc/self/fd/N of `file`).
+  std::string attach_path;
   std::vector<AttachSite> sites;
-  std::string reason;  // why not, when !resolved
+  std::string reason;                   // why not, when !resolved
+  std::shared_ptr<const OwnedFd> file;  // keeps attach_path open where it names our descriptor
 };
 
 // Parsed symbol tables shared across processes that map the same file.
 class SymbolCache {
  public:
-  Result<std::shared_ptr<const ElfSymbols>> get(const std::filesystem::path& path);
+  // Keyed by (device, inode, build id): two containers' different files of
+  // one path are two entries, one file mapped by many ranks is one.
+  Result<std::shared_ptr<const ElfSymbols>> get(const std::filesystem::path& path, const DebugInfoSearch& search = {});
   size_t size() const { return by_file_.size(); }
 
  private:

@@ -82,7 +82,7 @@ void RankTracker::resolve_and_attach(TrackedRank& rank, uint64_t now_ns, Tracker
   for (TrackedProbe& probe : rank.probes) {
     if (probe.where.resolved) continue;
     probe.where = maps ? resolve_in_process(*probe.spec, proc_root_, rank.identity.pid, *maps, symbols_)
-                       : ProbeResolution{probe.spec, false, "", "", {}, maps.error().message};
+                       : ProbeResolution{probe.spec, false, "", "", {}, maps.error().message, nullptr};
     if (!probe.where.resolved) {
       probe.detail = probe.where.reason;
       pending = true;

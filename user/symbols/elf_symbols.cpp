@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -44,8 +47,16 @@ struct ElfHandle {
     if (fd >= 0) close(fd);
   }
   Result<void> open(const std::filesystem::path& path) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return make_sys_error(errno, "cannot open " + path.string());
+    // O_NONBLOCK: a FIFO named as a library must not hang the tracer.
+    int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (opened < 0) return make_sys_error(errno, "cannot open " + path.string());
+    return adopt(opened, path);
+  }
+  Result<void> adopt(int opened, const std::filesystem::path& path) {
+    fd = opened;
+    struct stat st;
+    if (fstat(fd, &st) != 0) return make_sys_error(errno, "cannot stat " + path.string());
+    if (!S_ISREG(st.st_mode)) return make_error("{} is not a regular file", path.string());
     elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     if (!elf || elf_kind(elf) != ELF_K_ELF)
       return make_error("{} is not an ELF file: {}", path.string(), elf_errmsg(-1));
@@ -158,36 +169,88 @@ std::optional<std::pair<std::string, uint32_t>> debuglink_of(Elf* elf) {
   return std::make_pair(std::string(text, name_length), crc);
 }
 
-uint32_t file_crc32(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+uint32_t file_crc32(int fd) {
   uLong crc = crc32(0, nullptr, 0);
   std::vector<unsigned char> buffer(1 << 16);
   ssize_t n;
-  while ((n = read(fd, buffer.data(), buffer.size())) > 0) crc = crc32(crc, buffer.data(), static_cast<uInt>(n));
-  close(fd);
+  off_t at = 0;
+  while ((n = pread(fd, buffer.data(), buffer.size(), at)) > 0) {
+    crc = crc32(crc, buffer.data(), static_cast<uInt>(n));
+    at += n;
+  }
   return static_cast<uint32_t>(crc);
 }
 
+// A regular file, opened without blocking on a FIFO; -1 otherwise.
+int open_regular(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// `inside` resolved with `root` as "/" (a process's root: its absolute
+// symlinks and ".." stay inside it); -1 when absent or not a regular file.
+int open_regular_in_root(const std::filesystem::path& root, const std::filesystem::path& inside) {
+  int root_fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return -1;
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  std::string relative = inside.relative_path().string();
+  int fd = static_cast<int>(::syscall(SYS_openat2, root_fd, relative.c_str(), &how, sizeof how));
+  close(root_fd);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A debuglink names a file beside the library: a name with a directory in
+// it (a crafted "../../etc/shadow") is not one.
+bool plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
+struct DebugCandidate {
+  std::filesystem::path path;
+  int fd = -1;  // open, owned by the caller
+};
+
 // Where gdb looks: /usr/lib/debug/.build-id/ab/cdef.debug, then the
 // debuglink name next to the file, in .debug/, and under the debug dirs.
-std::optional<std::filesystem::path> find_debug_file(const std::filesystem::path& path,
-                                                     const std::optional<std::pair<std::string, uint32_t>>& link,
-                                                     const std::string& build_id, const DebugInfoSearch& search) {
+// For a file a process mapped, the neighbours are looked for where the
+// process sees them: inside its root (search.process_root), by the
+// directory it names the library with.
+std::optional<DebugCandidate> find_debug_file(const std::filesystem::path& path,
+                                              const std::optional<std::pair<std::string, uint32_t>>& link,
+                                              const std::string& build_id, const DebugInfoSearch& search) {
   std::error_code ec;
   if (build_id.size() > 2) {
     for (const auto& dir : search.debug_dirs) {
       auto candidate = dir / ".build-id" / build_id.substr(0, 2) / (build_id.substr(2) + ".debug");
-      if (std::filesystem::exists(candidate, ec)) return candidate;
+      if (int fd = open_regular(candidate); fd >= 0) return DebugCandidate{candidate, fd};
     }
   }
-  if (!link) return std::nullopt;
-  std::filesystem::path dir = std::filesystem::weakly_canonical(path, ec).parent_path();
-  std::vector<std::filesystem::path> candidates = {dir / link->first, dir / ".debug" / link->first};
-  for (const auto& debug_dir : search.debug_dirs) candidates.push_back(debug_dir / dir.relative_path() / link->first);
-  for (const auto& candidate : candidates) {
-    if (candidate == path || !std::filesystem::exists(candidate, ec)) continue;
-    if (file_crc32(candidate) == link->second) return candidate;  // not a stale copy
+  if (!link || !plain_file_name(link->first)) return std::nullopt;
+  bool in_process = !search.process_root.empty();
+  std::filesystem::path dir =
+      in_process ? search.process_dir : std::filesystem::weakly_canonical(path, ec).parent_path();
+  std::vector<std::pair<std::filesystem::path, bool>> candidates = {{dir / link->first, in_process},
+                                                                    {dir / ".debug" / link->first, in_process}};
+  for (const auto& debug_dir : search.debug_dirs)
+    candidates.push_back({debug_dir / dir.relative_path() / link->first, false});
+  for (const auto& [candidate, inside_process] : candidates) {
+    if (candidate == path) continue;
+    int fd = inside_process ? open_regular_in_root(search.process_root, candidate) : open_regular(candidate);
+    if (fd < 0) continue;
+    if (file_crc32(fd) == link->second) return DebugCandidate{candidate, fd};  // not a stale copy
+    close(fd);
   }
   return std::nullopt;
 }
@@ -318,10 +381,10 @@ Result<ElfSymbols> ElfSymbols::open(const std::filesystem::path& path, const Deb
     // Stripped: the full symbol table lives in the separate debug file.
     if (auto debug = find_debug_file(path, main.debuglink, main.table->build_id, search)) {
       ElfHandle separate;
-      if (separate.open(*debug)) {
+      if (separate.adopt(debug->fd, debug->path)) {
         if (Elf_Scn* scn = find_section(separate.elf, SHT_SYMTAB)) {
           read_symbol_table(separate.elf, scn, false, main.segments, nullptr, main.symtab);
-          main.table->debug_file = *debug;
+          main.table->debug_file = debug->path;
           main.table->has_symtab = true;
         }
       }

@@ -34,6 +34,13 @@ struct ElfSymbol {
 // Where separate debug info is looked for.
 struct DebugInfoSearch {
   std::vector<std::filesystem::path> debug_dirs = {"/usr/lib/debug"};
+  // For a file a process mapped (opened through /proc/PID/map_files, a path
+  // that says nothing of where it lives): .gnu_debuglink neighbours are
+  // opened inside `process_root` (/proc/PID/root, RESOLVE_IN_ROOT), in
+  // `process_dir`, the library's directory as the process names it. Empty:
+  // beside the file's own path.
+  std::filesystem::path process_root;
+  std::filesystem::path process_dir;
 };
 
 class ElfSymbols {

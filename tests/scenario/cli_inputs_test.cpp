@@ -1,0 +1,163 @@
+// Every command under the wrong inputs a new user gives it: a root that is
+// not there, a bad duration or pid, a library that is not one, no rank, no
+// privileges. Each case: an exit status (1: an error) and one message that
+// says what was wrong and what to do.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "core/subprocess.h"
+#include "support/test_support.h"
+
+namespace slowburn {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Ran;
+using testing::run_slowburn;
+using testing::TempDir;
+
+struct WrongInput {
+  std::string name;  // the test's parameter name
+  std::vector<std::string> args;
+  int status;
+  std::string message;  // a part of the one line on stderr
+};
+
+std::ostream& operator<<(std::ostream& out, const WrongInput& c) { return out << c.name; }
+
+// Refused while parsing the command line: no root needed, nothing runs.
+const std::vector<WrongInput> kParseCases = {
+    {"PcieRootMissing",
+     {"pcie", "--sysfs-root", "/nonexistent"},
+     1,
+     "--sysfs-root: /nonexistent does not exist (give / for this machine's tree"},
+    {"PcieRootNotADirectory", {"pcie", "--sysfs-root", "/etc/passwd"}, 1, "/etc/passwd is not a directory"},
+    {"AerRootMissing", {"aer", "--sysfs-root", "/nonexistent"}, 1, "--sysfs-root: /nonexistent does not exist"},
+    {"XidProcfsRootMissing", {"xid", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
+    {"FabricRootMissing", {"fabric", "--sysfs-root", "/nonexistent"}, 1, "--sysfs-root: /nonexistent does not exist"},
+    {"RanksRootMissing", {"ranks", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
+    {"TraceRootNotADirectory", {"trace", "--procfs-root", "/etc/passwd"}, 1, "/etc/passwd is not a directory"},
+    {"ProbeRootMissing", {"probe", "--sysfs-root", "/nonexistent"}, 1, "--sysfs-root: /nonexistent does not exist"},
+    {"HealthRootMissing", {"health", "--sysfs-root", "/nonexistent"}, 1, "--sysfs-root: /nonexistent does not exist"},
+    {"CheckRootMissing", {"check", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
+    {"GpuirqRootMissing", {"gpuirq", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
+    {"IbRootMissing", {"ib", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
+    {"QpRootMissing", {"qp", "--sysfs-root", "/nonexistent"}, 1, "--sysfs-root: /nonexistent does not exist"},
+    {"InvestigateRootMissing",
+     {"investigate", "--sysfs-root", "/nonexistent"},
+     1,
+     "--sysfs-root: /nonexistent does not exist"},
+    {"McpRootMissing", {"mcp", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
+    {"ProbesRootMissing",
+     {"probes", "--pid", "1", "--procfs-root", "/nonexistent"},
+     1,
+     "--procfs-root: /nonexistent does not exist"},
+    {"FunclatRootMissing",
+     {"funclat", "--procfs-root", "/nonexistent", "c:getpid"},
+     1,
+     "--procfs-root: /nonexistent does not exist"},
+    {"TraceDurationNotANumber",
+     {"trace", "-d", "x"},
+     1,
+     "--duration: 'x' is not a number of seconds (e.g. 30 or 0.5) (see slowburn trace --help)"},
+    {"TraceDurationNegative", {"trace", "-d", "-1"}, 1, "'-1' is not a number of seconds"},
+    {"TraceIntervalZero", {"trace", "-i", "0"}, 1, "--interval: '0' is not a number of seconds above 0"},
+    {"FunclatIntervalNotANumber", {"funclat", "-i", "abc", "c:getpid"}, 1, "'abc' is not a number of seconds"},
+    {"InvestigateDurationZero", {"investigate", "-d", "0"}, 1, "'0' is not a number of seconds above 0"},
+    {"QpDurationNotANumber", {"qp", "-d", "1s"}, 1, "'1s' is not a number of seconds"},
+    {"XidDurationNotANumber", {"xid", "-d", "ten"}, 1, "'ten' is not a number of seconds"},
+    {"ProbeDurationNotANumber", {"probe", "-d", "forever"}, 1, "'forever' is not a number of seconds"},
+    {"ProbesPidNotANumber",
+     {"probes", "--pid", "abc"},
+     1,
+     "--pid: 'abc' is not a process id (a positive number; slowburn ranks lists the ranks)"},
+    {"TracePidZero", {"trace", "--pid", "0"}, 1, "'0' is not a process id"},
+    {"IbPidNegative", {"ib", "-p", "-5"}, 1, "'-5' is not a process id"},
+    {"CheckPidNotANumber", {"check", "-p", "rank0"}, 1, "'rank0' is not a process id"},
+    {"UnknownOption", {"trace", "--nosuch"}, 1, "(see slowburn trace --help)"},
+    {"NoSubcommand", {}, 1, "(see slowburn --help)"},
+};
+
+class WrongInputs : public ::testing::TestWithParam<WrongInput> {};
+
+TEST_P(WrongInputs, SaysWhatWasWrongAndWhatToDo) {
+  const WrongInput& c = GetParam();
+  Ran ran = run_slowburn(c.args, 30s);
+  EXPECT_EQ(ran.status, c.status) << ran.output;
+  EXPECT_NE(ran.output.find("slowburn: "), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find(c.message), std::string::npos) << ran.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, WrongInputs, ::testing::ValuesIn(kParseCases),
+                         [](const auto& info) { return info.param.name; });
+
+// A directory that exists but is not a sysfs: not "a machine with no PCIe device".
+TEST(CliInputs, PcieOnADirectoryThatIsNotASysfs) {
+  TempDir dir;
+  for (const char* tool : {"pcie", "aer"}) {
+    Ran ran = run_slowburn({tool, "--sysfs-root", dir.path().string(), "--procfs-root", dir.path().string()});
+    EXPECT_EQ(ran.status, 1) << tool << ": " << ran.output;
+    EXPECT_NE(ran.output.find("has no bus/pci/devices: not a sysfs tree"), std::string::npos) << ran.output;
+  }
+}
+
+TEST(CliInputs, ProbesInALibraryThatIsNotThere) {
+  Ran ran = run_slowburn({"probes", "--lib", "/nonexistent/libmpi.so.40"});
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_NE(ran.output.find("slowburn: --lib /nonexistent/libmpi.so.40: cannot stat"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("give the path of a library file"), std::string::npos) << ran.output;
+  Ran not_elf = run_slowburn({"probes", "--lib", "/etc/passwd"});
+  EXPECT_EQ(not_elf.status, 1) << not_elf.output;
+  EXPECT_NE(not_elf.output.find("/etc/passwd is not an ELF file"), std::string::npos) << not_elf.output;
+}
+
+// A FIFO where a library should be: reading it would block forever.
+TEST(CliInputs, ProbesInAFifoDoesNotHang) {
+  TempDir dir;
+  auto fifo = dir / "libmpi.so.40";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Ran ran = run_slowburn({"probes", "--lib", fifo.string()}, 10s);
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_NE(ran.output.find("is not a regular file"), std::string::npos) << ran.output;
+}
+
+TEST(CliInputs, IbWithNoRankOnTheNode) {
+  SKIP_UNLESS_ROOT();
+  TempDir empty;  // a procfs with no process at all
+  Ran ran = run_slowburn({"ib", "-d", "1", "--procfs-root", empty.path().string()});
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_NE(ran.output.find("no rank processes found on this node"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("give -p PID or --lib PATH"), std::string::npos) << ran.output;
+}
+
+// A rank without NCCL: the reason is in the error itself, not "see above"
+// pointing at nothing.
+TEST(CliInputs, IbWithARankThatHasNoNccl) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  auto rank = Subprocess::spawn({testing::target_path("standin_rank").string(), (dir / "go").string(), "0", "0"});
+  ASSERT_TRUE(rank.ok());
+  Ran ran = run_slowburn({"ib", "-d", "1", "-p", std::to_string(rank->pid())});
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_EQ(ran.output.find("see above"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("slowburn: no NCCL IB probe could be attached in 1 process(es): libnccl.so not loaded"),
+            std::string::npos)
+      << ran.output;
+  EXPECT_NE(ran.output.find("trace a job whose NCCL uses the IB/RoCE transport"), std::string::npos) << ran.output;
+}
+
+// No privileges: the one line says so before any partial output.
+TEST(CliInputs, AerWithoutPrivilegesPrintsNoTableFirst) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to an unprivileged user";
+  Ran ran = run_slowburn({"aer", "-d", "1"}, 30s,
+                         {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"});
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_EQ(ran.output.rfind("slowburn: tracing needs privileges", 0), 0u) << ran.output;
+  EXPECT_NE(ran.output.find("run as root"), std::string::npos) << ran.output;
+}
+
+}  // namespace
+}  // namespace slowburn
