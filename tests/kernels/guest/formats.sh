@@ -3,7 +3,7 @@
 mkdir -p "$OUT/formats"
 n=0
 for ev in ras/aer_event pci/pcie_link_event pci/pci_hp_event printk/console \
-	irq/irq_handler_entry irq/irq_handler_exit; do
+	irq/irq_handler_entry; do
 	f=/sys/kernel/tracing/events/$ev/format
 	[ -f "$f" ] && cp "$f" "$OUT/formats/$(basename "$ev").format" && n=$((n + 1))
 done

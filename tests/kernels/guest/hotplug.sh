@@ -2,6 +2,10 @@
 # (0000:00:04.0) is removed (device_del: pciehp powers the slot off) and
 # added back (device_add); `slowburn pcie --watch --json` must report the
 # port's link going down and coming back.
+if [ "${SB_GUEST:-}" != 1 ]; then
+	skip hotplug "not in a QEMU guest: no hotplug slot to drive (device_del/device_add)"
+	return 0
+fi
 rp=0000:00:04.0
 ep=0000:02:00.0
 if [ ! -e /sys/bus/pci/devices/$ep ]; then
