@@ -298,7 +298,7 @@ $(BENCH_TARGET): bench/call_loop.c
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all deps build tests test run-tests test-kernels demo bench run-bench fuzz install format format-check clean
+.PHONY: all deps build tests test run-tests test-kernels test-kernels-ci demo bench run-bench fuzz install format format-check clean
 
 all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD)
 
@@ -332,6 +332,14 @@ test-kernels:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
 	$(Q)tests/kernels/matrix.sh $(BUILD)
+
+# The part of the matrix CI runs (.ci/run; the whole takes ~4-5 min, which
+# the CI time rule cannot hold): 6.1 only, which has what the host lacks
+# (kprobes, ras:aer_event, no multi-uprobe links), without hotplug.
+test-kernels-ci:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
+	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi tests/kernels/matrix.sh $(BUILD)
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps
