@@ -339,7 +339,7 @@ test-kernels:
 test-kernels-ci:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
-	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi tests/kernels/matrix.sh $(BUILD)
+	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,rxe tests/kernels/matrix.sh $(BUILD)
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps
