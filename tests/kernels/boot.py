@@ -121,7 +121,12 @@ def main():
         # SB_TESTS=check,aer: run only these guest tests.
         + (["sb_tests=" + os.environ["SB_TESTS"]] if os.environ.get("SB_TESTS") else []))
     qemu = [
-        "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", "max",
+        "qemu-system-x86_64", "-machine", "q35", "-cpu", "max",
+        # One TCG thread for both vCPUs: with multi-threaded TCG, the kernel's
+        # text_poke of a tracepoint's static branch (int3, then the new bytes)
+        # raced another vCPU executing it: "Oops: int3" in
+        # __handle_irq_event_percpu on 6.12 as gpuirq attached irq_handler_entry.
+        "-accel", "tcg,thread=single",
         "-m", args.memory, "-smp", args.smp, "-no-reboot", "-display", "none",
         "-serial", "file:%s" % console,
         "-qmp", "unix:%s,server,nowait" % mon_path,
