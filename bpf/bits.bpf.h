@@ -33,11 +33,20 @@ static __always_inline __u64 log2_u64(__u64 v)
 
 /* Slot of value v: 0 holds 0 and 1, slot k holds [2^k, 2^(k+1)), the last
  * slot also holds everything above it. */
-static __always_inline __u32 log2_slot(__u64 v, __u32 max_slots)
+static __always_inline __u64 log2_slot(__u64 v, __u32 max_slots)
 {
 	__u64 slot = log2_u64(v);
 
-	return slot >= max_slots ? max_slots - 1 : (__u32)slot;
+	/* Bound the slot with a 64-bit compare: clang otherwise compares the
+	 * 32-bit subregister, and the verifier of Linux 6.1 does not carry that
+	 * bound to the 64-bit register that indexes the map value ("math between
+	 * map_value pointer and register with unbounded min value"; seen by
+	 * make test-kernels on Debian 12's 6.1). The empty asm hides that the
+	 * value fits in 32 bits. */
+	asm volatile("" : "+r"(slot));
+	if (slot >= max_slots)
+		slot = max_slots - 1;
+	return slot;
 }
 
 #endif /* SLOWBURN_BITS_BPF_H */

@@ -24,6 +24,7 @@ packages=(
 	libsqlitecpp-dev libsqlite3-dev sqlite3   # recordings (trace --record, analyze); sqlite3 for queries
 	faketime                                  # tests: a tracer on a skewed clock (a second node)
 	graphviz                                  # tests: slowburn investigate --dot renders with dot
+	qemu-system-x86 kmod                      # make test-kernels: Debian kernels under QEMU; modprobe/depmod for their modules
 )
 
 missing=()

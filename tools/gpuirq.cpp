@@ -24,6 +24,7 @@ struct GpuIrqArgs {
   double duration_s = 0;
   double interval_s = 0;
   std::string name_prefix = "nvidia";
+  std::string isr_symbol = "nvidia_isr";
   bool json = false;
   std::string sysfs_root = "/sys";
   std::string procfs_root = "/proc";
@@ -56,6 +57,7 @@ int run_gpuirq(const GpuIrqArgs& args) {
   if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
   GpuIrqOptions options;
   options.name_prefix = args.name_prefix;
+  options.isr_symbol = args.isr_symbol;
   options.sysfs_root = args.sysfs_root;
   options.procfs_root = args.procfs_root;
   auto program = GpuIrqProgram::load_and_attach(options);
@@ -69,7 +71,8 @@ int run_gpuirq(const GpuIrqArgs& args) {
                           {},
                           {}};
   sink->probe_status(tracepoints);
-  ProbeStatus kprobes{"nvidia.isr", std::nullopt, 0, ProbeState::attached, "kprobe/kretprobe nvidia_isr", {}, {}};
+  ProbeStatus kprobes{
+      "nvidia.isr", std::nullopt, 0, ProbeState::attached, "kprobe/kretprobe " + args.isr_symbol, {}, {}};
   if ((*program)->kprobe_unavailable()) {
     kprobes.state = ProbeState::unavailable;
     kprobes.library.clear();
@@ -113,6 +116,10 @@ Command add_gpuirq_command(CLI::App& app) {
   sub->add_option("-i,--interval", args->interval_s, "Print the histograms every N seconds (cumulative)")
       ->check(seconds());
   sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();
+  sub->add_option("--isr-symbol", args->isr_symbol,
+                  "Kernel function the kprobe pair times, an interrupt handler f(int irq, void *) "
+                  "(another than nvidia_isr checks the kprobe path on a node without the driver)")
+      ->capture_default_str();
   sub->add_flag("--json", args->json, "JSON lines (kind: hist, status)");
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to check kprobe support in")
       ->capture_default_str()

@@ -60,6 +60,27 @@ TEST(RdmaPorts, ReadsTheFixturePortWithNotesForBadFiles) {
   EXPECT_TRUE(read_rdma_ports("/nonexistent").empty());
 }
 
+// Soft-RoCE as Linux 6.1 shows it (rdma link add rxe0 type rxe netdev veth0):
+// no device link, the netdev named only in the port's GID table, whose
+// unset entries cannot be read.
+TEST(RdmaPorts, FindsSoftRoceNetdevInTheGidTable) {
+  testing::TempDir sys;
+  fs::path port = sys / "class/infiniband/rxe0/ports/1";
+  fs::create_directories(port / "counters");
+  fs::create_directories(port / "gid_attrs/ndevs");
+  std::ofstream(port / "counters/port_xmit_packets") << "42\n";
+  std::ofstream(port / "gid_attrs/ndevs/1") << "veth0\n";
+  std::ofstream(port / "gid_attrs/ndevs/10") << "other0\n";
+  fs::create_directory(port / "gid_attrs/ndevs/0");  // unreadable as a file, as an unset entry
+  auto ports = read_rdma_ports(sys.path());
+  ASSERT_EQ(ports.size(), 1u);
+  EXPECT_EQ(ports[0].nic, "rxe0");
+  EXPECT_EQ(ports[0].netdev, "veth0");
+  EXPECT_EQ(ports[0].device, "");  // a virtual device: no PCI function
+  EXPECT_EQ(ports[0].counters.at("port_xmit_packets"), 42u);
+  EXPECT_EQ(read_rdma_ports(sys.path(), {"veth0"}).size(), 1u);  // selected by its netdev
+}
+
 TEST(EthtoolDump, ParsesACaptureAndNamesBadLines) {
   auto text = read_file(kFixtures / "ethtool/ib0");
   ASSERT_TRUE(text.ok());

@@ -31,8 +31,10 @@ Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuI
   std::memcpy(const_cast<char*>(skel->rodata->irq_name_prefix), options.name_prefix.data(), options.name_prefix.size());
   skel->rodata->irq_name_prefix_len = static_cast<uint32_t>(options.name_prefix.size());
 
-  program->kprobe_unavailable_ =
-      isr_kprobes_unavailable(kernel, options.kprobes, [&] { return kallsyms_has("nvidia_isr", options.procfs_root); });
+  program->isr_symbol_ = options.isr_symbol;
+  program->kprobe_unavailable_ = isr_kprobes_unavailable(
+      kernel, options.kprobes, [&] { return kallsyms_has(options.isr_symbol, options.procfs_root); },
+      options.isr_symbol);
   bool kprobes = !program->kprobe_unavailable_;
   bpf_program__set_autoload(skel->progs.nvidia_isr_enter, kprobes);
   bpf_program__set_autoload(skel->progs.nvidia_isr_exit, kprobes);
@@ -42,8 +44,14 @@ Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuI
                              skel->progs.nvidia_isr_exit};
   for (bpf_program* prog : programs) {
     if (!bpf_program__autoload(prog)) continue;
-    bpf_link* link = bpf_program__attach(prog);
-    if (!link) return make_sys_error(errno, fmt::format("cannot attach {}", bpf_program__name(prog)));
+    bool kprobe = prog == skel->progs.nvidia_isr_enter || prog == skel->progs.nvidia_isr_exit;
+    // The kprobe pair attaches to options.isr_symbol, not the section's nvidia_isr.
+    bpf_link* link =
+        kprobe ? bpf_program__attach_kprobe(prog, prog == skel->progs.nvidia_isr_exit, options.isr_symbol.c_str())
+               : bpf_program__attach(prog);
+    if (!link)
+      return make_sys_error(errno, fmt::format("cannot attach {}{}", bpf_program__name(prog),
+                                               kprobe ? " to " + options.isr_symbol : std::string()));
     program->links_.push_back(link);
   }
   return program;
@@ -56,23 +64,28 @@ GpuIrqProgram::~GpuIrqProgram() {
 }
 
 std::optional<std::string> isr_kprobes_unavailable(const KernelFeatures& kernel, bool requested,
-                                                   const std::function<bool()>& driver_has_isr) {
+                                                   const std::function<bool()>& driver_has_isr,
+                                                   const std::string& isr_symbol) {
   if (!requested) return "not requested";
   if (kernel.kprobes_missing) return kernel.kprobes_missing;
-  if (!driver_has_isr()) return "nvidia_isr not in /proc/kallsyms (driver not loaded)";
+  if (!driver_has_isr())
+    return fmt::format(
+        "{} not in /proc/kallsyms ({})", isr_symbol,
+        isr_symbol.starts_with("nvidia") ? "driver not loaded" : "not a function of this kernel or a loaded module");
   return std::nullopt;
 }
 
 std::vector<IrqHistogram> GpuIrqProgram::histograms() const {
-  auto sum = [](const sb_irq_key& key, const std::vector<sb_irq_hist>& values) {
+  auto sum = [this](const sb_irq_key& key, const std::vector<sb_irq_hist>& values) {
     IrqHistogram h;
     h.irq = key.irq;
-    h.source = key.source ? "kprobe:nvidia_isr" : "irq-tracepoint";
+    h.source = key.source ? "kprobe:" + isr_symbol_ : "irq-tracepoint";
     for (const sb_irq_hist& cpu : values) {
       for (size_t slot = 0; slot < SB_IRQ_HIST_SLOTS; ++slot) h.hist.add_slot_count(slot, cpu.slots[slot]);
       h.total_ns += cpu.total_ns;
       if (h.name.empty() && cpu.name[0]) h.name = std::string(cpu.name, strnlen(cpu.name, sizeof(cpu.name)));
     }
+    if (key.source) h.name = isr_symbol_;  // the BPF side names every kprobe record nvidia_isr
     return h;
   };
   return sum_percpu_map<sb_irq_key, sb_irq_hist>(bpf_map__fd(skel_->maps.irq_hists), sum);

@@ -22,7 +22,7 @@ namespace slowburn {
 
 struct IrqHistogram {
   uint32_t irq = 0;
-  std::string source;  // "irq-tracepoint" or "kprobe:nvidia_isr"
+  std::string source;  // "irq-tracepoint" or "kprobe:<isr_symbol>" (kprobe:nvidia_isr)
   std::string name;    // the handler name the kernel reports
   Log2Histogram hist{"nsecs", 32};
   uint64_t total_ns = 0;
@@ -31,14 +31,19 @@ struct IrqHistogram {
 struct GpuIrqOptions {
   std::string name_prefix = "nvidia";  // handlers whose name starts with this
   bool kprobes = true;                 // also the ISR kprobes, where they can run
-  std::string sysfs_root = "/sys";     // where kprobe support is looked up
-  std::string procfs_root = "/proc";   // where kallsyms is read
+  // The kprobe pair's target: an interrupt handler irqreturn_t f(int irq, void *)
+  // like the driver's nvidia_isr (another one, e.g. vring_interrupt, tests the
+  // kprobe path on a kernel without the NVIDIA driver).
+  std::string isr_symbol = "nvidia_isr";
+  std::string sysfs_root = "/sys";    // where kprobe support is looked up
+  std::string procfs_root = "/proc";  // where kallsyms is read
 };
 
 // Why the driver ISR kprobes will not run (nullopt: they will): not
-// requested, a kernel without kprobes, or no nvidia_isr to probe.
+// requested, a kernel without kprobes, or no isr_symbol (nvidia_isr) to probe.
 std::optional<std::string> isr_kprobes_unavailable(const KernelFeatures& kernel, bool requested,
-                                                   const std::function<bool()>& driver_has_isr);
+                                                   const std::function<bool()>& driver_has_isr,
+                                                   const std::string& isr_symbol = "nvidia_isr");
 
 class GpuIrqProgram {
  public:
@@ -54,6 +59,7 @@ class GpuIrqProgram {
  private:
   explicit GpuIrqProgram(Skeleton<gpuirq_bpf> skel);
   Skeleton<gpuirq_bpf> skel_;
+  std::string isr_symbol_;
   std::vector<bpf_link*> links_;
   std::optional<std::string> kprobe_unavailable_;
 };

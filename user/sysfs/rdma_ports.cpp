@@ -42,6 +42,29 @@ void read_counter_dir(const fs::path& dir, const std::string& where, const std::
   }
 }
 
+// The netdev of an RDMA device: its PCI function's net/ (a NIC's own), else
+// the first one a port's GID table names: Soft-RoCE (rdma_rxe) has no device
+// link and names its netdev only in ports/N/gid_attrs/ndevs/K (an unset GID
+// entry reads as an error, skipped).
+std::string rdma_netdev(const fs::path& device_dir) {
+  std::vector<std::string> netdevs = sorted_dir_entries(device_dir / "device/net");
+  if (!netdevs.empty()) return netdevs.front();
+  for (const std::string& port : sorted_dir_entries(device_dir / "ports")) {
+    fs::path ndevs = device_dir / "ports" / port / "gid_attrs/ndevs";
+    std::vector<std::string> entries = sorted_dir_entries(ndevs);
+    std::sort(entries.begin(), entries.end(), [](const std::string& a, const std::string& b) {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;  // GID index order: 0, 1, ..., 10
+    });
+    for (const std::string& index : entries) {
+      auto text = read_file(ndevs / index);
+      if (!text) continue;
+      std::string name(trim_right(*text));
+      if (!name.empty()) return name;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<NicSample> read_rdma_ports(const fs::path& sysfs_root, const std::vector<std::string>& only) {
@@ -49,8 +72,7 @@ std::vector<NicSample> read_rdma_ports(const fs::path& sysfs_root, const std::ve
   fs::path class_dir = sysfs_root / "class/infiniband";
   for (const std::string& nic : sorted_dir_entries(class_dir)) {
     fs::path device_dir = class_dir / nic;
-    std::vector<std::string> netdevs = sorted_dir_entries(device_dir / "device/net");
-    std::string netdev = netdevs.empty() ? std::string() : netdevs.front();
+    std::string netdev = rdma_netdev(device_dir);
     if (!only.empty() && std::find(only.begin(), only.end(), nic) == only.end() &&
         (netdev.empty() || std::find(only.begin(), only.end(), netdev) == only.end()))
       continue;
