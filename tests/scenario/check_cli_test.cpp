@@ -108,6 +108,13 @@ TEST(CheckCli, AsRootWhatIsPresentPassesWhatIsAbsentSaysWhyAndExitsZero) {
 TEST(CheckCli, WithoutCapabilitiesTheRequiredRowsFailWithTheFixAndExitFive) {
   SKIP_UNLESS_ROOT();
   if (!find_program("setpriv")) GTEST_SKIP() << "setpriv not installed (util-linux)";
+  // The load tests attach to slowburn's own binary, which uid 65534 must be
+  // able to read: a checkout under a 0700 directory (mktemp -d) makes every
+  // row "Permission denied" on the file, not the kernel's refusal tested here.
+  auto nobody_reads = Subprocess::spawn({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                                         testing::slowburn_binary().string()});
+  if (!nobody_reads || nobody_reads->wait_for(10s) != 0)
+    GTEST_SKIP() << "uid 65534 cannot read " << testing::slowburn_binary() << " (a directory above it is not o+x)";
   Ran ran = run_slowburn(
       {"check", "--json"}, 60s,
       {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"});
