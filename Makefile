@@ -54,11 +54,12 @@ $(BUILD)/skel/%.skel.h: $(BUILD)/bpf/%.bpf.o | $(BUILD)/skel
 # ---------------------------------------------------------------- C++
 CXXFLAGS ?= -O2 -g
 SB_CXXFLAGS := -std=c++20 -Wall -Wextra -Werror -Iinclude -Iuser -I. -I$(BUILD)/skel -MMD -MP
-# cpp-httplib (the metrics endpoint): its flags come from pkg-config, read
+# cpp-httplib (the scenario tests' HTTP client; the endpoint is our own): its
+# flags come from pkg-config, read
 # after `make deps` because every build runs in a make started after it.
 HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null)
 HTTPLIB_LIBS   := $(shell pkg-config --libs cpp-httplib 2>/dev/null || echo -lcpp-httplib)
-LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread $(HTTPLIB_LIBS) -lSQLiteCpp -lsqlite3
+LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread -lSQLiteCpp -lsqlite3
 
 LIB_SRCS  := $(shell find user -name '*.cpp' ! -path 'user/cli/*' ! -path 'user/demo/*' | sort)
 TOOL_SRCS := $(sort $(wildcard tools/*.cpp))
@@ -128,7 +129,7 @@ $(BPF_TEST_BIN): $(BPF_TEST_OBJS) $(SUPPORT_OBJS) $(LIB)
 $(SCEN_BIN): $(SCEN_OBJS) $(SUPPORT_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgmock -lgtest_main -lgtest $(LDLIBS)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgmock -lgtest_main -lgtest $(LDLIBS) $(HTTPLIB_LIBS)
 
 # Test targets: small programs the BPF tests attach to (tests/targets/README.md).
 TARGET_DIR := $(BUILD)/tests/targets
