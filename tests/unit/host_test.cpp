@@ -280,6 +280,31 @@ TEST(HostCauses, EveryRankWaitingForACpuIsNoOnesCause) {
   EXPECT_TRUE(judge_host(job).empty());
 }
 
+// A loaded node where every rank waits most of the time (ranks that spin in
+// their collectives stay runnable): 96% against the peers' 90% has the odds
+// (24 against 9) but only 6% more of the span, no one's cause.
+TEST(HostCauses, WaitingALittleMoreThanPeersThatAllWaitIsNoOnesCause) {
+  auto job = healthy_job();
+  for (HostInterval& i : job) {
+    i.sched->oncpu_ns = 1'000'000'000;
+    i.sched->offcpu_ns[0] = 9'000'000'000;
+    i.sched->offcpu_ns[static_cast<size_t>(OffCpuReason::sleep)] = 0;
+  }
+  job[1].sched->oncpu_ns = 400'000'000;
+  job[1].sched->offcpu_ns[0] = 9'600'000'000;
+  EXPECT_TRUE(judge_host(job).empty());
+  // Waiting 40% more of the span than they do is.
+  job[1].sched->offcpu_ns[0] = 9'600'000'000;
+  for (size_t r : {0u, 2u, 3u}) {
+    job[r].sched->oncpu_ns = 5'000'000'000;
+    job[r].sched->offcpu_ns[0] = 5'000'000'000;
+  }
+  auto causes = judge_host(job);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].type, "host.cpu_contention");
+  EXPECT_EQ(causes[0].rank, 1);
+}
+
 TEST(HostCauses, IoFaultsAndMemory) {
   auto job = healthy_job();
   job[1].sched->offcpu_ns[static_cast<size_t>(OffCpuReason::io)] = 2'000'000'000;

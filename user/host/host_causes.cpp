@@ -160,10 +160,12 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
     if (auto share = runq_share(r); share && !throttled && span_s > 0) {
       auto peers = peers_median(ranks, i, runq_share);
       auto peers_odds = peers_median(ranks, i, runq_odds);
+      auto peers_waited = peers_median(ranks, i, span_share(OffCpuReason::runnable));
       double waited_ns = static_cast<double>(r.sched->off(OffCpuReason::runnable));
+      double waited_share = waited_ns / static_cast<double>(r.span_ns);
       if (stands_out(*share, t.runq_share, std::nullopt, 1) &&
-          stands_out(*runq_odds(r), 0, peers_odds, t.versus_peers) &&
-          waited_ns >= 0.05 * static_cast<double>(r.span_ns)) {
+          stands_out(*runq_odds(r), 0, peers_odds, t.versus_peers) && waited_share >= 0.05 &&
+          waited_share >= peers_waited.value_or(0) + t.runq_excess_share) {
         HostCause c = cause_of(r, "host.cpu_contention", *share, peers);
         std::string with;
         if (auto top = top_share(r)) {

@@ -35,7 +35,12 @@ struct HostInterval {
 struct HostThresholds {
   double throttled_share = 0.2;  // of CFS periods
   uint64_t min_periods = 5;
-  double runq_share = 0.2;     // of the time it wanted a CPU, waiting
+  double runq_share = 0.2;  // of the time it wanted a CPU, waiting
+  // And waiting this much more of the span than the peers' median: where
+  // every rank waits (a loaded node; ranks that spin in their collectives
+  // are runnable the whole time), 96% against 90% is no one's cause,
+  // although its odds (24 against 9) are.
+  double runq_excess_share = 0.1;
   double blocked_share = 0.1;  // of the span in I/O
   double fault_share = 0.05;   // of the span in page faults
   uint64_t min_major_faults = 100;
