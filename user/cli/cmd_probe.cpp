@@ -58,6 +58,9 @@ Command add_probe_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0));
   sub->add_option("--call-cost-ns", args->call_cost_ns,
                   "Cost of one traced call, instead of calibrating it at start-up");
+  sub->add_flag("!--no-sampling", o.sampling,
+                "Trap every call of every probe: no sampling of the collectives that follow another at once (they "
+                "start synchronised and carry little of the straggler's signal)");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
   sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)")
       ->check(process_id());

@@ -1,6 +1,7 @@
 #include "service/calibrate.h"
 
 #include <fmt/format.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,9 +28,15 @@ double time_calls_ns(int calls) {
   asm volatile("" : : "r"(x));
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
 }
+
+double thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
 }  // namespace
 
-Result<double> calibrate_call_cost_ns(CollaggProgram& program, int calls_per_round, int rounds) {
+Result<ProbeCosts> calibrate_probe_costs(CollaggProgram& program, int calls_per_round, int rounds) {
   const std::string exe = "/proc/self/exe";
   auto symbols = ElfSymbols::open(exe);
   if (!symbols) return make_error("cannot calibrate the probe cost: {}", symbols.error().message);
@@ -43,22 +50,31 @@ Result<double> calibrate_call_cost_ns(CollaggProgram& program, int calls_per_rou
   int32_t self = getpid();
   // Registered under a job slot no job uses; forgotten when done.
   if (auto ok = program.add_target(self, UINT32_MAX); !ok) return ok.error();
-  std::vector<double> with, without;
+  std::vector<double> with, without, toggles;
   for (int r = 0; r < rounds; ++r) {
     without.push_back(time_calls_ns(calls_per_round));
+    double cpu0 = thread_cpu_ns();
     auto links = program.attach(exe, self, sites);
+    double attach_ns = thread_cpu_ns() - cpu0;
     if (!links) {
       program.forget_process(self);
       return make_error("cannot calibrate the probe cost: {}", links.error().message);
     }
     with.push_back(time_calls_ns(calls_per_round));
+    cpu0 = thread_cpu_ns();
+    links->reset();
+    toggles.push_back(attach_ns + thread_cpu_ns() - cpu0);
   }
   program.forget_process(self);
-  std::sort(with.begin(), with.end());
-  std::sort(without.begin(), without.end());
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   // Medians of the rounds: one preempted round does not set the budget.
-  double cost = (with[with.size() / 2] - without[without.size() / 2]) / calls_per_round;
-  return std::max(cost, 1.0);
+  ProbeCosts costs;
+  costs.call_ns = std::max((median(with) - median(without)) / calls_per_round, 1.0);
+  costs.toggle_ns = median(toggles);
+  return costs;
 }
 
 }  // namespace slowburn

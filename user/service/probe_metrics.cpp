@@ -55,6 +55,16 @@ void render_rank_series(MetricsText& m, const MetricsView& v) {
     if (r.stats.calls)
       m.sample("slowburn_rank_calls_total", rank_labels(r.identity, v.node, probe_name(v, r.stats.probe_id), r.comm),
                static_cast<double>(r.stats.calls));
+  // Which of the rank's probes count every call and which only a sample:
+  // a sampled probe's calls_total grows in its on-phases only.
+  m.family("slowburn_rank_probe_duty_ratio", "gauge",
+           "Share of the time the rank's probe is attached (1: every call counted; less: sampled on a duty cycle)");
+  for (const RankSeries& r : v.rank_stats) {
+    auto it = v.probe_duty.find(probe_name(v, r.stats.probe_id));
+    if (r.stats.calls && it != v.probe_duty.end())
+      m.sample("slowburn_rank_probe_duty_ratio",
+               rank_labels(r.identity, v.node, probe_name(v, r.stats.probe_id), r.comm), it->second.second);
+  }
 }
 
 // The last closed window, per (rank, probe, communicator).
@@ -145,10 +155,16 @@ void render_findings(MetricsText& m, const MetricsView& v) {
 // The probes and what they cost.
 void render_probes(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_probe_state", "gauge",
-           "1 for the probe's current state: attached, unavailable, failed, throttled");
-  static const char* const kStates[] = {"attached", "unavailable", "failed", "throttled"};
+           "1 for the probe's current state: attached, unavailable, failed, throttled (by the overhead budget), "
+           "sampled (in the off-phase of its sampling duty cycle)");
+  static const char* const kStates[] = {"attached", "unavailable", "failed", "throttled", "sampled"};
   for (const auto& [probe, state] : v.probe_states)
     for (const char* s : kStates) m.sample("slowburn_probe_state", {{"probe", probe}, {"state", s}}, state == s);
+  m.family("slowburn_probe_duty_ratio", "gauge",
+           "Share of the time the probe is attached under its plan (1: always); role signal (follows compute), "
+           "sampled (follows another collective at once), unknown (not synchronising)");
+  for (const auto& [probe, rd] : v.probe_duty)
+    m.sample("slowburn_probe_duty_ratio", {{"probe", probe}, {"role", rd.first}}, rd.second);
   m.family("slowburn_probe_hits_total", "counter", "Calls the probe timed (an entry and a return each)");
   for (const auto& [probe, n] : v.probe_calls_total)
     m.sample("slowburn_probe_hits_total", {{"probe", probe}}, static_cast<double>(n));

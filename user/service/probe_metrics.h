@@ -39,7 +39,9 @@ struct MetricsView {
   // (type, device, role, severity)
   std::map<std::tuple<std::string, std::string, std::string, std::string>, uint64_t> device_events_total;
   std::map<std::string, std::pair<int, int>> jobs;  // job -> (world size, ranks here)
-  std::map<std::string, std::string> probe_states;  // probe -> attached, unavailable, failed, throttled
+  std::map<std::string, std::string> probe_states;  // probe -> attached, unavailable, failed, throttled, sampled
+  // probe -> (role: signal, sampled, unknown; share of intervals attached under the plan)
+  std::map<std::string, std::pair<std::string, double>> probe_duty;
   std::map<std::string, uint64_t> probe_calls_total;
   std::map<std::string, uint64_t> probe_throttles_total;
   std::map<std::string, double> probe_cpu_ratio;

@@ -114,6 +114,10 @@ class ProbeService {
   std::vector<const ProbeSpec*> probes_;
   std::map<uint32_t, std::string> probe_names_;
   double call_cost_ns_ = 0;
+  double toggle_cost_ns_ = 0;
+  // Where --call-cost-ns skipped the calibration: a toggle's cost as this
+  // VM measured it, rounded up (bench/RESULTS.md section 8).
+  static constexpr double kAssumedToggleCostNs = 200'000;
   ServiceParts parts_;
   CountsBaseline interval_base_, window_base_;  // the budget's, the detector's
   uint64_t window_start_ns_ = 0;
@@ -159,14 +163,21 @@ Result<void> ProbeService::start_program() {
   parts_.program = std::move(*program);
   if (o_.call_cost_ns) {
     call_cost_ns_ = *o_.call_cost_ns;
+    toggle_cost_ns_ = kAssumedToggleCostNs;
   } else {
-    auto cost = calibrate_call_cost_ns(*parts_.program);
-    if (!cost) return cost.error();
-    call_cost_ns_ = *cost;
+    auto costs = calibrate_probe_costs(*parts_.program);
+    if (!costs) return costs.error();
+    call_cost_ns_ = costs->call_ns;
+    toggle_cost_ns_ = costs->toggle_ns;
   }
   BudgetConfig budget;
   budget.budget_ratio = o_.overhead_budget;
   budget.call_cost_ns = call_cost_ns_;
+  budget.toggle_cost_ns = toggle_cost_ns_;
+  budget.select = o_.sampling;
+  budget.window_intervals = static_cast<int>(
+      std::max<double>(1, std::round(static_cast<double>(o_.detector.window_ns) / 1e9 / std::max(o_.interval_s, 0.1))));
+  budget.max_dark_windows = std::max(o_.detector.persistence_n - 2, 1);
   parts_.budget = std::make_unique<OverheadBudget>(budget);
   parts_.detector = std::make_unique<AggregateDetector>(o_.detector, infos);
   parts_.tracker = std::make_unique<RankTracker>(*parts_.program, probes_, o_.proc_root, o_.pids);
@@ -295,15 +306,20 @@ void ProbeService::throttle(const std::string& probe, bool throttled, const Budg
 
 void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats) {
   std::map<std::string, uint64_t> calls;
+  std::map<std::string, std::vector<double>> gaps;  // each rank's (and communicator's) mean compute gap
+  std::map<std::string, std::set<uint32_t>> ranks;
   std::vector<AggCounts> deltas = interval_base_.advance(stats);
   for (size_t i = 0; i < stats.size(); ++i) {
     const std::string& name = probe_names_[stats[i].probe_id];
     calls[name] += deltas[i].calls;
     totals_.probe_calls[name] += deltas[i].calls;
+    if (deltas[i].gaps)
+      gaps[name].push_back(static_cast<double>(deltas[i].gap_ns) / static_cast<double>(deltas[i].gaps));
+    if (deltas[i].calls) ranks[name].insert(stats[i].tgid);
   }
   totals_.probe_cpu_ratio.clear();
   if (interval_ns == 0) return;
-  if (o_.overhead_budget <= 0) {
+  if (o_.overhead_budget <= 0 && !o_.sampling) {
     totals_.estimated_cpu_ratio = 0;
     for (const auto& [probe, n] : calls) {
       double r = static_cast<double>(n) * call_cost_ns_ / static_cast<double>(interval_ns);
@@ -312,7 +328,19 @@ void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats
     }
     return;
   }
-  BudgetDecision d = parts_.budget->update(interval_ns, calls);
+  std::map<std::string, ProbeReading> readings;
+  for (const ProbeSpec* spec : probes_) {
+    ProbeReading& r = readings[spec->name];
+    r.calls = calls[spec->name];
+    r.synchronizing = spec->kind == CallKind::synchronizing;
+    r.ranks = static_cast<int>(ranks[spec->name].size());
+    if (auto it = gaps.find(spec->name); it != gaps.end()) {
+      std::vector<double>& g = it->second;
+      std::nth_element(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(g.size() / 2), g.end());
+      r.gap_ns = g[g.size() / 2];
+    }
+  }
+  BudgetDecision d = parts_.budget->update(interval_ns, readings);
   totals_.estimated_cpu_ratio = d.estimated_ratio;
   totals_.probe_cpu_ratio = d.probe_ratio;
   for (const std::string& msg : d.messages) note(msg);
@@ -532,10 +560,14 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
           attached |= p.state == ProbeState::attached;
           failed |= p.state == ProbeState::failed;
         }
-    v.probe_states[spec->name] = parts_.tracker->throttled(spec->name) ? "throttled"
+    const auto& plans = parts_.budget->plans();
+    auto plan = plans.find(spec->name);
+    bool sampled = plan != plans.end() && plan->second.role == ProbeRole::redundant && o_.sampling;
+    v.probe_states[spec->name] = parts_.tracker->throttled(spec->name) ? (sampled ? "sampled" : "throttled")
                                  : attached                            ? "attached"
                                  : failed                              ? "failed"
                                                                        : "unavailable";
+    if (plan != plans.end()) v.probe_duty[spec->name] = {probe_role_name(plan->second.role), plan->second.duty()};
   }
   v.findings_total = totals_.findings;
   v.device_events_total = totals_.device_events;

@@ -30,6 +30,10 @@ struct ProbeServiceOptions {
   double window_s = 5.0;               // detector window
   double overhead_budget = 0.01;       // share of one CPU; 0: no budget
   std::optional<double> call_cost_ns;  // skip the calibration
+  // Signal-aware selection (service/overhead_budget.h): the collectives
+  // issued right after another (already synchronised) are sampled on a
+  // duty cycle; false traps every call of every probe.
+  bool sampling = true;
   std::vector<std::string> probe_patterns;
   std::vector<int32_t> pids;  // empty: every rank process on the node
   std::filesystem::path proc_root = "/proc";

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "loader/attach_batch.h"
 #include "procfs/ranks.h"
 #include "session/attach.h"
 
@@ -40,45 +39,31 @@ ProbeStatus RankTracker::status_of(const TrackedRank& rank, const TrackedProbe& 
                      probe.where.library, probe.where.sites, probe.detail};
 }
 
-void RankTracker::attach_file(TrackedRank& rank, const std::string& path, std::vector<ProbeStatus>& statuses) {
-  // Closed before the new set attaches (the RCU wait, here in the loop):
-  // both sets at once would run every probe twice, and a rank's second entry
-  // would pass for the second-to-last arrival. Only throttling and late
-  // resolution come here; exited ranks' links go to the reaper.
-  auto& sets = rank.links[path];
-  sets.clear();
-  std::vector<TrackedProbe*> members;
-  std::map<TrackedProbe*, ProbeState> before;
-  for (TrackedProbe& p : rank.probes) {
-    if (!p.where.resolved || p.where.attach_path != path) continue;
-    before[&p] = p.state;
-    if (throttled_.contains(p.spec->name)) {
-      p.state = ProbeState::unavailable;
-      p.detail = "throttled by the overhead budget";
-      continue;
-    }
-    members.push_back(&p);
+void RankTracker::attach_probe(TrackedRank& rank, TrackedProbe& probe, std::vector<ProbeStatus>& statuses) {
+  // Its own link set: throttling one probe rewrites only its breakpoints,
+  // never its library's other probes'. The old set is closed before the
+  // new one attaches (the RCU wait, here): both at once would run the probe
+  // twice, and a rank's second entry would pass for the second-to-last
+  // arrival. Only throttling and resolution come here; exited ranks' links
+  // go to the reaper.
+  ProbeState before = probe.state;
+  rank.links.erase(probe.spec->name);
+  if (throttled_.contains(probe.spec->name)) {
+    probe.state = ProbeState::unavailable;
+    probe.detail = "throttled by the overhead budget";
+  } else {
+    std::vector<UprobeSite> sites = uprobe_sites(probe.where);
+    auto links = program_.attach(probe.where.attach_path, rank.identity.pid, sites);
+    probe.state = links ? ProbeState::attached : ProbeState::failed;
+    probe.detail = links ? std::string() : links.error().message;
+    if (links) rank.links[probe.spec->name] = std::move(*links);
   }
-  std::vector<std::vector<UprobeSite>> member_sites;
-  for (TrackedProbe* p : members) member_sites.push_back(uprobe_sites(p->where));
-  auto errors = attach_batch(member_sites, [&](std::span<const UprobeSite> sites) -> Result<void> {
-    auto links = program_.attach(path, rank.identity.pid, sites);
-    if (!links) return links.error();
-    sets.push_back(std::move(*links));
-    return {};
-  });
-  for (size_t i = 0; i < members.size(); ++i) {
-    members[i]->state = errors[i] ? ProbeState::failed : ProbeState::attached;
-    members[i]->detail = errors[i] ? errors[i]->message : std::string();
-  }
-  for (const auto& [p, state] : before)
-    if (p->state != state || p->state == ProbeState::failed) statuses.push_back(status_of(rank, *p));
+  if (probe.state != before || probe.state == ProbeState::failed) statuses.push_back(status_of(rank, probe));
 }
 
 void RankTracker::resolve_and_attach(TrackedRank& rank, uint64_t now_ns, TrackerChanges& changes) {
   auto maps = read_process_maps(proc_root_, rank.identity.pid);
   bool pending = false;
-  std::set<std::string> files;
   for (TrackedProbe& probe : rank.probes) {
     if (probe.where.resolved) continue;
     probe.where = maps ? resolve_in_process(*probe.spec, proc_root_, rank.identity.pid, *maps, symbols_)
@@ -88,9 +73,8 @@ void RankTracker::resolve_and_attach(TrackedRank& rank, uint64_t now_ns, Tracker
       pending = true;
       continue;
     }
-    files.insert(probe.where.attach_path);
+    attach_probe(rank, probe, changes.statuses);
   }
-  for (const std::string& path : files) attach_file(rank, path, changes.statuses);
   rank.resolve_attempts += 1;
   rank.next_resolve_ns = pending ? now_ns + (rank.resolve_attempts < kQuickRetries ? kFirstRetryNs : kLateRetryNs) : 0;
   if (rank.resolve_attempts == 1)  // what never resolved, reported once
@@ -133,8 +117,7 @@ void RankTracker::untrack(int32_t pid, TrackerChanges& changes) {
     changes.jobs_ended.push_back(job->first);
     jobs_.erase(job);
   }
-  for (auto& [path, sets] : it->second.links)
-    for (auto& links : sets) reaper_.retire(std::move(links));
+  for (auto& [probe, links] : it->second.links) reaper_.retire(std::move(links));
   ranks_.erase(it);
 }
 
@@ -172,18 +155,15 @@ std::vector<ProbeStatus> RankTracker::set_throttled(const std::string& probe, bo
   else
     throttled_.erase(probe);
   bool forgot = false;
-  for (auto& [pid, rank] : ranks_) {
-    std::set<std::string> files;
+  for (auto& [pid, rank] : ranks_)
     for (TrackedProbe& p : rank.probes) {
       if (p.spec->name != probe || !p.where.resolved) continue;
-      files.insert(p.where.attach_path);
       if (!throttled && !forgot) {  // instances it left half-open would mix with new arrivals
         program_.forget_probe_instances(p.spec->id);
         forgot = true;
       }
+      attach_probe(rank, p, statuses);
     }
-    for (const std::string& path : files) attach_file(rank, path, statuses);
-  }
   program_.restart_gaps();  // the set of traced calls changed
   return statuses;
 }

@@ -36,11 +36,13 @@ struct TrackedRank {
   RankIdentity identity;
   uint32_t job_slot = 0;
   std::vector<TrackedProbe> probes;
-  // One link set per library for all its attached probes: closing a link
-  // waits for an RCU grace period, so fewer links make a job's end cheap.
-  std::map<std::string, std::vector<std::unique_ptr<UprobeLinks>>> links;
-  uint64_t next_resolve_ns = 0;  // when unresolved probes are tried again
-  uint64_t start_ticks = 0;      // /proc/PID/stat starttime: tells a reused pid apart
+  // One link set per probe (all its sites): the overhead budget detaches
+  // and attaches probes one at a time, and a set shared with the library's
+  // other probes would rewrite theirs too. Closing a link waits for an RCU
+  // grace period: at a job's end the reaper does it, off the service's loop.
+  std::map<std::string, std::unique_ptr<UprobeLinks>> links;  // probe -> its links
+  uint64_t next_resolve_ns = 0;                               // when unresolved probes are tried again
+  uint64_t start_ticks = 0;                                   // /proc/PID/stat starttime: tells a reused pid apart
   int resolve_attempts = 0;
 };
 
@@ -70,10 +72,9 @@ class RankTracker {
  private:
   void track(const RankIdentity& identity, uint64_t now_ns, TrackerChanges& changes);
   void resolve_and_attach(TrackedRank& rank, uint64_t now_ns, TrackerChanges& changes);
-  // (Re)attaches every resolved probe of `path` that is not throttled, as
-  // one link set; a set that fails is retried probe by probe so each failure
-  // is pinned on its probe. Reports the probes whose state changed.
-  void attach_file(TrackedRank& rank, const std::string& path, std::vector<ProbeStatus>& statuses);
+  // (Re)attaches one resolved probe, or detaches it while throttled.
+  // Reports it when its state changed or it failed.
+  void attach_probe(TrackedRank& rank, TrackedProbe& probe, std::vector<ProbeStatus>& statuses);
   void untrack(int32_t pid, TrackerChanges& changes);
   ProbeStatus status_of(const TrackedRank& rank, const TrackedProbe& probe) const;
 
