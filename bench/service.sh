@@ -39,37 +39,82 @@ run_job() { # prints the job's wall seconds
 }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo "### 8. The job's slowdown under \`slowburn probe\`"
+echo "### 8. The job's slowdown under \`slowburn probe\`, and the calls it traps"
 echo
 echo "The demo workload, 4 ranks on $(nproc) CPUs, $steps steps of 3 ms compute + MPI_Allgather +"
-echo "MPI_Allreduce (~1250 traced calls/s in all); no service, the service with the budget off"
-echo "(\`--overhead-budget 0\`) and on (default 1% of a CPU), alternating, $rounds rounds; seconds per job,"
-echo "and the service's own CPU seconds per second while the job ran:"
+echo "MPI_Allreduce (~1250 calls/s in all); no service, then the service trapping every call"
+echo "(\`--overhead-budget 0 --no-sampling\`), with sampling alone (\`--overhead-budget 0\`), and as"
+echo "it runs by default (sampling and the 1% budget), alternating, $rounds rounds; seconds per job, the"
+echo "calls the probes trapped per second of the job (\`slowburn_probe_hits_total\`), and the service's own"
+echo "CPU seconds per second while the job ran:"
 echo
-declare -a t_none t_off t_on c_off c_on
+configs=("--overhead-budget 0 --no-sampling" "--overhead-budget 0" "")
+names=("service, every call trapped" "service, sampling, no budget" "service, default (sampling, budget 1%)")
+declare -a t_none
+declare -A t_cfg c_cfg h_cfg
+hits() { curl -s "127.0.0.1:$port/metrics" | awk '/^slowburn_probe_hits_total/ {s += $2} END {print s + 0}'; }
 for r in $(seq "$rounds"); do
 	t_none+=("$(run_job)")
-	for budget in 0 1; do
-		start_service --overhead-budget "$budget"
+	for i in "${!configs[@]}"; do
+		# shellcheck disable=SC2086 # the configuration's words are separate arguments
+		start_service ${configs[$i]}
 		cpu0=$(metric process_cpu_seconds_total)
+		h0=$(hits)
 		t=$(run_job)
 		cpu1=$(metric process_cpu_seconds_total)
+		h1=$(hits)
 		stop_service
-		c=$(echo "($cpu1 - $cpu0) / $t" | bc -l)
-		if [ "$budget" = 0 ]; then t_off+=("$t"); c_off+=("$c"); else t_on+=("$t"); c_on+=("$c"); fi
+		t_cfg[$i]+="$t "
+		c_cfg[$i]+="$(echo "($cpu1 - $cpu0) / $t" | bc -l) "
+		h_cfg[$i]+="$(echo "($h1 - $h0) / $t" | bc -l) "
 	done
 done
 m_none=$(printf '%s\n' "${t_none[@]}" | median)
-m_off=$(printf '%s\n' "${t_off[@]}" | median)
-m_on=$(printf '%s\n' "${t_on[@]}" | median)
-printf '| configuration | median job s | vs no service | service CPU s/s |\n|---|---|---|---|\n'
-printf '| no service | %.2f | 1.00x | - |\n' "$m_none"
-printf '| service, budget off | %.2f | %.3fx | %.4f |\n' "$m_off" "$(echo "$m_off / $m_none" | bc -l)" \
-	"$(printf '%s\n' "${c_off[@]}" | median)"
-printf '| service, budget 1%% | %.2f | %.3fx | %.4f |\n' "$m_on" "$(echo "$m_on / $m_none" | bc -l)" \
-	"$(printf '%s\n' "${c_on[@]}" | median)"
+printf '| configuration | median job s | vs no service | calls trapped /s | service CPU s/s |\n|---|---|---|---|---|\n'
+printf '| no service | %.2f | 1.000x | - | - |\n' "$m_none"
+for i in "${!configs[@]}"; do
+	m=$(printf '%s\n' ${t_cfg[$i]} | median)
+	printf '| %s | %.2f | %.3fx | %.0f | %.4f |\n' "${names[$i]}" "$m" "$(echo "$m / $m_none" | bc -l)" \
+		"$(printf '%s\n' ${h_cfg[$i]} | median)" "$(printf '%s\n' ${c_cfg[$i]} | median)"
+done
 echo
-echo "All rounds (none / off / on): ${t_none[*]} / ${t_off[*]} / ${t_on[*]}"
+echo "All rounds: none ${t_none[*]}; $(for i in "${!configs[@]}"; do printf '/ %s: %s' "${names[$i]}" "${t_cfg[$i]}"; done)"
+echo
+
+echo "### 8b. Time to a finding under the budget"
+echo
+echo "Rank 2 of 4 computes 1.8x (a 2.4 ms stall a step); the service already running, the job started;"
+echo "seconds from the job's start to the service's first \`finding\` line naming rank 2, with the"
+echo "budget off and at its default, alternating, $rounds rounds (60 s at most each):"
+echo
+declare -a f_off f_on
+time_to_finding() { # ARGS...: service arguments; prints seconds, or "none"
+	rm -rf "$tmp/flog"
+	start_service --log-dir "$tmp/flog" "$@"
+	local s
+	s=$(date +%s.%N)
+	"${mpirun[@]}" "$workload" --compute-us 3000 --slow-rank 2 --slowdown 1.8 --seconds 70 >/dev/null 2>&1 &
+	local job=$! found=none
+	for _ in $(seq 600); do
+		if grep -q '"kind":"finding".*"rank":2' "$tmp/flog/slowburn.jsonl" 2>/dev/null; then
+			found=$(echo "$(date +%s.%N) - $s" | bc -l)
+			break
+		fi
+		sleep 0.1
+	done
+	kill "$job" 2>/dev/null || true
+	pkill -f slowburn-mpi-workload 2>/dev/null || true
+	wait "$job" 2>/dev/null || true
+	stop_service
+	echo "$found"
+}
+for r in $(seq "$rounds"); do
+	f_off+=("$(time_to_finding --overhead-budget 0 --no-sampling)")
+	f_on+=("$(time_to_finding)")
+done
+printf '| configuration | median s to the finding | all rounds |\n|---|---|---|\n'
+printf '| every call trapped, no budget | %s | %s |\n' "$(printf '%s\n' "${f_off[@]}" | median)" "${f_off[*]}"
+printf '| default (sampling, budget 1%%) | %s | %s |\n' "$(printf '%s\n' "${f_on[@]}" | median)" "${f_on[*]}"
 echo
 
 echo "### 9. The service's own CPU, idle"
@@ -88,10 +133,10 @@ echo
 [ "$soak_seconds" -gt 0 ] || exit 0
 echo "### 10. Soak: ${soak_seconds} s of repeated jobs under one service"
 echo
-echo "One \`slowburn probe --log-dir\` (default budget), jobs of 4 ranks x 200 steps of 20 ms one after"
+echo "One \`slowburn probe --log-dir --no-sampling\` (default budget), jobs of 4 ranks x 200 steps of 20 ms one after"
 echo "another (\`--warmup-s 2\`: ranks wait after MPI_Init so discovery on its 1 s timer sees every call)."
 echo
-start_service --log-dir "$tmp/log"
+start_service --log-dir "$tmp/log" --no-sampling # exact counts need every call trapped
 jobs_run=0
 rss_start=""
 end=$(($(date +%s) + soak_seconds))
