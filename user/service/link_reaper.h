@@ -1,7 +1,8 @@
 // Detaching a uprobe waits for an RCU grace period in the kernel (tens of
 // ms per link here); a job of 8 ranks leaves ~130 links to close. Closing
 // them inline would stall the service for seconds at every job end, so
-// retired links are closed on a thread of their own, in order.
+// retired links are closed off the service's loop, up to kParallelCloses
+// at a time (their grace periods overlap).
 #pragma once
 
 #include <condition_variable>
@@ -24,6 +25,7 @@ class LinkReaper {
   void retire(std::unique_ptr<UprobeLinks> links);
 
  private:
+  static constexpr size_t kParallelCloses = 16;
   void run();
   std::mutex mutex_;
   std::condition_variable wake_;
