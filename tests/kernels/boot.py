@@ -155,6 +155,11 @@ def main():
         "-device", "e1000e,bus=rp1,id=nic1",
         "-device", "pcie-root-port,id=rp2,bus=pcie.0,chassis=2,slot=2,addr=4.0",
         "-device", "e1000e,bus=rp2,id=nic2",
+        # rp3: an AER endpoint (0000:03:00.0). QEMU's e1000e cannot be one: its
+        # Device Control error-reporting bits are read-only zero, so it never
+        # forwards an error; virtio-pci with aer=on has both.
+        "-device", "pcie-root-port,id=rp3,bus=pcie.0,chassis=3,slot=3,hotplug=off,addr=5.0",
+        "-device", "virtio-rng-pci,bus=rp3,id=rng1,aer=on",
         "-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
         "-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
         *[arg for tag, path in shares for arg in (
