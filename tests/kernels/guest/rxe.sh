@@ -64,6 +64,8 @@ gid_index() {
 g0=$(gid_index rxe0)
 g1=$(gid_index rxe1)
 counter() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+# Traffic flows: rxe1 received 200 more packets than it had (ARG).
+streaming() { [ "$(counter rxe1 rcvd_pkts)" -gt $(($1 + 200)) ]; }
 # A verbs tool's server is up once its out-of-band TCP port listens.
 listening() { ss -ltn "sport = :$1" | grep -q LISTEN; }
 summary() { echo "$1" | sed -n 's/.*"summary":"\([^"]*\)".*/\1/p' | cut -c1-200; }
@@ -105,34 +107,53 @@ fi
 # (c) The peer killed mid-transfer: its QP is destroyed and rxe1 drops what
 # arrives for it without a NAK, so rxe0 times out and retries. The verbs
 # tools ask for retry_cnt 7, which rxe treats as "retry forever"
-# (rxe_comp.c: retry_cnt 7 is never decremented), so the QP stays in RTS
-# retrying instead of going to ERR (retry_exceeded_err) and no verbs call
-# tells slowburn qp of an error: the retries are what can be seen.
-# ib_send_bw streams (ibv_rc_pingpong has a send in flight only for an
-# instant: killed between two, its peer waits and retries nothing).
-timeout 60 ib_send_bw -p 18517 -d rxe1 -x "$g1" -D 30 -s 4096 -F >"$OUT/rxe.kill.server" 2>&1 &
+# (rxe_comp.c never decrements 7: ib_send_bw's survivor retried in RTS for
+# as long as it ran), and their rdma_cm mode, where --retry_count applies,
+# cannot connect two local addresses (the CM checks the request's route
+# against the netdev, and it is lo). rc_peer (tests/targets) sets
+# retry_cnt 1 with a 1 s ACK timeout (-t 18: 67 ms ran out under TCG with
+# the peer alive): its retries run out, rxe fails the send
+# (retry_exceeded_err), and rc_peer moves its QP to ERR as an application does.
+rc_peer=$sb_build/tests/targets/rc_peer
+"$SB" qp --lib /usr/lib/x86_64-linux-gnu/libibverbs.so.1 --json >"$OUT/rxe.qp.jsonl" 2>"$OUT/rxe.qp.err" &
+tracer=$!
+"$SB" fabric --json -i 1 --nic rxe0 >"$OUT/rxe.kill.jsonl" 2>"$OUT/rxe.kill.err" &
+fabric=$!
+sleep 5 # its attach (4 uprobes): status lines are not flushed until later
+echo "qp tracer up at $(cut -d' ' -f1 /proc/uptime)"
+"$rc_peer" -d rxe1 -g "$g1" -p 18520 -s 60 >"$OUT/rxe.kill.server" 2>&1 &
 server=$!
-wait_for 20 listening 18517
-timeout 60 ib_send_bw -p 18517 -d rxe0 -x "$g0" -D 30 -s 4096 -F 127.0.0.1 >"$OUT/rxe.kill.client" 2>&1 &
+wait_for 20 listening 18520
+"$rc_peer" -d rxe0 -g "$g0" -p 18520 -r 1 -t 18 -s 60 127.0.0.1 >"$OUT/rxe.kill.client" 2>&1 &
 client=$!
-streaming() { [ "$(counter rxe1 rcvd_pkts)" -gt $(($1 + 200)) ]; }
 wait_for 20 streaming "$(counter rxe1 rcvd_pkts)"
-kill -9 $(pgrep -P $server) 2>/dev/null
-retries_before=$(counter rxe0 completer_retry_err)
-"$SB" fabric --json -i 1 -d 4 --nic rxe0 >"$OUT/rxe.kill.jsonl" 2>"$OUT/rxe.kill.err"
-rdma resource show qp link rxe0/1 | tee "$OUT/rxe.kill.qp"
-retries=$(($(counter rxe0 completer_retry_err) - retries_before))
-exceeded=$(counter rxe0 retry_exceeded_err)
-kill $(pgrep -P $client) 2>/dev/null
-wait
-event=$(grep '"type":"rdma.retrans"' "$OUT/rxe.kill.jsonl" | head -1)
-state=$(grep ib_send_bw "$OUT/rxe.kill.qp" | grep -o 'state [A-Z]*' | head -1)
-if [ -n "$event" ] && [ "$retries" -gt 0 ]; then
-	pass rxe.peer_killed "peer ib_send_bw killed: the survivor's QP ${state:-gone} retrying (completer_retry_err +$retries in 4 s, retry_exceeded_err $exceeded); slowburn fabric: $(summary "$event")"
+exceeded_before=$(counter rxe0 retry_exceeded_err)
+echo "streaming at $(cut -d' ' -f1 /proc/uptime)"
+kill -0 $client 2>/dev/null && alive=yes || alive=no
+kill -9 $server
+client_done() { ! kill -0 $client; }
+wait_for 30 client_done || kill $client
+wait $client
+client_rc=$?
+echo "client exited $client_rc at $(cut -d' ' -f1 /proc/uptime)"
+sleep 2 # one more fabric reading
+kill -INT $fabric $tracer
+wait $fabric $tracer
+echo "tracers done at $(cut -d' ' -f1 /proc/uptime)"
+exceeded=$(($(counter rxe0 retry_exceeded_err) - exceeded_before))
+cat "$OUT/rxe.kill.client"
+event=$(grep '"type":"rdma.retrans"' "$OUT/rxe.kill.jsonl" | grep '"retry_exceeded_err"' | head -1)
+if [ $alive = yes ] && [ $client_rc -eq 3 ] && [ "$exceeded" -gt 0 ] && [ -n "$event" ]; then
+	pass rxe.peer_killed "peer killed: rxe0 retry_exceeded_err +$exceeded, rc_peer: $(grep -o 'completion error.*' "$OUT/rxe.kill.client"); slowburn fabric: $(summary "$event")"
 else
-	fail rxe.peer_killed "peer killed: completer_retry_err +$retries, no rdma.retrans event for rxe0: $(tail -2 "$OUT/rxe.kill.err")"
+	fail rxe.peer_killed "peer killed (client running then: $alive): rc_peer exit $client_rc ($(tail -1 "$OUT/rxe.kill.client")), retry_exceeded_err +$exceeded, rdma.retrans with retry_exceeded_err: '$(summary "$event")' $(tail -2 "$OUT/rxe.kill.err")"
 fi
-result GAP rxe.qp_error "a killed peer does not put the survivor's QP in ERR on rxe: ibv_rc_pingpong and ib_send_bw set retry_cnt 7, which rxe retries forever (rxe_comp.c), and their rdma_cm mode (where --retry_count applies) cannot connect between two local addresses (the CM checks the request's route against the netdev: it is lo); slowburn qp sees only ibv_modify_qp/async events, which these tools do not make on a peer's death"
+event=$(grep '"type":"qp.error"' "$OUT/rxe.qp.jsonl" | grep "\"pid\":$client," | head -1)
+if [ -n "$event" ]; then
+	pass rxe.qp_error "slowburn qp: $(summary "$event")"
+else
+	fail rxe.qp_error "no qp.error for rc_peer (pid $client) in slowburn qp: $(grep '"kind":"event"' "$OUT/rxe.qp.jsonl" | cut -c1-200 | head -3) $(tail -2 "$OUT/rxe.qp.err")"
+fi
 
 # (b) The netdev down: rxe's port goes DOWN and counts link_downed.
 "$SB" fabric --json -i 1 -d 4 --nic rxe0 >"$OUT/rxe.down.jsonl" 2>"$OUT/rxe.down.err" &
