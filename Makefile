@@ -138,6 +138,7 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
            $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
            $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller \
+           $(TARGET_DIR)/rc_peer \
            $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
@@ -211,6 +212,12 @@ $(TARGET_DIR)/verbs_driver: tests/targets/verbs_driver.c $(TARGET_DIR)/verbs/lib
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/verbs -l:libibverbs.so.1 \
 		-Wl,-rpath,$(abspath $(TARGET_DIR)/verbs)
+
+# One end of a real RC connection with a set retry count (the kernel matrix's rxe faults).
+$(TARGET_DIR)/rc_peer: tests/targets/rc_peer.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -libverbs
 
 $(TARGET_DIR)/verbs_real_caller: tests/targets/verbs_real_caller.c
 	$(call msg,CC,$@)
@@ -369,7 +376,7 @@ run-tests:
 # docs/kernel-support.md. SB_KERNELS=bookworm boots only 6.1.
 test-kernels:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer
 	$(Q)tests/kernels/matrix.sh $(BUILD)
 
 # The part of the matrix CI runs (.ci/run; the whole takes ~4-5 min, which
@@ -377,7 +384,7 @@ test-kernels:
 # (kprobes, ras:aer_event, no multi-uprobe links), without hotplug.
 test-kernels-ci:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer
 	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,rxe tests/kernels/matrix.sh $(BUILD)
 
 demo:

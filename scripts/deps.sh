@@ -25,6 +25,7 @@ packages=(
 	faketime                                  # tests: a tracer on a skewed clock (a second node)
 	graphviz                                  # tests: slowburn investigate --dot renders with dot
 	qemu-system-x86 kmod                      # make test-kernels: Debian kernels under QEMU; modprobe/depmod for their modules
+	ibverbs-utils perftest                    # make test-kernels: ibv_rc_pingpong, ib_send_bw for the Soft-RoCE faults
 )
 
 missing=()

@@ -98,6 +98,7 @@ def main():
     ap.add_argument("--suite", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--build", required=True)
+    ap.add_argument("--src", default=os.getcwd(), help="the checkout (default: the current directory)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--memory", default="2048")
     ap.add_argument("--smp", default="2")
@@ -113,11 +114,26 @@ def main():
     console = out / "console.log"
     mon_path = out / "monitor.sock"
 
+    # The checkout and the build directory, each its own read-only 9p share
+    # mounted at its host path (init.c): the share of the host root does not
+    # cross the host's mounts and the guest's /tmp is a tmpfs, so a clone
+    # under /tmp or a build on another disk would be missing there.
+    src = os.path.realpath(args.src)
+    build = os.path.realpath(args.build)
+    shares = [("src", src)]
+    if os.path.commonpath([src, build]) != src:
+        shares.append(("build", build))
+    for tag, path in shares:
+        if any(c in path for c in " ,:\t\n"):
+            print("kernels: %s: the path %r cannot go on the kernel command line "
+                  "(a space, comma or colon): move it" % (tag, path), file=sys.stderr)
+            return 1
+
     cmdline = " ".join([
         "console=ttyS0", "panic=-1", "pcie_ports=native", "loglevel=6",
         "sb_suite=" + os.path.abspath(args.suite),
-        "sb_build=" + os.path.abspath(args.build),
-        "sb_src=" + os.getcwd(), "sb_release=" + release]
+        "sb_build=" + build, "sb_src=" + src, "sb_release=" + release,
+        "sb_shares=" + ",".join("%s:%s" % share for share in shares)]
         # SB_TESTS=check,aer: run only these guest tests.
         + (["sb_tests=" + os.environ["SB_TESTS"]] if os.environ.get("SB_TESTS") else []))
     qemu = [
@@ -139,8 +155,16 @@ def main():
         "-device", "e1000e,bus=rp1,id=nic1",
         "-device", "pcie-root-port,id=rp2,bus=pcie.0,chassis=2,slot=2,addr=4.0",
         "-device", "e1000e,bus=rp2,id=nic2",
+        # rp3: an AER endpoint (0000:03:00.0). QEMU's e1000e cannot be one: its
+        # Device Control error-reporting bits are read-only zero, so it never
+        # forwards an error; virtio-pci with aer=on has both.
+        "-device", "pcie-root-port,id=rp3,bus=pcie.0,chassis=3,slot=3,hotplug=off,addr=5.0",
+        "-device", "virtio-rng-pci,bus=rp3,id=rng1,aer=on",
         "-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
         "-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
+        *[arg for tag, path in shares for arg in (
+            "-fsdev", "local,id=%s,path=%s,security_model=none,readonly=on,multidevs=remap" % (tag, path),
+            "-device", "virtio-9p-pci,fsdev=%s,mount_tag=%s" % (tag, tag))],
         "-fsdev", "local,id=out,path=%s,security_model=none" % out,
         "-device", "virtio-9p-pci,fsdev=out,mount_tag=out",
         "-fsdev", "local,id=kernel,path=%s,security_model=none,readonly=on" % kernel_dir,

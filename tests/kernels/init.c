@@ -2,7 +2,8 @@
 // modules, mount the host's root read-only over virtio-9p with writable
 // tmpfs where programs write, chroot into it and run the guest suite; power
 // off when it ends. The kernel hands unknown `key=value` command-line words
-// to init as environment: sb_suite (the script), sb_build, sb_src.
+// to init as environment: sb_suite (the script), sb_build, sb_src, and
+// sb_shares (the checkout's own shares, below).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,38 @@ static void must_mount(const char *src, const char *dst, const char *type, unsig
 	if (mount(src, dst, type, flags, opts) != 0) {
 		say("cannot mount", dst);
 		power_off();
+	}
+}
+
+// mkdir -p: a share's mount point may lie under one of the guest's own
+// tmpfs mounts (a checkout under /tmp), where the host's directory is hidden.
+static void make_dirs(const char *path) {
+	char dir[1040];
+	snprintf(dir, sizeof dir, "%s", path);
+	for (char *slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = 0;
+		mkdir(dir, 0755);
+		*slash = '/';
+	}
+	mkdir(dir, 0755);
+}
+
+// sb_shares=TAG:PATH,TAG:PATH (boot.py): the checkout and the build
+// directory, each its own 9p share mounted at its host path. The share of
+// the host root does not cross the host's mounts, and the guest's /tmp is
+// its own tmpfs: either would hide a checkout that is not on the root's
+// filesystem (a clone under /tmp, a build on another disk).
+static void mount_shares(const char *shares, const char *opts) {
+	char list[1024], target[1040];
+	snprintf(list, sizeof list, "%s", shares ? shares : "");
+	for (char *save = NULL, *share = strtok_r(list, ",", &save); share; share = strtok_r(NULL, ",", &save)) {
+		char *path = strchr(share, ':');
+		if (!path || path[1] != '/')
+			continue;
+		*path++ = 0;
+		snprintf(target, sizeof target, "/newroot%s", path);
+		make_dirs(target);
+		must_mount(share, target, "9p", MS_RDONLY, opts);
 	}
 }
 
@@ -82,6 +115,7 @@ int main(void) {
 	// Written by the guest and by the host (monitor replies): no cache.
 	must_mount("out", "/newroot/run/sb/out", "9p", 0, p9);
 	must_mount("kernel", "/newroot/run/sb/kernel", "9p", MS_RDONLY, opts);
+	mount_shares(getenv("sb_shares"), opts);
 
 	if (chroot("/newroot") != 0 || chdir("/") != 0) {
 		say("cannot chroot", "/newroot");

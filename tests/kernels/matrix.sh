@@ -34,7 +34,7 @@ for suite in $suites; do
 	release=$(basename "$kernel")
 	out=$kdir/out/$release
 	python3 "$here/boot.py" --kernel "$kernel" --init "$kdir/init" --suite "$here/guest/suite.sh" \
-		--out "$out" --build "$build" --timeout "$timeout_s" || status=1
+		--out "$out" --build "$build" --src "$src" --timeout "$timeout_s" || status=1
 	python3 "$here/formats.py" "$out" "$src/tests/fixtures/tracefs" >/dev/null
 	runs+=("$out")
 done

@@ -222,6 +222,32 @@ TEST(FabricMonitor, CongestionRetransmissionsFlapsAndErrors) {
   EXPECT_NE(exhausted[0].summary.find("ran out of retries"), std::string::npos);
 }
 
+// Soft-RoCE (rdma_rxe) names its counters its own way: the requester's
+// retries, the NAKs and the responder's gaps are retransmissions; retries
+// exhausted is the QP gone to ERR. rxe0's hw_counters as 6.1 writes them.
+TEST(FabricMonitor, SoftRoceRetransmissionsAndExhaustedRetries) {
+  FabricMonitor monitor;
+  std::map<std::string, uint64_t> rxe;
+  for (const char* n : {"sent_pkts", "rcvd_pkts", "duplicate_request", "out_of_seq_request", "rcvd_rnr_err",
+                        "send_rnr_err", "rcvd_seq_err", "ack_deferred", "retry_exceeded_err", "retry_rnr_exceeded_err",
+                        "completer_retry_err", "send_err", "link_downed", "rdma_sends", "rdma_recvs"})
+    rxe[n] = 0;
+  Port port(rxe);
+  monitor.update(port.at(0));
+  port.add("completer_retry_err", 6).add("rcvd_seq_err", 2).add("sent_pkts", 900);
+  auto events = monitor.update(port.at(2 * kSecond));
+  ASSERT_EQ(types(events), (std::vector<std::string>{"rdma.retrans/warning"}));
+  EXPECT_DOUBLE_EQ(events[0].value, 4);
+  EXPECT_EQ(events[0].summary, "mlx5_0 port 1 (eth0): 4.0 retransmissions/s (completer_retry_err +6, rcvd_seq_err +2)");
+  port.add("retry_exceeded_err", 1);
+  auto exhausted = monitor.update(port.at(3 * kSecond));
+  ASSERT_EQ(types(exhausted), (std::vector<std::string>{"rdma.retrans/error"}));
+  EXPECT_EQ(exhausted[0].deltas.at("retry_exceeded_err"), 1u);
+  EXPECT_NE(exhausted[0].summary.find("ran out of retries"), std::string::npos);
+  port.add("link_downed", 1);
+  EXPECT_EQ(types(monitor.update(port.at(4 * kSecond))), (std::vector<std::string>{"link.flap/error"}));
+}
+
 TEST(FabricMonitor, ThresholdsAreConfigurable) {
   FabricThresholds strict;
   strict.pause_share = 0.001;

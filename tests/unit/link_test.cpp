@@ -61,6 +61,33 @@ TEST(LinkMonitor, DowntrainRecoverAndDownAgainstMax) {
   EXPECT_EQ(monitor.status("a"), LinkStatus::down);
 }
 
+// Hot-unplug: the device's sysfs directory vanishes (pciehp powered the
+// slot off). That is a link down, not a reading that says nothing; its
+// return is a recovery, and files missing for a moment are still no news.
+TEST(LinkMonitor, DeviceGoneFromSysfsAndBack) {
+  LinkMonitor monitor;
+  EXPECT_TRUE(monitor.observe("nic", 0x8086, 0x10d3, reading(2.5, 1, 2.5, 1)).empty());
+  EXPECT_TRUE(monitor.observe("nic", 0x8086, 0x10d3, LinkReading{}).empty());  // files unreadable: keeps ok
+  LinkReading vanished;
+  vanished.present = false;
+  auto gone = monitor.observe("nic", 0x8086, 0x10d3, vanished);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].type, "link.down");
+  EXPECT_EQ(gone[0].reason, "device gone from sysfs (hot-unplugged, removed, or its slot powered off)");
+  EXPECT_FALSE(gone[0].reading.present);
+  EXPECT_TRUE(monitor.observe("nic", 0x8086, 0x10d3, vanished).empty());  // reported once
+  auto back = monitor.observe("nic", 0x8086, 0x10d3, reading(2.5, 1, 2.5, 1));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].type, "link.recovered");
+  EXPECT_EQ(back[0].reason, "back in sysfs (replugged or rescanned), link at expectation");
+  // A plain link down and up afterwards says so, not "back in sysfs".
+  monitor.observe("nic", 0x8086, 0x10d3, reading(0, 0, 2.5, 1));
+  EXPECT_EQ(monitor.observe("nic", 0x8086, 0x10d3, reading(2.5, 1, 2.5, 1))[0].reason,
+            "back to expectation after down");
+  // Never seen present: no expectation, nothing to report.
+  EXPECT_TRUE(monitor.observe("never", 0x8086, 0x10d3, vanished).empty());
+}
+
 TEST(LinkMonitor, AlreadyDegradedWhenFirstSeen) {
   LinkMonitor monitor;
   auto events = monitor.observe("gpu", 0x10de, 0x2330, reading(16, 16, 32, 16));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <utility>
 
 #include "core/strings.h"
 
@@ -84,6 +85,7 @@ std::string_view link_status_name(LinkStatus status) {
 }
 
 std::pair<LinkStatus, std::string> LinkMonitor::evaluate(const LinkReading& r, const LinkExpectation& expected) {
+  if (!r.present) return {LinkStatus::down, "device gone from sysfs (hot-unplugged, removed, or its slot powered off)"};
   if (!r.current_speed_gts && !r.current_width) return {LinkStatus::unknown, "no link attributes"};
   if ((r.current_speed_gts && *r.current_speed_gts == 0) || (r.current_width && *r.current_width == 0))
     return {LinkStatus::down, "link down (speed Unknown or width 0)"};
@@ -131,6 +133,7 @@ std::vector<LinkEvent> LinkMonitor::observe(const std::string& bdf, uint16_t ven
       !tracked.expected.speed_gts)
     return events;
   tracked.status = status;
+  bool was_gone = std::exchange(tracked.gone, !reading.present);
   LinkEvent event{"", bdf, reading, tracked.expected, reason, ""};
   if (status == LinkStatus::down)
     event.type = "link.down";
@@ -138,7 +141,8 @@ std::vector<LinkEvent> LinkMonitor::observe(const std::string& bdf, uint16_t ven
     event.type = "link.downtrained";
   else if (before == LinkStatus::down || before == LinkStatus::downtrained) {
     event.type = "link.recovered";
-    event.reason = fmt::format("back to expectation after {}", link_status_name(before));
+    event.reason = was_gone ? std::string("back in sysfs (replugged or rescanned), link at expectation")
+                            : fmt::format("back to expectation after {}", link_status_name(before));
   } else {
     return events;  // unknown -> ok: the first healthy reading is no news
   }

@@ -25,6 +25,9 @@ struct LinkReading {
   std::optional<double> max_speed_gts;
   std::optional<unsigned> current_width;  // 0: link down
   std::optional<unsigned> max_width;
+  // false: the device's sysfs directory is gone (hot-unplugged, removed, or
+  // its slot powered off): a link down, not a reading that says nothing.
+  bool present = true;
 };
 
 // What a link is held to. Either part may be open.
@@ -83,6 +86,7 @@ class LinkMonitor {
   struct Tracked {
     LinkExpectation expected;
     LinkStatus status = LinkStatus::unknown;
+    bool gone = false;  // its sysfs directory vanished; back is news
   };
   std::vector<ExpectationRule> rules_;
   std::map<std::string, Tracked> devices_;

@@ -13,8 +13,16 @@ namespace slowburn {
 
 namespace {
 
-constexpr std::array<const char*, 4> kRetransCounters = {"out_of_sequence", "packet_seq_err", "local_ack_timeout_err",
-                                                         "roce_adp_retrans"};
+// mlx5's names, then Soft-RoCE's (rdma_rxe's hw_counters: rxe_hw_counters.c):
+// completer_retry_err counts the requester's retries (ACK timeout or a
+// sequence NAK), rcvd_seq_err the NAKs it received, out_of_seq_request the
+// gaps its responder saw.
+constexpr std::array<const char*, 7> kRetransCounters = {
+    "out_of_sequence",     "packet_seq_err", "local_ack_timeout_err", "roce_adp_retrans",
+    "completer_retry_err", "rcvd_seq_err",   "out_of_seq_request"};
+// QPs that ran out of retries and went to ERR: mlx5's and rxe's names.
+constexpr std::array<const char*, 2> kRetriesExhaustedCounters = {"req_transport_retries_exceeded",
+                                                                  "retry_exceeded_err"};
 // Two sources can count one thing: the IB port counter (sysfs) and the PHY
 // counter (ethtool) of the same port. Within each pair the larger delta is
 // taken, not the sum.
@@ -160,14 +168,15 @@ std::vector<FabricEvent> FabricMonitor::compare(const PortState& before, const N
   // Transport retransmissions.
   uint64_t retrans = 0;
   for (const char* c : kRetransCounters) retrans += delta(c);
-  uint64_t exhausted = delta("req_transport_retries_exceeded");
+  uint64_t exhausted = 0;
+  for (const char* c : kRetriesExhaustedCounters) exhausted += delta(c);
   rates.retrans_per_s = per_s(static_cast<double>(retrans));
   if ((retrans > 0 && rates.retrans_per_s >= thresholds_.retrans_per_s) || exhausted > 0) {
     FabricEvent& e = event("rdma.retrans", delta("local_ack_timeout_err") > 0 || exhausted > 0 ? "error" : "warning");
     e.value = rates.retrans_per_s;
     e.threshold = thresholds_.retrans_per_s;
-    keep(e, {"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "roce_adp_retrans",
-             "req_transport_retries_exceeded"});
+    for (const char* c : kRetransCounters) keep(e, {c});
+    for (const char* c : kRetriesExhaustedCounters) keep(e, {c});
     std::vector<std::string> parts;
     for (const auto& [name, n] : e.deltas) parts.push_back(fmt::format("{} +{}", name, n));
     e.summary = fmt::format("{}: {:.1f} retransmissions/s ({}){}", port_label(now), rates.retrans_per_s, join(parts),

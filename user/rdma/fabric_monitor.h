@@ -44,7 +44,8 @@ struct FabricThresholds {
   // so a sustained thousand per second is congestion, not noise.
   double cnp_per_s = 1000;
   // Retransmission-class counters (out_of_sequence, packet_seq_err,
-  // local_ack_timeout_err, roce_adp_retrans) per second. A lossless fabric
+  // local_ack_timeout_err, roce_adp_retrans; rxe: completer_retry_err,
+  // rcvd_seq_err, out_of_seq_request) per second. A lossless fabric
   // has none; each local ACK timeout alone stalls a QP for milliseconds.
   double retrans_per_s = 1;
   // Physical-layer errors (symbol_error, port_rcv_errors,

@@ -83,6 +83,11 @@ LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std
   auto note = [&](const std::string& what) {
     if (notes) notes->push_back(what);
   };
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    reading.present = false;
+    return reading;
+  }
   for (auto [file, slot] : {std::pair{"current_link_speed", &reading.current_speed_gts},
                             std::pair{"max_link_speed", &reading.max_speed_gts}}) {
     auto text = read_trimmed(dir / file);

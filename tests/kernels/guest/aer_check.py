@@ -5,7 +5,10 @@ import sys
 
 from results import result
 
+# PREFIX (default aer): OUT/PREFIX.injected, OUT/PREFIX.{before,after}.*,
+# results named PREFIX.<severity>.
 out, bdf, role = sys.argv[1], sys.argv[2], sys.argv[3]
+prefix = sys.argv[4] if len(sys.argv) > 4 else "aer"
 # QEMU error name -> (kernel severity, status bit, kernel's short bit name)
 QEMU = {
     "RCVR": ("correctable", 0, "RxErr"),
@@ -19,18 +22,18 @@ FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal", "
 
 def counters(when, severity):
     values = {}
-    for line in open("%s/aer.%s.%s" % (out, when, FILES[severity])):
+    for line in open("%s/%s.%s.%s" % (out, prefix, when, FILES[severity])):
         name, _, value = line.rpartition(" ")
         values[name] = int(value)
     return values
 
 
 events = [e for e in map(json.loads, open(out + "/aer.jsonl")) if e.get("kind") == "event" and e.get("type") == "aer"]
-for line in open(out + "/aer.injected"):
+for line in open("%s/%s.injected" % (out, prefix)):
     severity_arg, args = line.split(" ", 1)
     qemu_name = args.split()[-1]
     severity, bit, short = QEMU[qemu_name]
-    name = "aer.%s" % severity
+    name = "%s.%s" % (prefix, severity)
     before, after = counters("before", severity), counters("after", severity)
     delta = after.get(short, 0) - before.get(short, 0)
     total_key = {"correctable": "TOTAL_ERR_COR", "nonfatal": "TOTAL_ERR_NONFATAL", "fatal": "TOTAL_ERR_FATAL"}[severity]
