@@ -266,7 +266,11 @@ void StragglerDetector::emit_pending(uint64_t now_ns, DetectorOutput& out) {
 
 void StragglerDetector::sequential_test(Lane& lane, const CollectiveInstance& instance, const RankCall& last,
                                         uint64_t blame_ns, uint64_t blame_leaving_ns, double median_entry_ns) {
-  if (!config_.sequential || lane.info.kind != CallKind::synchronizing) return;
+  // Between two ranks "last" is a coin one of them always wins: on a busy
+  // node a pair's member descheduled for a few steps in a row is last by a
+  // wide lead with no peer to compare it to (measured: 6-rank job, pairs of
+  // 2, partners named). Pairs are left to the window rule.
+  if (!config_.sequential || lane.info.kind != CallKind::synchronizing || instance.calls.size() < 3) return;
   // The step: release to release on this lane. Unknown for its first
   // instance, and a release out of order (merged clocks) is no step.
   uint64_t previous = lane.last_release_ns;
