@@ -190,8 +190,11 @@ void StragglerDetector::update_persistence(int32_t pid, Mark mark, const RankWin
       static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.cusum_worst; }));
   int sequential =
       static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.sequential; }));
-  // Cleared once no test holds any more: a recurrence is a new finding.
-  bool cleared = flagged == 0 && worst == 0 && sequential == 0;
+  // Cleared once no test holds any more, for persistence_n windows: a
+  // recurrence is a new finding. (A sequential finding can be raised before
+  // the rank has that many windows: a short history is not a clear one.)
+  bool cleared =
+      history.size() >= static_cast<size_t>(config_.persistence_n) && flagged == 0 && worst == 0 && sequential == 0;
   // A sequential finding raised by instances after this window (its run
   // began later) is not cleared, nor its run judged, by this window.
   auto runs = runs_.find(pid);
