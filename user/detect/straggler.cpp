@@ -285,12 +285,14 @@ void StragglerDetector::sequential_test(Lane& lane, const CollectiveInstance& in
   while (lane.recent.size() > kKeptSequentialInstances) lane.recent.pop_front();
 
   // The event: last, by a lead of its own worth the blame floor of a step,
-  // from computing longer: the part owed to leaving its previous collective
-  // late (descheduled on a busy node, in runs of steps) does not count; the
-  // window rule judges that (measured: a 6-rank 2-D job on 2 busy cores
-  // named partners 80% of whose blame was from there).
-  uint64_t computed_ns = blame_ns - std::min(blame_ns, blame_leaving_ns);
-  bool event = static_cast<double>(computed_ns) >= config_.sequential_lead_share * static_cast<double>(step_ns);
+  // mostly from computing longer: a lead owed mostly (kMostlyLeaving) to
+  // leaving its previous collective late (descheduled: on a busy node that
+  // comes in runs of steps) is no event here; the window rule judges it
+  // (measured: a 6-rank 2-D job on 2 busy cores named partners 80% of whose
+  // blame was from there).
+  bool computed = static_cast<double>(blame_leaving_ns) < kMostlyLeaving * static_cast<double>(blame_ns);
+  bool event =
+      computed && static_cast<double>(blame_ns) >= config_.sequential_lead_share * static_cast<double>(step_ns);
   SequentialParams params{config_.seq_p0, config_.seq_p1, config_.seq_arl0};
   for (const RankCall& call : instance.calls) {
     BernoulliCusum& test = lane.sequential.try_emplace(call.pid, params).first->second;
