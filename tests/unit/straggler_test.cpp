@@ -109,7 +109,9 @@ TEST(StragglerDetector, TwoRanksUseBlameWithoutZ) {
   SyntheticJob job;
   job.ranks = 2;
   job.compute_ns = [](int rank, int) { return rank == 1 ? 4.5e6 : 3e6; };
-  StragglerDetector d = make_detector(2);
+  DetectorConfig windows_only;  // the window rule's no-z path (sequential_detector_test: the per-instance one)
+  windows_only.sequential = false;
+  StragglerDetector d = make_detector(2, windows_only);
   Feed run = feed(d, job.run(2000));
   ASSERT_EQ(culprits(run.findings), std::set<int>{1});
   EXPECT_FALSE(run.findings.front().z_lateness.has_value());

@@ -42,7 +42,12 @@ TEST(Verdict, ALateInBurstsRankIsNamedThoughLastInUnderHalfTheCalls) {
   SyntheticJob job;
   job.ranks = 5;
   job.compute_ns = [](int rank, int step) { return rank == 3 && in_burst(step, 80, 20) ? 4.5e6 : 3e6; };
-  Judged j = judge(job, 4000);
+  // Each burst is 20 instances in a row of it last: the sequential test
+  // names it inside the first burst. The window rule is what this pins.
+  EXPECT_EQ(named(judge(job, 4000).verdict), std::set<int>{3});
+  DetectorConfig windows_only;
+  windows_only.sequential = false;
+  Judged j = judge(job, 4000, windows_only);
   ASSERT_EQ(culprits(j.run.findings), std::set<int>{3});
   const Finding& first = j.run.findings.front();
   EXPECT_LT(first.last_fraction, 0.5) << "the dominance rule, not last-in-most-calls, named it";
@@ -53,7 +58,7 @@ TEST(Verdict, ALateInBurstsRankIsNamedThoughLastInUnderHalfTheCalls) {
   EXPECT_EQ(named(j.verdict), std::set<int>{3});
   EXPECT_TRUE(j.verdict.episodes.empty());
   // Without the dominance rule the same job names nobody: the rule is what named it.
-  DetectorConfig last_only;
+  DetectorConfig last_only = windows_only;
   last_only.min_blame_dominance = 2.0;
   EXPECT_TRUE(judge(job, 4000, last_only).verdict.stragglers.empty());
 }
@@ -91,7 +96,13 @@ TEST(Verdict, ASlowSpellIsAnEpisodeNotTheVerdict) {
   SyntheticJob job;
   job.ranks = 5;
   job.compute_ns = [](int rank, int step) { return rank == 0 && step < 450 ? 4.5e6 : 3e6; };
-  Judged j = judge(job, 4000);
+  // The window rule's run. With the sequential test the finding comes at
+  // the spell's 12th instance and its run covers 5 of 10 windows (the
+  // spell's 4 and the partial one it ended in, then 5 clear ones): held by
+  // the 50% rule, at its edge (README, known limits).
+  DetectorConfig windows_only;
+  windows_only.sequential = false;
+  Judged j = judge(job, 4000, windows_only);
   ASSERT_EQ(culprits(j.run.findings), std::set<int>{0}) << "raised while it lasted";
   EXPECT_TRUE(j.verdict.judged);
   EXPECT_TRUE(j.verdict.stragglers.empty()) << j.verdict.stragglers.front().summary;
@@ -103,7 +114,7 @@ TEST(Verdict, ASlowSpellIsAnEpisodeNotTheVerdict) {
   EXPECT_NEAR(static_cast<double>(e.cost_ns), 450 * 1.5e6, 450 * 1.5e6 * 0.2);
   EXPECT_LT(e.end_ns - e.start_ns, 3'000'000'000u);
   // Held for the whole session's share it would be the verdict: the rule is what kept it out.
-  DetectorConfig any_run;
+  DetectorConfig any_run = windows_only;
   any_run.sustained_fraction = 0.0;
   EXPECT_EQ(named(judge(job, 4000, any_run).verdict), std::set<int>{0});
 }
@@ -123,11 +134,21 @@ TEST(Verdict, AOneWindowSpikeIsNeverTheVerdictNorACusumFinding) {
   SyntheticJob job;
   job.ranks = 5;
   job.compute_ns = [](int rank, int step) { return rank == 1 && step >= 1000 && step < 1150 ? 4.8e6 : 3e6; };
-  Judged j = judge(job, 4000);
+  DetectorConfig windows_only;
+  windows_only.sequential = false;
+  Judged j = judge(job, 4000, windows_only);
   EXPECT_TRUE(j.run.findings.empty()) << j.run.findings.front().summary;
   EXPECT_TRUE(j.verdict.stragglers.empty());
+  // The sequential test judges instances, not windows: 150 instances in a
+  // row of it last are evidence enough to raise a finding as they happen,
+  // and the verdict still calls the spell what it was, an episode.
+  Judged sequential = judge(job, 4000);
+  EXPECT_EQ(culprits(sequential.run.findings), std::set<int>{1});
+  EXPECT_EQ(sequential.run.findings.front().detector, "sequential");
+  EXPECT_TRUE(sequential.verdict.stragglers.empty()) << sequential.verdict.stragglers.front().summary;
+  ASSERT_EQ(sequential.verdict.episodes.size(), 1u);
   // The spike is real: judged on one window alone it would be named.
-  DetectorConfig one_window;
+  DetectorConfig one_window = windows_only;
   one_window.persistence_m = 1;
   EXPECT_EQ(culprits(judge(job, 4000, one_window).run.findings), std::set<int>{1});
 }

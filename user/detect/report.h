@@ -37,8 +37,10 @@ struct RankWindowStats {
   std::optional<double> z_lateness;       // robust z across ranks (>= 3 ranks)
   std::optional<double> z_lateness_tail;  // robust z of its p90 lateness against its peers' calls
   std::optional<double> z_gap;
-  double cusum_gap = 0;  // upper CUSUM of z_gap over windows
-  bool flagged = false;  // passed every test in this window
+  double cusum_gap = 0;                        // upper CUSUM of z_gap over windows
+  std::optional<double> sequential_statistic;  // its sequential test's highest log-likelihood ratio in the window
+  bool sequential_alarm = false;               // the test was in alarm after one of the window's instances
+  bool flagged = false;                        // passed every test in this window
 };
 
 struct WindowReport {
@@ -55,7 +57,7 @@ struct WindowReport {
 
 struct Finding {
   std::string type;      // "straggler" or "hang"
-  std::string detector;  // "persistence", "cusum" or "in-flight"
+  std::string detector;  // "persistence", "cusum", "sequential" or "in-flight"
   RankIdentity culprit;
   std::string probe;             // the collective carrying the signal
   CommunicatorRef comm;          // on which communicator
@@ -73,6 +75,15 @@ struct Finding {
   std::optional<double> z_gap;
   int windows_flagged = 0;
   int windows_considered = 0;
+  // Evidence (sequential): the test's log-likelihood ratio when it alarmed,
+  // its threshold ln(ARL0), ARL0, and the instances of its run (since the
+  // statistic last left zero) and those that were events.
+  double sequential_statistic = 0;
+  double sequential_threshold = 0;
+  double sequential_arl0 = 0;
+  double sequential_lead_share = 0;  // an event: last by a lead of at least this share of the step
+  uint64_t instances_considered = 0;
+  uint64_t instances_flagged = 0;
   // Evidence (hang): who waits, for how long.
   std::vector<int> waiting_ranks;
   uint64_t waited_ns = 0;

@@ -76,6 +76,18 @@ struct DetectorConfig {
   uint64_t hang_ns = 10'000'000'000;   // inside a collective this long while others are absent
   uint64_t settle_ns = 1'000'000'000;  // a communicator whose members are learnt from its calls: wait for them
   uint64_t clock_tolerance_ns = 0;     // analyze: calls on merged node clocks agree to within this
+  // The sequential test (stats/sequential.h), per (lane, rank), on every
+  // aligned instance: the event is "arrived last, by a self-caused lead of at
+  // least sequential_lead_share of the lane's step". A healthy rank has it at
+  // most seq_p0 of the time, a straggler at least seq_p1; the threshold is
+  // ln(seq_arl0), so a rank at p0 raises a false alarm at most once in
+  // seq_arl0 instances. A 1.3x rank last in every instance is named after
+  // ceil(ln(1e8) / ln(5)) = 12 instances.
+  bool sequential = true;
+  double sequential_lead_share = 0.10;  // the blame floor, per instance
+  double seq_p0 = 0.10;
+  double seq_p1 = 0.50;
+  double seq_arl0 = 1e8;
 };
 
 struct DetectorCounters {
@@ -160,6 +172,7 @@ class StragglerDetector {
   struct Mark {
     bool flagged = false;      // passed every test on some lane
     bool cusum_worst = false;  // unique worst above the CUSUM floor on some lane
+    bool sequential = false;   // its sequential test in alarm after an instance of the window, on some lane
     double blame_ns = 0;       // its blame in the window, every lane
     uint64_t start_ns = 0;
   };
@@ -197,6 +210,12 @@ class StragglerDetector {
                           const WindowReport* cusum_report, const RankWindowStats* cusum_evidence, uint64_t now_ns,
                           DetectorOutput& out);
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
+  // Feeds every member's sequential test with one instance; raises a
+  // finding (emitted by the next advance) when one alarms.
+  void sequential_test(Lane& lane, const CollectiveInstance& instance, const RankCall& last, uint64_t blame_ns,
+                       uint64_t blame_leaving_ns, double median_entry_ns);
+  Finding sequential_finding(const Lane& lane, int32_t pid) const;
+  void emit_pending(uint64_t now_ns, DetectorOutput& out);
   void track_runs(int32_t pid, const Mark& mark, bool cleared);
   void check_lane_hang(const LaneKey& key, Lane& lane, uint64_t now_ns, const std::vector<InFlightCall>& calls,
                        DetectorOutput& out);
@@ -220,6 +239,7 @@ class StragglerDetector {
   std::map<int32_t, std::vector<Run>> runs_;             // per rank: its findings' lives
   std::map<LaneKey, std::set<int32_t>> reported_hangs_;  // lane -> absent ranks already reported
   std::vector<Finding> findings_;
+  std::vector<size_t> pending_findings_;  // raised between advances (sequential): emitted by the next one
   DetectorCounters counters_;
   uint64_t first_ns_ = 0;             // first call entry seen: the traced time starts here
   uint64_t last_ns_ = 0;              // latest call exit seen

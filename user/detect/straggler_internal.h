@@ -5,11 +5,26 @@
 
 #include <linux/types.h>  // __u64: the state sb_leave_allowance (slowburn/collagg.h) updates
 
+#include <deque>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "detect/straggler.h"
+#include "stats/sequential.h"
 
 namespace slowburn {
+
+// One aligned instance as the sequential test saw it: the evidence a
+// sequential finding reports (over the instances of the test's run).
+struct SequentialInstance {
+  uint64_t release_ns = 0;
+  uint64_t step_ns = 0;  // since the lane's previous release
+  int32_t last_pid = 0;
+  uint64_t blame_ns = 0;
+  uint64_t blame_leaving_ns = 0;
+  std::vector<std::pair<int32_t, double>> lateness_ns;  // every member's entry - median entry
+};
 
 struct StragglerDetector::Lane {
   ProbeInfo info;
@@ -22,6 +37,9 @@ struct StragglerDetector::Lane {
   std::map<int32_t, uint64_t> total_blame_ns;
   std::map<int32_t, uint64_t> total_lasts;  // instances it arrived last in
   std::map<int32_t, __u64> usual_leave_ns;  // its usual time to leave after the release (sb_leave_allowance)
+  std::map<int32_t, BernoulliCusum> sequential;
+  uint64_t last_release_ns = 0;
+  std::deque<SequentialInstance> recent;  // the latest instances, for sequential findings' evidence
 
   // Whether its members are known up front (the job, or read / created);
   // else they are learnt from the calls during settle_ns.
@@ -37,6 +55,10 @@ struct StragglerDetector::RankAccum {
   double blame_ns = 0;
   double blame_leaving_ns = 0;  // the part of blame_ns from leaving its previous collective late
   uint64_t last_count = 0;
+  // Its sequential test after the instances released in this window: the
+  // highest statistic, and whether it was in alarm after any of them.
+  std::optional<double> sequential_max;
+  bool sequential_alarm = false;
 };
 
 struct StragglerDetector::LaneAccum {

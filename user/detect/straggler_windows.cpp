@@ -48,6 +48,8 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
     stats.blame_leaving_share = rank.blame_ns > 0 ? rank.blame_leaving_ns / rank.blame_ns : 0;
     stats.last_fraction =
         rank.instances ? static_cast<double>(rank.last_count) / static_cast<double>(rank.instances) : 0;
+    stats.sequential_statistic = rank.sequential_max;
+    stats.sequential_alarm = rank.sequential_alarm;
     report.ranks.push_back(std::move(stats));
   }
   if (!report.aligned || report.ranks.size() < 2) return report;
@@ -145,6 +147,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
     for (const RankWindowStats& stats : report.ranks) {
       Best& best = ranks[stats.identity.pid];
       best.mark.start_ns = start;
+      best.mark.sequential = best.mark.sequential || stats.sequential_alarm;
       best.mark.blame_ns += stats.blame_ns;
       if (stats.flagged) {
         best.mark.flagged = true;
@@ -185,8 +188,19 @@ void StragglerDetector::update_persistence(int32_t pid, Mark mark, const RankWin
       static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.flagged; }));
   int worst =
       static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.cusum_worst; }));
-  // Cleared once neither test holds any more: a recurrence is a new finding.
-  bool cleared = flagged == 0 && worst == 0;
+  int sequential =
+      static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.sequential; }));
+  // Cleared once no test holds any more, for persistence_n windows: a
+  // recurrence is a new finding. (A sequential finding can be raised before
+  // the rank has that many windows: a short history is not a clear one.)
+  bool cleared =
+      history.size() >= static_cast<size_t>(config_.persistence_n) && flagged == 0 && worst == 0 && sequential == 0;
+  // A sequential finding raised by instances after this window (its run
+  // began later) is not cleared, nor its run judged, by this window.
+  auto runs = runs_.find(pid);
+  if (runs != runs_.end() && !runs->second.empty() && runs->second.back().open &&
+      runs->second.back().start_ns >= mark.start_ns + config_.window_ns)
+    return;
   track_runs(pid, mark, cleared);
   if (cleared) active_findings_.erase(pid);
   if (active_findings_.contains(pid)) return;
@@ -231,7 +245,7 @@ void StragglerDetector::track_runs(int32_t pid, const Mark& mark, bool cleared) 
   Run& run = it->second.back();
   ++run.evaluated;
   run.cost_ns += mark.blame_ns;
-  if (mark.flagged || mark.cusum_worst) {
+  if (mark.flagged || mark.cusum_worst || mark.sequential) {
     ++run.flagged;
     run.last_flagged_end_ns = mark.start_ns + config_.window_ns;
   }

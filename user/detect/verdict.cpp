@@ -70,13 +70,21 @@ std::string communicator_phrase(const Finding& f) {
 }
 
 std::string straggler_summary(const Finding& f) {
-  std::string z = f.z_lateness || f.z_gap ? fmt::format(" (robust z: lateness {}, compute gap {})",
-                                                        f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",
-                                                        f.z_gap ? fmt::format("{:.1f}", *f.z_gap) : "-")
-                                          : std::string(" (no z: fewer than 3 ranks)");
-  std::string persistence = f.detector == "persistence" ? fmt::format("flagged in {} of the last {} windows",
-                                                                      f.windows_flagged, f.windows_considered)
-                                                        : std::string("sustained compute-gap excess (CUSUM)");
+  std::string z = f.detector == "sequential" ? std::string()
+                  : f.z_lateness || f.z_gap  ? fmt::format(" (robust z: lateness {}, compute gap {})",
+                                                          f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",
+                                                          f.z_gap ? fmt::format("{:.1f}", *f.z_gap) : "-")
+                                             : std::string(" (no z: fewer than 3 ranks)");
+  std::string persistence =
+      f.detector == "persistence"
+          ? fmt::format("flagged in {} of the last {} windows", f.windows_flagged, f.windows_considered)
+      : f.detector == "sequential"
+          ? fmt::format(
+                "sequential test: last by a lead of {:.0f}%+ of the step in {} of its last {} instances "
+                "(log-likelihood ratio {:.1f} >= {:.1f}: a healthy rank crosses it at most once in {:.0e} instances)",
+                f.sequential_lead_share * 100, f.instances_flagged, f.instances_considered, f.sequential_statistic,
+                f.sequential_threshold, f.sequential_arl0)
+          : std::string("sustained compute-gap excess (CUSUM)");
   // Late in bursts: last in few calls, but very late in those.
   std::string arrival =
       f.last_fraction < 0.5 && f.lateness_p90_ns

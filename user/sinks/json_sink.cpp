@@ -240,6 +240,7 @@ void JsonSink::window(const WindowReport& r) {
       j["z_gap"] = optional_number(s.z_gap);
       j["cusum_gap"] = s.cusum_gap;
       j["flagged"] = s.flagged;
+      if (s.sequential_statistic) j["sequential_statistic"] = *s.sequential_statistic;
     }
     write(j, false);
   }
@@ -287,6 +288,14 @@ json finding_json(const Finding& f) {
     evidence["blame_leaving_share"] = f.blame_leaving_share;
     evidence["lateness_p90_ns"] = optional_number(f.lateness_p90_ns);
     evidence["z_lateness_tail"] = optional_number(f.z_lateness_tail);
+    if (f.detector == "sequential") {
+      evidence["statistic"] = f.sequential_statistic;
+      evidence["threshold"] = f.sequential_threshold;
+      evidence["arl0_instances"] = f.sequential_arl0;
+      evidence["lead_share"] = f.sequential_lead_share;
+      evidence["instances_considered"] = f.instances_considered;
+      evidence["instances_flagged"] = f.instances_flagged;
+    }
   }
   json j{{"type", f.type},
          {"evidence", std::move(evidence)},
