@@ -313,15 +313,20 @@ void StragglerDetector::sequential_test(Lane& lane, const CollectiveInstance& in
   }
 }
 
-Finding StragglerDetector::sequential_finding(const Lane& lane, int32_t pid) const {
-  const BernoulliCusum& test = lane.sequential.at(pid);
+Finding StragglerDetector::lane_finding(const Lane& lane, int32_t pid, const char* type, const char* detector) const {
   Finding f;
-  f.type = "straggler";
-  f.detector = "sequential";
+  f.type = type;
+  f.detector = detector;
   f.culprit = identity(pid);
   f.probe = lane.info.name;
   f.comm = lane.comm;
   if (auto r = lane.comm_ranks.find(pid); r != lane.comm_ranks.end()) f.comm_rank = r->second;
+  return f;
+}
+
+Finding StragglerDetector::sequential_finding(const Lane& lane, int32_t pid) const {
+  const BernoulliCusum& test = lane.sequential.at(pid);
+  Finding f = lane_finding(lane, pid, "straggler", "sequential");
   f.sequential_statistic = test.statistic();
   f.sequential_threshold = test.threshold();
   f.sequential_arl0 = config_.seq_arl0;
@@ -480,13 +485,7 @@ void StragglerDetector::check_lane_hang(const LaneKey& key, Lane& lane, uint64_t
     waiting.push_back(std::to_string(identity(pid).rank));
   }
   for (int32_t pid : absent) {
-    Finding f;
-    f.type = "hang";
-    f.detector = "in-flight";
-    f.culprit = identity(pid);
-    f.probe = lane.info.name;
-    f.comm = lane.comm;
-    if (auto r = lane.comm_ranks.find(pid); r != lane.comm_ranks.end()) f.comm_rank = r->second;
+    Finding f = lane_finding(lane, pid, "hang", "in-flight");
     f.detected_ns = now_ns;
     f.waited_ns = longest;
     f.waiting_ranks = waiting_ranks;

@@ -215,6 +215,8 @@ class StragglerDetector {
   void sequential_test(Lane& lane, const CollectiveInstance& instance, const RankCall& last, uint64_t blame_ns,
                        uint64_t blame_leaving_ns, double median_entry_ns);
   Finding sequential_finding(const Lane& lane, int32_t pid) const;
+  // A finding of `type` on `pid` in the lane: its rank, probe, communicator and rank in it.
+  Finding lane_finding(const Lane& lane, int32_t pid, const char* type, const char* detector) const;
   void emit_pending(uint64_t now_ns, DetectorOutput& out);
   void track_runs(int32_t pid, const Mark& mark, bool cleared);
   void check_lane_hang(const LaneKey& key, Lane& lane, uint64_t now_ns, const std::vector<InFlightCall>& calls,
