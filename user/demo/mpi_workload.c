@@ -17,7 +17,7 @@
  *
  *   slowburn-mpi-workload [--slow-rank R] [--slowdown F] [--ramp-s S]
  *                         [--compute-us C] [--tp K] [--seconds S]
- *                         [--steps N] [--warmup-s W]
+ *                         [--steps N] [--warmup-s W] [--progress-s P]
  *
  * SIGUSR1 stalls the rank that receives it between two steps, outside any
  * collective, until SIGUSR1 again or SIGTERM: a rank stuck in its own code (a
@@ -27,6 +27,10 @@
  * --warmup-s waits after MPI_Init before the first collective, so a tracer
  * that discovers processes on a timer (slowburn probe) sees every call: the
  * soak benchmark compares its counts with the steps this job reports.
+ *
+ * --progress-s P makes rank 0 print "progress STEP MONOTONIC_S" every P
+ * seconds: bench/alternate.py measures the step rate of one long job while it
+ * turns slowburn on and off, so the comparison carries no job-to-job noise.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -109,7 +113,7 @@ static uint64_t calibrate_iterations_per_us(void)
 int main(int argc, char **argv)
 {
 	int slow_rank = -1, rank, size;
-	double slowdown = 1.0, seconds = 60, compute_us = 3000, warmup_s = 0, ramp_s = 0;
+	double slowdown = 1.0, seconds = 60, compute_us = 3000, warmup_s = 0, ramp_s = 0, progress_s = 0;
 	int tp = 0;
 	MPI_Comm tp_comm = MPI_COMM_NULL, dp_comm = MPI_COMM_NULL;
 	long steps = -1;
@@ -130,11 +134,13 @@ int main(int argc, char **argv)
 			warmup_s = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--ramp-s") && i + 1 < argc)
 			ramp_s = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--progress-s") && i + 1 < argc)
+			progress_s = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--tp") && i + 1 < argc)
 			tp = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
-					"[--tp K] [--seconds S] [--steps N] [--warmup-s W]\n", argv[0]);
+					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -160,7 +166,7 @@ int main(int argc, char **argv)
 	MPI_Bcast(&per_us, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	iterations = (uint64_t)(per_us * compute_us);
 
-	double start = now_s();
+	double start = now_s(), next_progress = start + progress_s;
 	double *gathered = calloc((size_t)size, sizeof(double));
 	long step;
 	for (step = 0; steps < 0 || step < steps; step++) {
@@ -190,6 +196,11 @@ int main(int argc, char **argv)
 		if (sums[1] > 0) {
 			step++;
 			break;
+		}
+		if (rank == 0 && progress_s > 0 && now_s() >= next_progress) {
+			printf("progress %ld %.6f\n", step + 1, now_s());
+			fflush(stdout);
+			next_progress += progress_s;
 		}
 	}
 	if (rank == 0)

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""The job's slowdown under `slowburn probe`, measured inside one job.
+
+Separate jobs differ by a few percent on this VM for reasons of their own
+(where the scheduler puts four ranks on two CPUs, MPI's start-up), more than
+the cost to be measured. So one long demo job runs here, rank 0 printing its
+step count every 0.25 s (`--progress-s`), and the service is started and
+stopped beside it: phases without a service alternate with phases under each
+configuration. A phase's first seconds (the service starting, finding the
+ranks, attaching; or detaching) are not measured. Each configuration's
+phase is compared with the mean of the no-service phases just before and
+after it, which cancels the job's slow drift; the ratio reported is the
+median of those pairs, with their spread.
+
+  bench/alternate.py BUILD [--cycles N] [--phase-s S] [--settle-s S]
+
+Prints a Markdown table (bench/RESULTS.md section 8c). Needs root, mpirun.
+"""
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+CONFIGS = [
+    ("service, every call trapped", ["--overhead-budget", "0", "--no-sampling"]),
+    ("service, sampling, no budget", ["--overhead-budget", "0"]),
+    ("service, default (sampling, budget 1%)", []),
+]
+
+
+class Progress:
+    """Rank 0's (step, monotonic seconds) lines, read as they come."""
+
+    def __init__(self, stream):
+        self.points = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            m = re.match(r"progress (\d+) ([\d.]+)", line)
+            if m:
+                with self.lock:
+                    self.points.append((int(m.group(1)), float(m.group(2))))
+
+    def rate(self, t0, t1):
+        """Steps per second between the first point at/after t0 and the last at/before t1."""
+        with self.lock:
+            inside = [p for p in self.points if t0 <= p[1] <= t1]
+        if len(inside) < 2:
+            return None
+        (s0, a), (s1, b) = inside[0], inside[-1]
+        return (s1 - s0) / (b - a)
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hits(port):
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+    except OSError:
+        return 0.0
+    return sum(float(l.split()[-1]) for l in text.splitlines() if l.startswith("slowburn_probe_hits_total"))
+
+
+def start_service(slowburn, port, args, log):
+    p = subprocess.Popen([slowburn, "probe", "--listen", f"127.0.0.1:{port}", *args],
+                         stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1)
+            return p
+        except OSError:
+            if p.poll() is not None:
+                sys.exit(f"bench: slowburn probe exited ({p.returncode}); see {log.name}")
+            time.sleep(0.1)
+    sys.exit(f"bench: slowburn probe did not answer on port {port}; see {log.name}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build")
+    ap.add_argument("--cycles", type=int, default=6)
+    ap.add_argument("--phase-s", type=float, default=16)
+    ap.add_argument("--settle-s", type=float, default=6)
+    ap.add_argument("--port", type=int, default=9497)
+    a = ap.parse_args()
+    slowburn = os.path.join(a.build, "slowburn")
+    workload = os.path.join(a.build, "libexec", "slowburn-mpi-workload")
+    log = open(os.path.join(a.build, "alternate-service.log"), "w")
+    job = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "4",
+                            workload, "--compute-us", "3000", "--seconds", "1000000", "--progress-s", "0.25"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    progress = Progress(job.stdout)
+    time.sleep(5)  # MPI start-up, the compute calibration
+
+    def phase(args):
+        """One phase: the service (or none) over phase_s; its steady rate and costs."""
+        service = start_service(slowburn, a.port, args, log) if args is not None else None
+        start = time.monotonic()
+        time.sleep(a.settle_s)
+        cpu0 = cpu_seconds(service.pid) if service else 0
+        h0 = hits(a.port) if service else 0
+        t0 = time.monotonic()
+        time.sleep(start + a.phase_s - t0)
+        t1 = time.monotonic()
+        cpu1 = cpu_seconds(service.pid) if service else 0
+        h1 = hits(a.port) if service else 0
+        if service:
+            service.send_signal(signal.SIGTERM)
+            service.wait()
+        if job.poll() is not None:
+            sys.exit("bench: the job exited during the run")
+        return progress.rate(t0, t1), (cpu1 - cpu0) / (t1 - t0), (h1 - h0) / (t1 - t0)
+
+    ratios = {name: [] for name, _ in CONFIGS}
+    cpu = {name: [] for name, _ in CONFIGS}
+    calls = {name: [] for name, _ in CONFIGS}
+    rates_none = []
+    before, _, _ = phase(None)
+    rates_none.append(before)
+    for c in range(a.cycles):
+        # The order turns each cycle, so no configuration always follows another.
+        order = CONFIGS[c % len(CONFIGS):] + CONFIGS[:c % len(CONFIGS)]
+        for name, args in order:
+            rate, cpu_s, calls_s = phase(args)
+            after, _, _ = phase(None)
+            rates_none.append(after)
+            ratios[name].append(((before + after) / 2) / rate)
+            cpu[name].append(cpu_s)
+            calls[name].append(calls_s)
+            before = after
+    os.killpg(job.pid, signal.SIGTERM)
+    job.wait()
+
+    print(f"| configuration | job slowdown, median of {a.cycles} pairs | pairs' range | calls trapped /s | service CPU s/s |")
+    print("|---|---|---|---|---|")
+    print(f"| no service | 1.000x | steps/s {min(rates_none):.1f}-{max(rates_none):.1f} | - | - |")
+    for name, _ in CONFIGS:
+        r = ratios[name]
+        print(f"| {name} | {statistics.median(r):.4f}x | {min(r):.4f}-{max(r):.4f} | "
+              f"{statistics.median(calls[name]):.0f} | {statistics.median(cpu[name]):.4f} |")
+    print()
+    print("Pairs (no service / configuration, steps/s ratio): " +
+          "; ".join(f"{n}: " + " ".join(f"{x:.4f}" for x in ratios[n]) for n, _ in CONFIGS))
+
+
+if __name__ == "__main__":
+    main()
