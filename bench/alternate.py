@@ -95,6 +95,8 @@ def main():
     ap.add_argument("--settle-s", type=float, default=6)
     ap.add_argument("--port", type=int, default=9497)
     a = ap.parse_args()
+    if not 0 < a.settle_s < a.phase_s:
+        ap.error("--settle-s must be above 0 and below --phase-s: a phase is measured after it settles")
     slowburn = os.path.join(a.build, "slowburn")
     workload = os.path.join(a.build, "libexec", "slowburn-mpi-workload")
     log = open(os.path.join(a.build, "alternate-service.log"), "w")
