@@ -13,6 +13,13 @@ after it, which cancels the job's slow drift; the ratio reported is the
 median of those pairs, with their spread.
 
   bench/alternate.py BUILD [--cycles N] [--phase-s S] [--settle-s S]
+                     [--config 'LABEL=PROBE ARGS' ...]
+
+--config replaces the default configurations (repeatable): LABEL names the
+row, the rest are `slowburn probe` arguments, split on spaces. Example, the
+steady cost of one probe attached against both, without any toggle:
+  --config 'both=--overhead-budget 0 --no-sampling'
+  --config 'allgather only=--overhead-budget 0 --no-sampling --probe mpi.allgather'
 
 Prints a Markdown table (bench/RESULTS.md section 8c). Needs root, mpirun.
 """
@@ -94,7 +101,14 @@ def main():
     ap.add_argument("--phase-s", type=float, default=16)
     ap.add_argument("--settle-s", type=float, default=6)
     ap.add_argument("--port", type=int, default=9497)
+    ap.add_argument("--config", action="append", default=[], metavar="LABEL=ARGS")
     a = ap.parse_args()
+    configs = CONFIGS
+    if a.config:
+        try:
+            configs = [(label, args.split()) for label, args in (c.split("=", 1) for c in a.config)]
+        except ValueError:
+            ap.error("--config takes LABEL=ARGS (the label, '=', then slowburn probe's arguments)")
     if not 0 < a.settle_s < a.phase_s:
         ap.error("--settle-s must be above 0 and below --phase-s: a phase is measured after it settles")
     slowburn = os.path.join(a.build, "slowburn")
@@ -125,15 +139,15 @@ def main():
             sys.exit("bench: the job exited during the run")
         return progress.rate(t0, t1), (cpu1 - cpu0) / (t1 - t0), (h1 - h0) / (t1 - t0)
 
-    ratios = {name: [] for name, _ in CONFIGS}
-    cpu = {name: [] for name, _ in CONFIGS}
-    calls = {name: [] for name, _ in CONFIGS}
+    ratios = {name: [] for name, _ in configs}
+    cpu = {name: [] for name, _ in configs}
+    calls = {name: [] for name, _ in configs}
     rates_none = []
     before, _, _ = phase(None)
     rates_none.append(before)
     for c in range(a.cycles):
         # The order turns each cycle, so no configuration always follows another.
-        order = CONFIGS[c % len(CONFIGS):] + CONFIGS[:c % len(CONFIGS)]
+        order = configs[c % len(configs):] + configs[:c % len(configs)]
         for name, args in order:
             rate, cpu_s, calls_s = phase(args)
             after, _, _ = phase(None)
@@ -148,13 +162,13 @@ def main():
     print(f"| configuration | job slowdown, median of {a.cycles} pairs | pairs' range | calls trapped /s | service CPU s/s |")
     print("|---|---|---|---|---|")
     print(f"| no service | 1.000x | steps/s {min(rates_none):.1f}-{max(rates_none):.1f} | - | - |")
-    for name, _ in CONFIGS:
+    for name, _ in configs:
         r = ratios[name]
         print(f"| {name} | {statistics.median(r):.4f}x | {min(r):.4f}-{max(r):.4f} | "
               f"{statistics.median(calls[name]):.0f} | {statistics.median(cpu[name]):.4f} |")
     print()
     print("Pairs (no service / configuration, steps/s ratio): " +
-          "; ".join(f"{n}: " + " ".join(f"{x:.4f}" for x in ratios[n]) for n, _ in CONFIGS))
+          "; ".join(f"{n}: " + " ".join(f"{x:.4f}" for x in ratios[n]) for n, _ in configs))
 
 
 if __name__ == "__main__":

@@ -100,6 +100,7 @@ MetricsView sample_view() {
   v.probe_calls_total["mpi.allreduce"] = 10;
   v.budget_ratio = 0.01;
   v.call_cost_ns = 10'000;
+  v.toggle_cost_ns = 5e7;
   v.ringbuf_drops_total["kmsg_xid"] = 0;
   v.health = {{"memory.edac_ue", HealthState::fail, "mc0", 2, 0, {3}, "mc0: +2 uncorrected"},
               {"clock.sync", HealthState::warn, "", nullptr, 1000, {3}, "not synchronised"}};
@@ -130,6 +131,7 @@ TEST(ProbeMetrics, RendersTheContract) {
            std::string("slowburn_probe_state{probe=\"mpi.allreduce\",state=\"throttled\"} 1"),
            std::string("slowburn_probe_state{probe=\"mpi.allreduce\",state=\"attached\"} 0"),
            std::string("slowburn_probe_call_cost_seconds 1e-05"),
+           std::string("slowburn_probe_toggle_cost_seconds 0.05"),
            std::string("slowburn_health_check{check=\"memory.edac_ue\",device=\"mc0\",state=\"fail\"} 1"),
            std::string("slowburn_health_check{check=\"memory.edac_ue\",device=\"mc0\",state=\"ok\"} 0"),
            std::string("slowburn_health_check{check=\"clock.sync\",device=\"\",state=\"warn\"} 1"),

@@ -23,6 +23,7 @@ struct ProbeArgs {
   double window_s = 5.0;
   double log_max_mb = 64;
   double call_cost_ns = 0;
+  double toggle_cost_ns = 0;
 };
 }  // namespace
 
@@ -58,6 +59,10 @@ Command add_probe_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0));
   sub->add_option("--call-cost-ns", args->call_cost_ns,
                   "Cost of one traced call, instead of calibrating it at start-up");
+  sub->add_option("--toggle-cost-ns", args->toggle_cost_ns,
+                  "Cost to the ranks of detaching a probe and attaching it again, per rank, instead of the calibrated "
+                  "wall time (50 ms with --call-cost-ns); duty cycles are used only where their toggles cost at most "
+                  "10% of what they save");
   sub->add_flag("!--no-sampling", o.sampling,
                 "Trap every call of every probe: no sampling of the collectives that follow another at once (they "
                 "start synchronised and carry little of the straggler's signal)");
@@ -96,6 +101,7 @@ Command add_probe_command(CLI::App& app) {
             o.overhead_budget = args->budget_percent / 100.0;
             o.log_max_bytes = static_cast<uint64_t>(args->log_max_mb * (1 << 20));
             if (args->call_cost_ns > 0) o.call_cost_ns = args->call_cost_ns;
+            if (args->toggle_cost_ns > 0) o.toggle_cost_ns = args->toggle_cost_ns;
             o.log_dir = args->log_dir;
             o.proc_root = args->proc_root;
             o.sysfs_root = args->sysfs_root;

@@ -1,7 +1,6 @@
 #include "service/calibrate.h"
 
 #include <fmt/format.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,10 +28,10 @@ double time_calls_ns(int calls) {
   return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
 }
 
-double thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+double monotonic_ns() {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 }  // namespace
 
@@ -53,17 +52,17 @@ Result<ProbeCosts> calibrate_probe_costs(CollaggProgram& program, int calls_per_
   std::vector<double> with, without, toggles;
   for (int r = 0; r < rounds; ++r) {
     without.push_back(time_calls_ns(calls_per_round));
-    double cpu0 = thread_cpu_ns();
+    double t0 = monotonic_ns();
     auto links = program.attach(exe, self, sites);
-    double attach_ns = thread_cpu_ns() - cpu0;
+    double attach_ns = monotonic_ns() - t0;
     if (!links) {
       program.forget_process(self);
       return make_error("cannot calibrate the probe cost: {}", links.error().message);
     }
     with.push_back(time_calls_ns(calls_per_round));
-    cpu0 = thread_cpu_ns();
-    links->reset();
-    toggles.push_back(attach_ns + thread_cpu_ns() - cpu0);
+    t0 = monotonic_ns();
+    links->reset();  // the link's release (its RCU waits) runs in this close
+    toggles.push_back(attach_ns + monotonic_ns() - t0);
   }
   program.forget_process(self);
   auto median = [](std::vector<double>& v) {

@@ -181,6 +181,9 @@ void render_probes(MetricsText& m, const MetricsView& v) {
   m.sample("slowburn_overhead_budget_ratio", {}, v.budget_ratio);
   m.family("slowburn_probe_call_cost_seconds", "gauge", "Calibrated cost of one traced call on this machine");
   m.sample("slowburn_probe_call_cost_seconds", {}, v.call_cost_ns / 1e9);
+  m.family("slowburn_probe_toggle_cost_seconds", "gauge",
+           "What detaching a probe and attaching it again is charged, per rank (calibrated wall time)");
+  m.sample("slowburn_probe_toggle_cost_seconds", {}, v.toggle_cost_ns / 1e9);
 }
 
 // The node's health checklist (slowburn health), one series per check,

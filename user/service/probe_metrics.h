@@ -48,6 +48,7 @@ struct MetricsView {
   double estimated_cpu_ratio = 0;
   double budget_ratio = 0;
   double call_cost_ns = 0;
+  double toggle_cost_ns = 0;
   std::map<std::string, uint64_t> ringbuf_drops_total;  // by program
   uint64_t decode_errors_total = 0;
   uint64_t kernel_orphan_returns = 0;

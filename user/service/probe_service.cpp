@@ -116,8 +116,9 @@ class ProbeService {
   double call_cost_ns_ = 0;
   double toggle_cost_ns_ = 0;
   // Where --call-cost-ns skipped the calibration: a toggle's cost as this
-  // VM measured it, rounded up (bench/RESULTS.md section 8).
-  static constexpr double kAssumedToggleCostNs = 200'000;
+  // VM measured it (wall time, service/calibrate.h), rounded up
+  // (bench/RESULTS.md section 8d).
+  static constexpr double kAssumedToggleCostNs = 50'000'000;
   ServiceParts parts_;
   CountsBaseline interval_base_, window_base_;  // the budget's, the detector's
   uint64_t window_start_ns_ = 0;
@@ -170,6 +171,7 @@ Result<void> ProbeService::start_program() {
     call_cost_ns_ = costs->call_ns;
     toggle_cost_ns_ = costs->toggle_ns;
   }
+  if (o_.toggle_cost_ns) toggle_cost_ns_ = *o_.toggle_cost_ns;
   BudgetConfig budget;
   budget.budget_ratio = o_.overhead_budget;
   budget.call_cost_ns = call_cost_ns_;
@@ -227,8 +229,9 @@ Result<void> ProbeService::start() {
   if (auto ok = start_outputs(); !ok) return ok;
   if (auto ok = start_hardware(); !ok) return ok;
   console_ << fmt::format(
-      "slowburn probe: {} probes, one traced call costs {:.1f} us here, budget {}; metrics {}; event log {}\n",
-      probes_.size(), call_cost_ns_ / 1000,
+      "slowburn probe: {} probes, one traced call costs {:.1f} us here (a toggle {:.1f} ms), budget {}; metrics {}; "
+      "event log {}\n",
+      probes_.size(), call_cost_ns_ / 1000, toggle_cost_ns_ / 1e6,
       o_.overhead_budget > 0 ? fmt::format("{:.2f}% of a CPU", o_.overhead_budget * 100) : std::string("off"),
       parts_.endpoint ? fmt::format("http://{}:{}/metrics", parts_.endpoint->host(), parts_.endpoint->port())
                       : std::string("off"),
@@ -529,6 +532,7 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
   v.version = kVersion;
   v.budget_ratio = o_.overhead_budget;
   v.call_cost_ns = call_cost_ns_;
+  v.toggle_cost_ns = toggle_cost_ns_;
   v.start_time_seconds = start_unix_;
   v.probe_names = probe_names_;
   if (parts_.endpoint) v.endpoint = parts_.endpoint->stats();

@@ -25,11 +25,12 @@ struct ProbeServiceOptions {
   std::filesystem::path log_dir;          // empty: no event log
   uint64_t log_max_bytes = 64ull << 20;
   int log_keep = 5;
-  bool log_windows = false;            // every window's per-rank statistics into the log (verbose)
-  double interval_s = 1.0;             // discovery, budget and metrics period
-  double window_s = 5.0;               // detector window
-  double overhead_budget = 0.01;       // share of one CPU; 0: no budget
-  std::optional<double> call_cost_ns;  // skip the calibration
+  bool log_windows = false;              // every window's per-rank statistics into the log (verbose)
+  double interval_s = 1.0;               // discovery, budget and metrics period
+  double window_s = 5.0;                 // detector window
+  double overhead_budget = 0.01;         // share of one CPU; 0: no budget
+  std::optional<double> call_cost_ns;    // skip the calibration
+  std::optional<double> toggle_cost_ns;  // a duty cycle's toggle, instead of the calibrated (or assumed) one
   // Signal-aware selection (service/overhead_budget.h): the collectives
   // issued right after another (already synchronised) are sampled on a
   // duty cycle; false traps every call of every probe.
