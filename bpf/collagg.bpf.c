@@ -103,6 +103,10 @@ struct {
 
 struct sb_collagg_counters counters = {};
 
+/* The sequential test's lead floor, in percent of the step (user space sets
+ * it from DetectorConfig::sequential_lead_share before load). */
+const volatile __u32 seq_lead_share_pct = 10;
+
 static const struct sb_agg_instance zero_instance = {};
 static const struct sb_agg_stats zero_stats = {};
 static const __u64 zero_u64;
@@ -158,14 +162,20 @@ int BPF_KPROBE(agg_enter)
 	struct sb_agg_instance *inst;
 	struct sb_agg_target *target;
 	struct sb_agg_process *proc;
+	__u64 excess_ns = 0;
 
 	target = bpf_map_lookup_elem(&targets, &tgid);
 	if (!target)
 		return 0;
 	state.comm_slot = comm_slot_of(ctx, cookie, tgid, key.probe_id, state.entry_ns);
 	proc = bpf_map_lookup_elem(&processes, &tgid);
-	if (proc && proc->last_release_ns >= target->since_ns && proc->last_release_ns <= state.entry_ns)
+	if (proc && proc->last_release_ns >= target->since_ns && proc->last_release_ns <= state.entry_ns) {
 		state.since_release_ns = state.entry_ns - proc->last_release_ns;
+		/* Left its previous collective later than usual: its latest
+		 * return after that collective let it go. */
+		if (proc->last_exit_ns > proc->last_release_ns && proc->last_exit_ns <= state.entry_ns)
+			excess_ns = proc->last_exit_ns - proc->last_release_ns;
+	}
 	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY)) {
 		__sync_fetch_and_add(&counters.state_failures, 1);
 		return 0;
@@ -185,17 +195,39 @@ int BPF_KPROBE(agg_enter)
 		inst->first_entry_ns = state.entry_ns;
 		inst->second_entry_ns = 0;
 		inst->second_since_ns = SB_AGG_UNKNOWN;
+		inst->second_excess_ns = 0;
 		inst->arrivals = 0;
 		inst->closed_ns = 0;
 	} else {
 		inst->second_entry_ns = inst->last_entry_ns;
 		inst->second_since_ns = inst->last_since_ns;
+		inst->second_excess_ns = inst->last_excess_ns;
 	}
 	inst->last_entry_ns = state.entry_ns;
 	inst->last_since_ns = state.since_release_ns;
+	inst->last_excess_ns = excess_ns;
 	inst->last_tgid = tgid;
 	inst->arrivals += 1;
 	return 0;
+}
+
+/* The sequential test's event for the instance a return closes at exit_ns
+ * (collagg.h): its last arrival computed (not left) its way to a lead worth
+ * seq_lead_share_pct of the step. */
+static __always_inline bool seq_event(const struct sb_agg_instance *inst, __u64 lead_ns, __u64 exit_ns)
+{
+	__u64 step_ns, leaving_ns = 0;
+
+	if (inst->arrivals < SB_SEQ_MIN_RANKS || !inst->prev_closed_ns || exit_ns <= inst->prev_closed_ns)
+		return false;
+	step_ns = exit_ns - inst->prev_closed_ns;
+	if (inst->last_excess_ns > inst->second_excess_ns)
+		leaving_ns = inst->last_excess_ns - inst->second_excess_ns;
+	if (leaving_ns > lead_ns)
+		leaving_ns = lead_ns;
+	if (leaving_ns * 100 >= lead_ns * SB_SEQ_MOSTLY_LEAVING_PCT)
+		return false;
+	return lead_ns * 100 >= step_ns * seq_lead_share_pct;
 }
 
 /* The part of a return's delay after its collective's release that is its
@@ -221,7 +253,7 @@ static __always_inline __u64 place_return(__u32 tgid, __u32 probe_id, __u32 comm
 	struct sb_agg_instance *inst = bpf_map_lookup_elem(&instances, &ikey);
 	struct sb_agg_stats *blamed;
 	__u32 last_tgid;
-	__u64 closed;
+	__u64 closed, lead_ns;
 
 	if (!inst)
 		return 0;
@@ -242,8 +274,11 @@ static __always_inline __u64 place_return(__u32 tgid, __u32 probe_id, __u32 comm
 			return exit_ns;
 		blamed = last_tgid == tgid ? s : stats_of(last_tgid, probe_id, comm_slot);
 		if (blamed) {
+			lead_ns = self_caused_lead(inst);
 			__sync_fetch_and_add(&blamed->lasts, 1);
-			__sync_fetch_and_add(&blamed->blame_ns, self_caused_lead(inst));
+			__sync_fetch_and_add(&blamed->blame_ns, lead_ns);
+			if (seq_event(inst, lead_ns, exit_ns))
+				__sync_fetch_and_add(&blamed->seq_events, 1);
 		}
 		return exit_ns;
 	}

@@ -54,6 +54,17 @@ struct sb_agg_process {
 };
 
 /*
+ * The sequential test's event (user/stats/sequential.h; the per-call side is
+ * StragglerDetector::sequential_test): an instance of 3 or more ranks whose
+ * last arrival leads the second-to-last, by its own delay, by at least
+ * seq_lead_share_pct of the step (release to release on that communicator),
+ * a lead not owed mostly (SB_SEQ_MOSTLY_LEAVING_PCT, kMostlyLeaving) to
+ * leaving its previous collective later than usual.
+ */
+#define SB_SEQ_MIN_RANKS	  3
+#define SB_SEQ_MOSTLY_LEAVING_PCT 50
+
+/*
  * A rank's time to leave a collective after it released its members (its
  * return - the first return) is mostly not its own doing: a rank a few hops
  * from the last arrival in the algorithm leaves later every time, and on a
@@ -104,7 +115,9 @@ struct sb_agg_instance {
 	__u64 closed_ns;       /* its first return: it released its members; 0 while open */
 	__u64 prev_first_entry_ns;
 	__u64 prev_closed_ns;
-	__u32 last_tgid; /* who arrived last */
+	__u64 last_excess_ns;	/* the latest arrival's lateness leaving its previous collective */
+	__u64 second_excess_ns; /* the same for the arrival before it */
+	__u32 last_tgid;	/* who arrived last */
 	__u32 arrivals;
 };
 
@@ -126,6 +139,7 @@ struct sb_agg_stats {
 	__u64 lasts;		    /* instances this process arrived last in */
 	__u64 blame_ns;		    /* when last: sum of the lead over the second-to-last its own delay explains */
 	__u64 instances;	    /* instances closed by one of this process's returns */
+	__u64 seq_events;	    /* instances it arrived last in with the sequential test's event */
 	__u64 slots[SB_HIST_SLOTS]; /* log2 of the wait in microseconds */
 };
 

@@ -204,9 +204,62 @@ TEST_F(Conformance, TheLastArrivalOfEachInstanceAndItsBlame) {
     std::array<int, kRanks> order{(late + 1) % kRanks, (late + 2) % kRanks, late};
     step(order, 1ms, 6ms, {0, 1, 2});
   }
-  expect_agreement(12);
+  StragglerDetector d = expect_agreement(12);
   auto k = kernel();
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(k[ranks_[r].pid].lasts, 4u) << "rank " << r;
+  // A 6 ms lead in a step of ~12 ms is the sequential test's event (>= 10%
+  // of the step) in every instance but the first, which has no step yet.
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(k[ranks_[r].pid].seq_events, r == 0 ? 3u : 4u) << "rank " << r;
+    EXPECT_EQ(d.sequential_events(kProbe, ranks_[r].pid), r == 0 ? 3u : 4u) << "rank " << r;
+  }
+}
+
+// The sequential test's event, on both sides (collagg.h; trace's
+// StragglerDetector::sequential_test): leads well clear of its two bounds,
+// so the two programs' clock reads of the same hit cannot tip it.
+TEST_F(Conformance, ALeadOwedToLeavingLateIsNoSequentialEventAndOneComputedIs) {
+  constexpr int kRounds = 5;
+  auto release = [&](int r) { send(ranks_[r].release_fd); };
+  for (int round = 0; round < kRounds; ++round) {
+    // A: everyone computed 8 ms and enters at once (rank 2 last by a hair:
+    // no event); rank 2 is let go 6 ms after the others (descheduled inside).
+    std::this_thread::sleep_for(8ms);
+    for (const Child& c : ranks_) enter(c);
+    std::this_thread::sleep_for(2ms);
+    release(0);
+    release(1);
+    std::this_thread::sleep_for(6ms);
+    release(2);
+    // B: ranks 0 and 1 enter 7 ms after their return, rank 2 3 ms after its
+    // own: last by ~1.5 ms (over 10% of the step), all of it from leaving A
+    // late: no event.
+    std::this_thread::sleep_for(1ms);
+    enter(ranks_[0]);
+    std::this_thread::sleep_for(500us);
+    enter(ranks_[1]);
+    std::this_thread::sleep_for(1500us);
+    enter(ranks_[2]);
+    std::this_thread::sleep_for(2ms);
+    for (int r = 0; r < kRanks; ++r) release(r);
+    // C: rank 2 computes 6 ms longer than its peers: an event.
+    std::this_thread::sleep_for(3ms);
+    enter(ranks_[0]);
+    enter(ranks_[1]);
+    std::this_thread::sleep_for(6ms);
+    enter(ranks_[2]);
+    std::this_thread::sleep_for(2ms);
+    for (int r = 0; r < kRanks; ++r) release(r);
+  }
+  std::this_thread::sleep_for(3ms);  // the last returns recorded
+  StragglerDetector d = expect_agreement(3 * kRounds);
+  auto k = kernel();
+  EXPECT_EQ(k[ranks_[2].pid].lasts, 3u * kRounds);
+  for (int r = 0; r < kRanks; ++r) {
+    uint64_t expected = r == 2 ? kRounds : 0;
+    EXPECT_EQ(k[ranks_[r].pid].seq_events, expected) << "kernel, rank " << r;
+    EXPECT_EQ(d.sequential_events(kProbe, ranks_[r].pid), expected) << "user space, rank " << r;
+  }
 }
 
 TEST_F(Conformance, ARankThatLeavesLateIsLateByItsOwnDoing) {

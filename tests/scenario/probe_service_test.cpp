@@ -527,16 +527,33 @@ TEST(ProbeService, UnderATightBudgetTheStalledRankIsStillNamed) {
                                          "100000", "--window", "2", "--probe", "mpi.*"}));
   auto job = launch_job(4, 2, 90, (service.dir / "mpirun.log").string());
   ASSERT_TRUE(job) << job.error().message;
-  json finding = first_finding(service, 60s);
-  std::string metrics = service.metrics();
+  // The finding (the sequential test may name the rank before the budget's
+  // first plan) and a standing verdict after the probes were toggled.
+  json finding;
+  size_t throttles = 0;
+  std::string metrics;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    throttles = 0;
+    for (const json& line : log_lines(service.log_dir())) {
+      if (line.value("kind", "") == "finding" && finding.is_null()) finding = line;
+      throttles += line.value("kind", "") == "budget" && line.value("event", "") == "throttle";
+    }
+    if (!finding.is_null() && throttles >= 2) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  metrics = service.metrics();
   job->stop();
   ASSERT_FALSE(finding.is_null()) << "no finding within 60 s under the budget:\n" << service.output();
   EXPECT_EQ(finding["rank"], 2) << finding.dump();
   EXPECT_EQ(finding["evidence"]["probe"], "mpi.allgather") << finding.dump();
-  size_t throttles = 0;
-  for (const json& line : log_lines(service.log_dir()))
-    throttles += line.value("kind", "") == "budget" && line.value("event", "") == "throttle";
-  EXPECT_GT(throttles, 0u) << "the budget never acted: the test proved nothing\n" << service.output();
+  EXPECT_GE(throttles, 2u) << "the budget never acted: the test proved nothing\n" << service.output();
+  std::string straggler;
+  for (std::istringstream in(metrics); std::getline(in, straggler);)
+    if (straggler.starts_with("slowburn_straggler{")) break;
+  EXPECT_TRUE(straggler.starts_with("slowburn_straggler{") && straggler.find("rank=\"2\"") != std::string::npos)
+      << "the verdict did not stand while the budget cycled the probes\n"
+      << metrics.substr(0, 4000);
   // Its plan: the allgather carries the signal and is on a window in four
   // at least; the allreduce behind it is sampled.
   EXPECT_NE(metrics.find("slowburn_probe_duty_ratio{probe=\"mpi.allgather\",role=\"signal\"}"), std::string::npos)

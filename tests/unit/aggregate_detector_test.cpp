@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -201,6 +203,83 @@ TEST(AggregateDetector, NonSynchronizingProbesReportWithoutVerdict) {
   EXPECT_EQ(out.windows[0].kind, CallKind::rooted);
   EXPECT_NEAR(*out.windows[0].ranks[0].wait_mean_ns, 1000, 1e-9);
   EXPECT_FALSE(out.windows[0].ranks[0].lateness_median_ns);
+}
+
+// One interval's counts for the sequential test: every rank in `instances`
+// instances, `events[r]` of them last with the event.
+std::vector<AggWindowInput> interval(const std::vector<uint64_t>& events, uint64_t instances = 100, bool named = true) {
+  std::vector<double> gaps(events.size(), 6e6);
+  std::vector<AggWindowInput> inputs = window(gaps, instances);
+  auto world = std::make_shared<CommunicatorInfo>();
+  world->id = 1;
+  world->size = static_cast<int>(events.size());
+  for (size_t r = 0; r < events.size(); ++r) {
+    inputs[r].seq_events = events[r];
+    if (named) {
+      inputs[r].comm = world;
+      inputs[r].comm_rank = static_cast<int>(r);
+    }
+  }
+  return inputs;
+}
+
+constexpr uint64_t kIntervalNs = 1'000'000'000;
+
+TEST(AggregateDetector, TheSequentialTestNamesAStrongStragglerWithinAnInterval) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  // Rank 2 last with the event in 90 of 100 instances.
+  auto out = d.observe_interval(0, kIntervalNs, interval({2, 1, 90, 3}));
+  ASSERT_EQ(out.findings.size(), 1u);
+  const Finding& f = out.findings[0];
+  EXPECT_EQ(f.culprit.rank, 2);
+  EXPECT_EQ(f.detector, "sequential");
+  EXPECT_GE(f.sequential_statistic, f.sequential_threshold);
+  EXPECT_NEAR(f.sequential_threshold, std::log(1e8), 1e-9);
+  EXPECT_EQ(f.instances_considered, 100u);
+  EXPECT_EQ(f.instances_flagged, 90u);
+  EXPECT_TRUE(d.active().contains(1002));
+  // Still in alarm: no second finding.
+  EXPECT_TRUE(d.observe_interval(kIntervalNs, 2 * kIntervalNs, interval({2, 1, 90, 3})).findings.empty());
+}
+
+TEST(AggregateDetector, TheSequentialTestStaysQuietAtTheHealthyEventRate) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  // Each rank last with the event in 10% of the instances (p0): for 10 minutes.
+  for (uint64_t i = 0; i < 600; ++i)
+    EXPECT_TRUE(
+        d.observe_interval(i * kIntervalNs, (i + 1) * kIntervalNs, interval({10, 10, 10, 10})).findings.empty());
+  EXPECT_TRUE(d.active().empty());
+}
+
+TEST(AggregateDetector, TheSequentialTestWaitsForTheCommunicatorToBeNamed) {
+  // Calls on handles not named yet share slot 0: their instances may mix communicators.
+  AggregateDetector d(DetectorConfig{}, probes());
+  EXPECT_TRUE(d.observe_interval(0, kIntervalNs, interval({0, 0, 100, 0}, 100, false)).findings.empty());
+}
+
+TEST(AggregateDetector, TheSequentialTestLeavesPairsToTheWindows) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  EXPECT_TRUE(d.observe_interval(0, kIntervalNs, interval({0, 100})).findings.empty());
+}
+
+TEST(AggregateDetector, ASequentialFindingStandsWhileItsTestIsInAlarm) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  ASSERT_EQ(d.observe_interval(0, kIntervalNs, interval({0, 0, 100, 0})).findings.size(), 1u);
+  // A window that flags nobody (the windows need 3 of 5) does not clear it.
+  std::vector<double> even{6e6, 6e6, 6e6, 6e6};
+  d.evaluate(0, kWindowNs, window(even));
+  EXPECT_TRUE(d.active().contains(1002));
+  // The rank recovers: its test drains below the threshold, and the next window clears it.
+  for (uint64_t i = 1; i < 10; ++i) d.observe_interval(i * kIntervalNs, (i + 1) * kIntervalNs, interval({0, 0, 0, 0}));
+  d.evaluate(kWindowNs, 2 * kWindowNs, window(even));
+  EXPECT_FALSE(d.active().contains(1002));
+}
+
+TEST(AggregateDetector, TheSequentialTestIsOffWithTheConfig) {
+  DetectorConfig config;
+  config.sequential = false;
+  AggregateDetector d(config, probes());
+  EXPECT_TRUE(d.observe_interval(0, kIntervalNs, interval({0, 0, 100, 0})).findings.empty());
 }
 
 }  // namespace

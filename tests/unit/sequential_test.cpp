@@ -107,5 +107,58 @@ TEST(BernoulliCusum, AStragglerLastHalfTheTimeIsFoundWithinFourTimesTheExpectedD
   EXPECT_LT(n, 4 * *test.expected_delay(0.5));
 }
 
+TEST(BernoulliCusum, CountsMoveTheStatisticByTheirSummedSteps) {
+  BernoulliCusum one({0.1, 0.5, 1e8}), batch({0.1, 0.5, 1e8});
+  for (int i = 0; i < 20; ++i) one.add(true);
+  for (int i = 0; i < 4; ++i) one.add(false);
+  batch.add_counts(24, 20);
+  EXPECT_NEAR(batch.statistic(), one.statistic(), 1e-9);
+  EXPECT_EQ(batch.run_observations(), 24u);
+  EXPECT_EQ(batch.run_events(), 20u);
+  EXPECT_TRUE(batch.alarmed());
+}
+
+TEST(BernoulliCusum, CountsAlarmOnlyWhereOneByOneWouldHave) {
+  // One by one the statistic stops at zero on the way (quiet runs); counts
+  // clamp once, so from zero up to the first alarm they never exceed one by
+  // one, and a batch that alarms means the observations one by one alarmed
+  // within it: the false-alarm bound holds for counts. (After an alarm the
+  // ceiling, also applied once, can hold counts higher for a while: that is
+  // how long a finding stands, not a new alarm.)
+  std::mt19937_64 rng(11);
+  std::bernoulli_distribution event(0.3);
+  int alarms = 0;
+  BernoulliCusum one({0.1, 0.5, 1e8}), batch({0.1, 0.5, 1e8});
+  for (int interval = 0; interval < 20'000; ++interval) {
+    uint64_t n = 1 + rng() % 40, k = 0;
+    bool one_alarmed = false;
+    for (uint64_t i = 0; i < n; ++i) {
+      bool e = event(rng);
+      k += e;
+      one_alarmed = one.add(e) || one_alarmed;
+    }
+    batch.add_counts(n, k);
+    ASSERT_LE(batch.statistic(), one.statistic() + 1e-9) << "interval " << interval;
+    if (batch.alarmed()) {
+      ++alarms;
+      ASSERT_TRUE(one_alarmed) << "interval " << interval;
+    }
+    if (one_alarmed) {  // both start again from zero, as after a finding
+      one.reset();
+      batch.reset();
+    }
+  }
+  EXPECT_GT(alarms, 0) << "the counts never reached the threshold: the test tests nothing";
+}
+
+TEST(BernoulliCusum, MoreEventsThanObservationsCountAsAllEvents) {
+  BernoulliCusum a({0.1, 0.5, 1e8}), b({0.1, 0.5, 1e8});
+  a.add_counts(5, 9);
+  b.add_counts(5, 5);
+  EXPECT_DOUBLE_EQ(a.statistic(), b.statistic());
+  EXPECT_FALSE(a.add_counts(0, 0)) << "no observations move nothing";
+  EXPECT_DOUBLE_EQ(a.statistic(), b.statistic());
+}
+
 }  // namespace
 }  // namespace slowburn

@@ -93,6 +93,9 @@ Command add_probe_command(CLI::App& app) {
   detector
       ->add_option("--min-blame-share", o.detector.min_blame_share, "Effect-size floor: blame as a share of the window")
       ->capture_default_str();
+  detector->add_flag("!--no-sequential", o.detector.sequential,
+                     "Judge by the windows only (no per-instance sequential test: a strong straggler is then named "
+                     "after M windows, not within an interval)");
 
   return {sub, [args] {
             ProbeServiceOptions& o = args->options;

@@ -160,6 +160,9 @@ Command add_trace_command(CLI::App& app) {
                    "A hang: ranks inside a collective this long while a member never entered it")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  detector->add_flag("!--no-sequential", o.detector.sequential,
+                     "Judge by the windows only (no per-instance sequential test: a strong straggler is then named "
+                     "after M windows, not within a second)");
   return {sub, [args] {
             if (auto ok = apply(*args); !ok) return fail(ok.error());
             const auto& stop = install_stop_handlers();

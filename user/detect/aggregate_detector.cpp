@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "detect/verdict.h"
+#include "slowburn/collagg.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -82,22 +83,96 @@ WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns,
   return report;
 }
 
-DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
-                                           const std::vector<AggWindowInput>& inputs) {
-  DetectorOutput out;
-  // (job, communicator, probe): a job's groups are separate collectives.
-  std::map<std::tuple<std::string, uint32_t, uint32_t>, std::vector<const AggWindowInput*>> groups;
-  std::map<std::tuple<std::string, uint32_t, int>, Pool> pools;  // (job, probe, communicator size)
+// (job, communicator, probe): a job's groups are separate collectives.
+void AggregateDetector::group(uint64_t start_ns, const std::vector<AggWindowInput>& inputs,
+                              std::map<GroupKey, std::vector<const AggWindowInput*>>& groups,
+                              std::map<PoolKey, Pool>& pools) {
   for (const AggWindowInput& in : inputs) {
     if (!probes_.contains(in.probe_id)) continue;
     first_seen_ns_.try_emplace(in.identity.pid, start_ns);
-    total_blame_ns_[{in.identity.pid, in.probe_id}] += in.blame_ns;
     if (!in.calls) continue;
     groups[{in.identity.job, comm_id(in.comm), in.probe_id}].push_back(&in);
     Pool& pool = pools[{in.identity.job, in.probe_id, comm_size(in.comm)}];
     if (in.arrivals) pool.lateness_ns[in.identity.pid] = mean(in.lateness_ns, in.arrivals);
     if (in.gaps) pool.gap_ns[in.identity.pid] = mean(in.gap_ns, in.gaps);
   }
+}
+
+bool AggregateDetector::sequential_alarm(int32_t pid) const {
+  for (const auto& [key, test] : sequential_)
+    if (key.second == pid && test.alarmed()) return true;
+  return false;
+}
+
+Finding AggregateDetector::sequential_finding(const WindowReport& report, const RankWindowStats& evidence,
+                                              const BernoulliCusum& test, uint64_t end_ns) {
+  int32_t pid = evidence.identity.pid;
+  Finding f = straggler_finding("sequential", report, evidence, end_ns);
+  f.sequential_statistic = test.statistic();
+  f.sequential_threshold = test.threshold();
+  f.sequential_arl0 = config_.seq_arl0;
+  f.sequential_lead_share = config_.sequential_lead_share;
+  f.instances_considered = test.run_observations();
+  f.instances_flagged = test.run_events();
+  // The windows' blame so far and this interval's (the window in progress is
+  // not summed yet).
+  f.cost_ns = total_blame_ns_[{pid, report.probe_id}] + static_cast<uint64_t>(evidence.blame_ns);
+  uint64_t traced_ns = end_ns - std::min(end_ns, first_seen_ns_[pid]);
+  f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
+  f.summary = straggler_summary(f);
+  return f;
+}
+
+DetectorOutput AggregateDetector::observe_interval(uint64_t start_ns, uint64_t end_ns,
+                                                   const std::vector<AggWindowInput>& inputs) {
+  DetectorOutput out;
+  if (!config_.sequential) return out;
+  std::map<GroupKey, std::vector<const AggWindowInput*>> groups;
+  std::map<PoolKey, Pool> pools;
+  group(start_ns, inputs, groups, pools);
+  const SequentialParams params{config_.seq_p0, config_.seq_p1, config_.seq_arl0};
+  for (const auto& [key, ranks] : groups) {
+    const auto& [job, comm, probe] = key;
+    if (probes_.at(probe).kind != CallKind::synchronizing) continue;
+    // Instances are judged per communicator: calls of handles not named yet
+    // (slot 0) may mix several communicators' instances.
+    if (comm == 0) continue;
+    // Between two ranks "last" is a coin one of them always wins: as in trace, pairs are the windows'.
+    size_t members = 0;
+    for (const AggWindowInput* in : ranks) members += in->arrivals > 0;
+    if (members < SB_SEQ_MIN_RANKS) continue;
+    for (const AggWindowInput* in : ranks) {
+      int32_t pid = in->identity.pid;
+      BernoulliCusum& test = sequential_.try_emplace({key, pid}, params).first->second;
+      bool was_alarmed = test.alarmed();
+      test.add_counts(in->arrivals, in->seq_events);
+      if (!test.alarmed() || was_alarmed || active_.contains(pid)) continue;
+      const Pool& pool = pools[{job, probe, comm_size(ranks.front()->comm)}];
+      out.windows.push_back(report_for(probe, start_ns, end_ns, ranks, pool));
+      WindowReport& report = out.windows.back();
+      auto evidence = std::find_if(report.ranks.begin(), report.ranks.end(),
+                                   [pid](const RankWindowStats& r) { return r.identity.pid == pid; });
+      double all_blame = 0;
+      for (const RankWindowStats& r : report.ranks) all_blame += r.blame_ns;
+      evidence->blame_dominance = all_blame > 0 ? evidence->blame_ns / all_blame : 0;
+      Finding f = sequential_finding(report, *evidence, test, end_ns);
+      active_[pid] = f;
+      findings_.push_back(f);
+      if (findings_.size() > kKeptFindings) findings_.erase(findings_.begin());
+      out.findings.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
+                                           const std::vector<AggWindowInput>& inputs) {
+  DetectorOutput out;
+  std::map<GroupKey, std::vector<const AggWindowInput*>> groups;
+  std::map<PoolKey, Pool> pools;
+  group(start_ns, inputs, groups, pools);
+  for (const AggWindowInput& in : inputs)
+    if (probes_.contains(in.probe_id)) total_blame_ns_[{in.identity.pid, in.probe_id}] += in.blame_ns;
 
   std::map<int32_t, std::pair<size_t, size_t>> flagged;  // pid -> (report, rank) with the most blame
   std::set<int32_t> evaluated;
@@ -133,6 +208,7 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     }
     active_.erase(it->first);
     history_.erase(it->first);
+    std::erase_if(sequential_, [pid = it->first](const auto& kv) { return kv.first.second == pid; });
     it = last_evaluated_.erase(it);
   }
 
@@ -142,7 +218,8 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     history.push_back(hit != flagged.end());
     while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
     int count = static_cast<int>(std::count(history.begin(), history.end(), true));
-    if (count == 0) active_.erase(pid);  // cleared: a recurrence is a new finding
+    // Cleared, unless its sequential test still holds it: a recurrence is a new finding.
+    if (count == 0 && !sequential_alarm(pid)) active_.erase(pid);
     if (hit == flagged.end() || count < config_.persistence_m || active_.contains(pid)) continue;
 
     const WindowReport& report = out.windows[hit->second.first];
@@ -169,6 +246,7 @@ void AggregateDetector::remove_rank(int32_t pid) {
   active_.erase(pid);
   first_seen_ns_.erase(pid);
   std::erase_if(total_blame_ns_, [pid](const auto& kv) { return kv.first.first == pid; });
+  std::erase_if(sequential_, [pid](const auto& kv) { return kv.first.second == pid; });
 }
 
 }  // namespace slowburn

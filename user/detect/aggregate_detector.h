@@ -4,7 +4,11 @@
 // calls, mean wait, mean compute gap, mean arrival lateness (after the
 // instance's first arrival), and the blame and last arrivals charged to it.
 // The tests are the per-call detector's (detect/verdict.h) on those means;
-// findings need the same persistence (M of the last N windows). Pure.
+// findings need the same persistence (M of the last N windows).
+// Beside the windows, every interval feeds the per-instance sequential test
+// (stats/sequential.h) with the kernel's counts of each rank's instances and
+// events (collagg.h): a strong straggler is named within an interval or two
+// instead of M windows. Pure.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -19,6 +24,7 @@
 #include "detect/report.h"
 #include "detect/straggler.h"
 #include "events/agg_counts.h"
+#include "stats/sequential.h"
 
 namespace slowburn {
 
@@ -39,6 +45,11 @@ class AggregateDetector {
   // probe) with calls, and the findings it raised. Lateness in the reports
   // is relative to the median rank of the communicator on this node.
   DetectorOutput evaluate(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
+  // Feeds the sequential test with one interval's counts (per (job,
+  // communicator, probe) of 3+ ranks on this node: each rank's arrivals and
+  // seq_events) and returns the findings of the ranks whose test crossed its
+  // threshold. Their findings stand while the test stays in alarm.
+  DetectorOutput observe_interval(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
   // The process exited: its history and standing finding go; findings stay.
   void remove_rank(int32_t pid);
 
@@ -55,6 +66,14 @@ class AggregateDetector {
   };
   WindowReport report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
                           const std::vector<const AggWindowInput*>& ranks, const Pool& pool) const;
+  using GroupKey = std::tuple<std::string, uint32_t, uint32_t>;  // (job, communicator, probe)
+  using PoolKey = std::tuple<std::string, uint32_t, int>;        // (job, probe, communicator size)
+  // The inputs with calls by (job, communicator, probe), and the pools they are judged against.
+  void group(uint64_t start_ns, const std::vector<AggWindowInput>& inputs,
+             std::map<GroupKey, std::vector<const AggWindowInput*>>& groups, std::map<PoolKey, Pool>& pools);
+  bool sequential_alarm(int32_t pid) const;
+  Finding sequential_finding(const WindowReport& report, const RankWindowStats& evidence, const BernoulliCusum& test,
+                             uint64_t end_ns);
 
   DetectorConfig config_;
   std::map<uint32_t, ProbeInfo> probes_;
@@ -62,7 +81,8 @@ class AggregateDetector {
   std::map<std::pair<int32_t, uint32_t>, uint64_t> total_blame_ns_;  // (pid, probe)
   std::map<int32_t, uint64_t> first_seen_ns_;
   std::map<int32_t, Finding> active_;
-  std::map<int32_t, uint64_t> last_evaluated_;  // pid -> window_index_ when last judged
+  std::map<int32_t, uint64_t> last_evaluated_;                         // pid -> window_index_ when last judged
+  std::map<std::pair<GroupKey, int32_t>, BernoulliCusum> sequential_;  // per (group, pid)
   uint64_t window_index_ = 0;
   std::vector<Finding> findings_;
 };

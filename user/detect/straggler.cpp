@@ -293,6 +293,7 @@ void StragglerDetector::sequential_test(Lane& lane, const CollectiveInstance& in
   bool computed = static_cast<double>(blame_leaving_ns) < kMostlyLeaving * static_cast<double>(blame_ns);
   bool event =
       computed && static_cast<double>(blame_ns) >= config_.sequential_lead_share * static_cast<double>(step_ns);
+  if (event) lane.total_seq_events[last.pid] += 1;
   SequentialParams params{config_.seq_p0, config_.seq_p1, config_.seq_arl0};
   for (const RankCall& call : instance.calls) {
     BernoulliCusum& test = lane.sequential.try_emplace(call.pid, params).first->second;
@@ -358,33 +359,31 @@ Finding StragglerDetector::sequential_finding(const Lane& lane, int32_t pid) con
   return f;
 }
 
-uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
-  uint64_t total = 0;
+uint64_t StragglerDetector::sum_lanes(std::optional<uint32_t> probe_id, int32_t pid,
+                                      std::map<int32_t, uint64_t> Lane::*total) const {
+  uint64_t sum = 0;
   for (const auto& [key, lane] : lanes_) {
-    if (key.probe_id != probe_id) continue;
-    auto it = lane->total_blame_ns.find(pid);
-    if (it != lane->total_blame_ns.end()) total += it->second;
+    if (probe_id && key.probe_id != *probe_id) continue;
+    const auto& per_pid = (*lane).*total;
+    if (auto it = per_pid.find(pid); it != per_pid.end()) sum += it->second;
   }
-  return total;
+  return sum;
+}
+
+uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
+  return sum_lanes(probe_id, pid, &Lane::total_blame_ns);
 }
 
 uint64_t StragglerDetector::lasts(uint32_t probe_id, int32_t pid) const {
-  uint64_t total = 0;
-  for (const auto& [key, lane] : lanes_) {
-    if (key.probe_id != probe_id) continue;
-    auto it = lane->total_lasts.find(pid);
-    if (it != lane->total_lasts.end()) total += it->second;
-  }
-  return total;
+  return sum_lanes(probe_id, pid, &Lane::total_lasts);
+}
+
+uint64_t StragglerDetector::sequential_events(uint32_t probe_id, int32_t pid) const {
+  return sum_lanes(probe_id, pid, &Lane::total_seq_events);
 }
 
 uint64_t StragglerDetector::total_blame_ns(int32_t pid) const {
-  uint64_t total = 0;
-  for (const auto& [key, lane] : lanes_) {
-    auto it = lane->total_blame_ns.find(pid);
-    if (it != lane->total_blame_ns.end()) total += it->second;
-  }
-  return total;
+  return sum_lanes(std::nullopt, pid, &Lane::total_blame_ns);
 }
 
 DetectorOutput StragglerDetector::advance(uint64_t now_ns) { return advance_to(now_ns, false); }

@@ -158,6 +158,8 @@ class StragglerDetector {
   uint64_t blame_ns(uint32_t probe_id, int32_t pid) const;
   // Instances of a probe (every communicator) the rank arrived last in.
   uint64_t lasts(uint32_t probe_id, int32_t pid) const;
+  // Of those, the sequential test's events (the kernel's seq_events, collagg.h).
+  uint64_t sequential_events(uint32_t probe_id, int32_t pid) const;
   // Sees every aligned instance of a synchronizing collective as it is
   // accounted (analyze checks its merged clocks against the waits).
   using InstanceTap = std::function<void(const CollectiveInstance&)>;
@@ -222,6 +224,8 @@ class StragglerDetector {
   void check_lane_hang(const LaneKey& key, Lane& lane, uint64_t now_ns, const std::vector<InFlightCall>& calls,
                        DetectorOutput& out);
   uint64_t total_blame_ns(int32_t pid) const;
+  // A per-rank total of the lanes of one probe (every probe: none).
+  uint64_t sum_lanes(std::optional<uint32_t> probe_id, int32_t pid, std::map<int32_t, uint64_t> Lane::*total) const;
   const RankIdentity& identity(int32_t pid) const;
 
   DetectorConfig config_;

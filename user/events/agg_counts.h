@@ -17,14 +17,16 @@ struct AggCounts {
   uint64_t lasts = 0;        // instances this process arrived last in
   uint64_t blame_ns = 0;     // sum of (last - second-to-last arrival) when last
   uint64_t instances = 0;    // instances closed by one of its returns
+  uint64_t seq_events = 0;   // instances it was last in with the sequential test's event (collagg.h)
 
   // What accrued since `earlier`. A sum below its earlier value means the
   // kernel entry was dropped and made again: it counts from zero.
   AggCounts since(const AggCounts& earlier) const {
     auto d = [](uint64_t now, uint64_t then) { return now >= then ? now - then : now; };
-    return {d(calls, earlier.calls),   d(wait_ns, earlier.wait_ns),   d(gaps, earlier.gaps),
-            d(gap_ns, earlier.gap_ns), d(arrivals, earlier.arrivals), d(lateness_ns, earlier.lateness_ns),
-            d(lasts, earlier.lasts),   d(blame_ns, earlier.blame_ns), d(instances, earlier.instances)};
+    return {d(calls, earlier.calls),          d(wait_ns, earlier.wait_ns),   d(gaps, earlier.gaps),
+            d(gap_ns, earlier.gap_ns),        d(arrivals, earlier.arrivals), d(lateness_ns, earlier.lateness_ns),
+            d(lasts, earlier.lasts),          d(blame_ns, earlier.blame_ns), d(instances, earlier.instances),
+            d(seq_events, earlier.seq_events)};
   }
 };
 

@@ -4,7 +4,9 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 
 #include "core/clock.h"
 #include "loader/bpf_maps.h"
@@ -32,17 +34,21 @@ AggStats sum_stats(const sb_agg_key& key, const std::vector<sb_agg_stats>& per_c
     s.lasts += v.lasts;
     s.blame_ns += v.blame_ns;
     s.instances += v.instances;
+    s.seq_events += v.seq_events;
     for (size_t i = 0; i < SB_HIST_SLOTS; ++i) s.wait_us_slots[i] += v.slots[i];
   }
   return s;
 }
 }  // namespace
 
-Result<std::unique_ptr<CollaggProgram>> CollaggProgram::load(std::optional<AttachMode> requested) {
+Result<std::unique_ptr<CollaggProgram>> CollaggProgram::load(std::optional<AttachMode> requested,
+                                                             double sequential_lead_share) {
   auto mode = choose_attach_mode(KernelFeatures::host(), requested);
   if (!mode) return mode.error();
   auto skel = Skeleton<collagg_bpf>::open("the aggregation BPF programs (bpf/collagg.bpf.c)");
   if (!skel) return skel.error();
+  (*skel)->rodata->seq_lead_share_pct =
+      static_cast<uint32_t>(std::lround(std::clamp(sequential_lead_share, 0.0, 1.0) * 100));
   prepare_program((*skel)->progs.agg_enter, *mode);
   prepare_program((*skel)->progs.agg_exit, *mode);
   if (auto loaded = skel->load(); !loaded) return loaded.error();

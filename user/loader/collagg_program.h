@@ -39,7 +39,10 @@ struct CollaggCounters {
 
 class CollaggProgram {
  public:
-  static Result<std::unique_ptr<CollaggProgram>> load(std::optional<AttachMode> mode = std::nullopt);
+  // sequential_lead_share: the sequential test's lead floor, as a share of
+  // the step (DetectorConfig::sequential_lead_share), counted in seq_events.
+  static Result<std::unique_ptr<CollaggProgram>> load(std::optional<AttachMode> mode = std::nullopt,
+                                                      double sequential_lead_share = 0.10);
   ~CollaggProgram();
   CollaggProgram(const CollaggProgram&) = delete;
   CollaggProgram& operator=(const CollaggProgram&) = delete;

@@ -94,7 +94,12 @@ class ProbeService {
   void interval(uint64_t now_ns, bool close_window);
   void on_tracker_changes(const TrackerChanges& changes);
   void on_rank_end(const RankIdentity& id, const std::vector<AggStats>* final_stats);
-  void apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats);
+  void apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats, const std::vector<AggCounts>& deltas);
+  void sequential_check(uint64_t start_ns, uint64_t now_ns, const std::vector<AggStats>& stats,
+                        const std::vector<AggCounts>& deltas);
+  std::vector<AggWindowInput> detector_inputs(const std::vector<AggStats>& stats,
+                                              const std::vector<AggCounts>& deltas) const;
+  void report_findings(std::vector<Finding>& findings);
   void throttle(const std::string& probe, bool throttled, const BudgetDecision& d);
   void close_window(uint64_t now_ns, const std::vector<AggStats>& stats);
   void poll_hardware();
@@ -120,8 +125,9 @@ class ProbeService {
   // (bench/RESULTS.md section 8d).
   static constexpr double kAssumedToggleCostNs = 50'000'000;
   ServiceParts parts_;
-  CountsBaseline interval_base_, window_base_;  // the budget's, the detector's
+  CountsBaseline interval_base_, window_base_;  // the budget's and the sequential test's, the windows'
   uint64_t window_start_ns_ = 0;
+  uint64_t interval_start_ns_ = 0;
   uint64_t last_read_ns_ = 0;  // rates are per read-to-read time
   std::vector<WindowReport> last_windows_;
   CauseMemory causes_;
@@ -159,7 +165,7 @@ Result<void> ProbeService::start_program() {
     probe_names_[spec->id] = spec->name;
     infos.push_back({spec->id, spec->name, spec->kind});
   }
-  auto program = CollaggProgram::load();
+  auto program = CollaggProgram::load(std::nullopt, o_.detector.sequential_lead_share);
   if (!program) return program.error();
   parts_.program = std::move(*program);
   if (o_.call_cost_ns) {
@@ -307,11 +313,11 @@ void ProbeService::throttle(const std::string& probe, bool throttled, const Budg
                       {"budget_ratio", o_.overhead_budget}});
 }
 
-void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats) {
+void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats>& stats,
+                                const std::vector<AggCounts>& deltas) {
   std::map<std::string, uint64_t> calls;
   std::map<std::string, std::vector<double>> gaps;  // each rank's (and communicator's) mean compute gap
   std::map<std::string, std::set<uint32_t>> ranks;
-  std::vector<AggCounts> deltas = interval_base_.advance(stats);
   for (size_t i = 0; i < stats.size(); ++i) {
     const std::string& name = probe_names_[stats[i].probe_id];
     calls[name] += deltas[i].calls;
@@ -351,9 +357,9 @@ void ProbeService::apply_budget(uint64_t interval_ns, const std::vector<AggStats
   for (const std::string& probe : d.restore) throttle(probe, false, d);
 }
 
-void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats) {
+std::vector<AggWindowInput> ProbeService::detector_inputs(const std::vector<AggStats>& stats,
+                                                          const std::vector<AggCounts>& deltas) const {
   std::vector<AggWindowInput> inputs;
-  std::vector<AggCounts> deltas = window_base_.advance(stats);
   for (size_t i = 0; i < stats.size(); ++i) {
     auto rank = parts_.tracker->ranks().find(static_cast<int32_t>(stats[i].tgid));
     if (rank == parts_.tracker->ranks().end()) continue;
@@ -364,12 +370,29 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
     in.comm = parts_.comms->slot(stats[i].comm_slot);
     inputs.push_back(std::move(in));
   }
-  DetectorOutput out = parts_.detector->evaluate(window_start_ns_, now, inputs);
+  return inputs;
+}
+
+// Every interval, not every window: the sequential test names a strong
+// straggler as soon as the kernel has counted its instances.
+void ProbeService::sequential_check(uint64_t start_ns, uint64_t now, const std::vector<AggStats>& stats,
+                                    const std::vector<AggCounts>& deltas) {
+  DetectorOutput out = parts_.detector->observe_interval(start_ns, now, detector_inputs(stats, deltas));
+  report_findings(out.findings);
+}
+
+void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats) {
+  std::vector<AggCounts> deltas = window_base_.advance(stats);
+  DetectorOutput out = parts_.detector->evaluate(window_start_ns_, now, detector_inputs(stats, deltas));
   window_start_ns_ = now;
   last_windows_ = out.windows;
   if (parts_.log && o_.log_windows)
     for (const WindowReport& w : out.windows) parts_.log->sink().window(w);
-  for (Finding& f : out.findings) {
+  report_findings(out.findings);
+}
+
+void ProbeService::report_findings(std::vector<Finding>& findings) {
+  for (Finding& f : findings) {
     causes_.explain(f, monotonic_ns(), parts_.topology.get());
     attach_sdc_activity(f, sdc_activity(health_));
     totals_.findings[{f.culprit.job, f.culprit.rank, f.type}] += 1;
@@ -451,9 +474,12 @@ void ProbeService::interval(uint64_t now, bool window_due) {
   for (const std::string& n : parts_.comms->take_notes()) note(n);
   std::vector<AggStats> stats = parts_.program->read();
   uint64_t read_ns = monotonic_ns();
+  std::vector<AggCounts> deltas = interval_base_.advance(stats);
   // The first reading has no interval behind it: it only sets the base.
-  apply_budget(last_read_ns_ ? read_ns - last_read_ns_ : 0, stats);
+  apply_budget(last_read_ns_ ? read_ns - last_read_ns_ : 0, stats, deltas);
+  if (last_read_ns_) sequential_check(interval_start_ns_, now, stats, deltas);
   last_read_ns_ = read_ns;
+  interval_start_ns_ = now;
   if (window_due) close_window(now, stats);
   publish(stats);
 }

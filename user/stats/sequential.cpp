@@ -33,6 +33,21 @@ bool BernoulliCusum::add(bool event) {
   return alarmed();
 }
 
+bool BernoulliCusum::add_counts(uint64_t observations, uint64_t events) {
+  if (observations == 0) return alarmed();
+  events = std::min(events, observations);
+  double next =
+      sum_ + static_cast<double>(events) * event_step_ + static_cast<double>(observations - events) * quiet_step_;
+  if (next <= 0) {
+    reset();
+  } else {
+    sum_ = std::min(next, ceiling());
+    run_observations_ += observations;
+    run_events_ += events;
+  }
+  return alarmed();
+}
+
 void BernoulliCusum::reset() {
   sum_ = 0;
   run_observations_ = 0;

@@ -39,6 +39,13 @@ class BernoulliCusum {
 
   // Feeds one observation; returns true while in alarm.
   bool add(bool event);
+  // Feeds `observations` of which `events` were events, in an order not
+  // known (counts the kernel kept over an interval): the statistic moves by
+  // their summed steps, clamped once. Clamping at zero on the way only
+  // raises a CUSUM, so this stays at or below what the observations one by
+  // one would give: the false-alarm bound holds, an alarm may come a batch
+  // later.
+  bool add_counts(uint64_t observations, uint64_t events);
   double statistic() const { return sum_; }
   double threshold() const { return threshold_; }
   double ceiling() const { return 2 * threshold_; }
