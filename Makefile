@@ -344,7 +344,7 @@ $(BENCH_TARGET): bench/call_loop.c
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding run-bench fuzz install format format-check clean
+.PHONY: all deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install format format-check clean
 
 all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD)
 
@@ -401,11 +401,18 @@ bench:
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/host.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/first_finding.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/fleet_alert.py $(BUILD) | tee -a $(BUILD)/bench/latest.md
 
 # Time to the first finding in `slowburn trace` (RUNS runs with a 1.3x rank)
 # and false findings (RUNS healthy runs): bench/RESULTS.md, section 16.
 bench-first-finding: all
 	$(Q)bench/first_finding.sh $(BUILD)
+
+# Seconds from a job's launch to the SlowburnStraggler alert in a real
+# Prometheus over `slowburn probe` (20 runs, 1.3x rank), false ones over
+# healthy jobs: bench/RESULTS.md.
+bench-fleet-alert: all
+	$(Q)bench/fleet_alert.py $(BUILD)
 
 # Runs each fuzzer (FUZZ_NAMES) for FUZZ_SECONDS on a copy of its seed
 # corpus (tests/fuzz/corpus/NAME): FUZZ_SECONDS is per fuzzer, the whole
