@@ -381,11 +381,12 @@ test-kernels:
 
 # The part of the matrix CI runs (.ci/run; the whole takes ~4-5 min, which
 # the CI time rule cannot hold): 6.1 only, which has what the host lacks
-# (kprobes, ras:aer_event, no multi-uprobe links), without hotplug.
+# (kprobes, ras:aer_event, no multi-uprobe links, Soft-RoCE, OpenMPI over
+# UCX on it), without hotplug.
 test-kernels-ci:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer
-	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,rxe tests/kernels/matrix.sh $(BUILD)
+	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,ucx,rxe tests/kernels/matrix.sh $(BUILD)
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps

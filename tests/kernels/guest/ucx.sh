@@ -10,11 +10,10 @@
 # (--init-wait-file OUT/ucx.go, written once trace is attached), with
 # libibverbs preloaded: UCX would load it only in MPI_Init, and trace attaches
 # its verbs probes to the ranks that map it when it starts.
-# UCX_UD_ETH_DGID_CHECK=n: UCX (1.13) drops a received UD packet whose GRH
-# destination GID it does not recognise; on rdma_rxe every one failed that
-# check, so the UD wire-up of the RC lanes resent until UCX_UD_TIMEOUT and
-# aborted the rank ("UD endpoint ...: unhandled timeout error"). With the
-# check off, the same job ran (2 ranks, 20 MPI_Allreduce: 6 s).
+# UCX_UD_ETH_DGID_CHECK=n: with UCX's check of each received UD packet's
+# destination GID on (its default), rxe's UD packets were never acknowledged
+# and UCX aborted the rank ("UD endpoint ...: unhandled timeout error"); see
+# tests/kernels/README.md.
 if [ "${SB_GUEST:-}" != 1 ]; then
 	skip ucx "not in a QEMU guest: no RDMA device (Soft-RoCE is set up only inside the guests)"
 	return 0
