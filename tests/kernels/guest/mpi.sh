@@ -66,4 +66,6 @@ kill -INT $tracer 2>/dev/null
 wait $tracer
 echo "tracer exited $?"
 python3 "$(dirname "$0")/mpi_check.py" "$OUT" 1 $steps
-[ $faults = yes ] && python3 "$(dirname "$0")/cause_check.py" "$OUT"
+if [ $faults = yes ]; then
+	python3 "$(dirname "$0")/cause_check.py" "$OUT"
+fi
