@@ -42,7 +42,12 @@ if ! wait_for 60 ranks_up; then
 	return 0
 fi
 pids=$(pgrep -P $job -f slowburn-mpi-workload | sed 's/^/--pid /')
-"$SB" trace --probe 'mpi.*' $pids --json -d 90 >"$OUT/mpi.trace.jsonl" 2>"$OUT/mpi.trace.err" &
+# --no-host: rank 1's 3x compute on 2 vCPUs is also real CPU contention, a
+# host cause ranked above an AER error, and a finding keeps three likely
+# causes: with it, rp1's error (below the link flap and the retransmissions
+# it ranks with) fell off the list in one of seven guest runs. This test is the
+# hardware join's; the host causes have their own tests.
+"$SB" trace --probe 'mpi.*' $pids --no-host --json -d 90 >"$OUT/mpi.trace.jsonl" 2>"$OUT/mpi.trace.err" &
 tracer=$!
 # trace's "tracing" line comes after every probe, the AER tracepoint and the
 # NIC counters' baseline: the job may start, and the faults count.
