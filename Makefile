@@ -265,8 +265,8 @@ FUZZ_SRCS_procfs := user/procfs/environ.cpp user/procfs/maps.cpp user/procfs/ran
 		user/nvidia/xid.cpp user/core/files.cpp user/core/strings.cpp user/core/error.cpp
 # sysfs attributes (PCI link, config space, AER and RDMA counters) and the rank hints mapped on a topology.
 FUZZ_SRCS_sysfs := user/pcie/aer.cpp user/pcie/link.cpp user/rdma/counter_delta.cpp user/sysfs/pci_devices.cpp \
-		user/sysfs/topology.cpp user/tracefs/format.cpp user/core/rank_identity.cpp user/core/files.cpp \
-		user/core/strings.cpp user/core/error.cpp
+		user/sysfs/topology.cpp user/sysfs/rdma_ports.cpp user/tracefs/format.cpp user/core/rank_identity.cpp \
+		user/core/files.cpp user/core/strings.cpp user/core/error.cpp
 # The MCP server's stdin: JSON-RPC lines, tool arguments checked against their schemas.
 FUZZ_SRCS_mcp := user/mcp/mcp_stdio.cpp user/mcp/mcp_server.cpp user/mcp/json_schema.cpp user/core/error.cpp
 FUZZ_MAX_LEN_mcp := 16384
@@ -381,11 +381,12 @@ test-kernels:
 
 # The part of the matrix CI runs (.ci/run; the whole takes ~4-5 min, which
 # the CI time rule cannot hold): 6.1 only, which has what the host lacks
-# (kprobes, ras:aer_event, no multi-uprobe links), without hotplug.
+# (kprobes, ras:aer_event, no multi-uprobe links, Soft-RoCE, OpenMPI over
+# UCX on it), without hotplug.
 test-kernels-ci:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer
-	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,rxe tests/kernels/matrix.sh $(BUILD)
+	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,ucx,rxe tests/kernels/matrix.sh $(BUILD)
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps

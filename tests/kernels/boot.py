@@ -151,10 +151,14 @@ def main():
         # rp1: AER target, no hotplug (pcie_aer_inject_error); rp2: hotplug.
         # Native PCIe hotplug (pciehp), not QEMU's ACPI hotplug of q35 (6.1+).
         "-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off",
+        # nic1 and nic2 share one Ethernet segment (a QEMU hub): Soft-RoCE
+        # on them is RDMA over PCIe NICs, below root ports that take AER.
+        "-netdev", "hubport,id=net1,hubid=0",
+        "-netdev", "hubport,id=net2,hubid=0",
         "-device", "pcie-root-port,id=rp1,bus=pcie.0,chassis=1,slot=1,hotplug=off,addr=3.0",
-        "-device", "e1000e,bus=rp1,id=nic1",
+        "-device", "e1000e,bus=rp1,id=nic1,netdev=net1",
         "-device", "pcie-root-port,id=rp2,bus=pcie.0,chassis=2,slot=2,addr=4.0",
-        "-device", "e1000e,bus=rp2,id=nic2",
+        "-device", "e1000e,bus=rp2,id=nic2,netdev=net2",
         # rp3: an AER endpoint (0000:03:00.0). QEMU's e1000e cannot be one: its
         # Device Control error-reporting bits are read-only zero, so it never
         # forwards an error; virtio-pci with aer=on has both.

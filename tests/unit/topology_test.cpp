@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "support/temp_dir.h"
+
 namespace slowburn {
 namespace {
 
@@ -159,6 +163,34 @@ TEST(Topology, LinkPartnersFollowThePortTypes) {
   EXPECT_EQ(partners("0000:02:00.0"), (std::vector<std::string>{"0000:03:00.0"}));  // downstream port: below
   EXPECT_EQ(partners("0000:03:00.0"), (std::vector<std::string>{"0000:02:00.0"}));  // endpoint: above
   EXPECT_TRUE(partners("0000:04:00.1").empty());                                    // a VF has no link
+}
+
+// Soft-RoCE has no device link: it is the PCI NIC its netdev is on, so a
+// rank that names it (NCCL_IB_HCA) sits behind that NIC's root port. On a
+// virtual netdev (a veth) it has no PCI path at all.
+TEST(Topology, SoftRoceIsThePciNicOfItsNetdev) {
+  testing::TempDir dir;
+  std::filesystem::path sys = dir / "sys";
+  std::filesystem::copy(kSys, sys,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  auto add_rxe = [&](const std::string& name, const std::string& netdev) {
+    std::filesystem::path ndevs = sys / "class/infiniband" / name / "ports/1/gid_attrs/ndevs";
+    std::filesystem::create_directories(ndevs);
+    std::ofstream(ndevs / "0") << netdev << "\n";
+  };
+  add_rxe("rxe0", "eth2");  // eth2: the plain Ethernet NIC 0000:06:00.0, below root port 0000:00:03.0
+  std::filesystem::create_directories(sys / "class/net/veth0");
+  add_rxe("rxe1", "veth0");
+  Topology topo = Topology::read(sys, kProc);
+  const TopologyDevice* rxe = topo.find("rxe0");
+  ASSERT_NE(rxe, nullptr);
+  EXPECT_EQ(rxe->pci.bdf, "0000:06:00.0");
+  EXPECT_TRUE(rxe->rdma);
+  EXPECT_EQ(topo.find("rxe1"), nullptr);
+  topo.assign_ranks({rank(0, 0, "", "=rxe0"), rank(1, 1, "", "=mlx5_0")});
+  EXPECT_EQ(topo.ranks_behind("0000:00:03.0"), (std::vector<int>{0}));
+  EXPECT_TRUE(topo.serves("0000:00:03.0", 100));
+  EXPECT_FALSE(topo.serves("0000:00:03.0", 101));
 }
 
 }  // namespace

@@ -174,6 +174,13 @@ TEST(QpInventory, LifecycleErrorsAndFailures) {
   EXPECT_EQ(t.destroyed, 1u);
   EXPECT_EQ(t.error_transitions, 1u);
   EXPECT_EQ(t.failed_calls, 1u);
+  // The transitions asked for that succeeded: not the failed one, not the attribute-only one.
+  EXPECT_EQ(t.moves_to[IBV_QPS_INIT], 1u);
+  EXPECT_EQ(t.moves_to[IBV_QPS_RTR], 1u);
+  EXPECT_EQ(t.moves_to[IBV_QPS_RTS], 1u);
+  EXPECT_EQ(t.moves_to[IBV_QPS_ERR], 1u);
+  EXPECT_EQ(qp_totals_text(t), "1 QP(s) created; moved to INIT 1, RTR 1, RTS 1, ERR 1; 1 destroyed");
+  EXPECT_EQ(qp_totals_text(QpTotals{}), "0 QP(s) created; 0 destroyed");
 }
 
 TEST(QpInventory, QpsCreatedBeforeTracingAppearOnTheirFirstTransition) {

@@ -18,6 +18,7 @@
  *   slowburn-mpi-workload [--slow-rank R] [--slowdown F] [--ramp-s S]
  *                         [--compute-us C] [--tp K] [--seconds S]
  *                         [--steps N] [--warmup-s W] [--progress-s P]
+ *                         [--wait-file F] [--init-wait-file F]
  *
  * SIGUSR1 stalls the rank that receives it between two steps, outside any
  * collective, until SIGUSR1 again or SIGTERM: a rank stuck in its own code (a
@@ -27,6 +28,12 @@
  * --warmup-s waits after MPI_Init before the first collective, so a tracer
  * that discovers processes on a timer (slowburn probe) sees every call: the
  * soak benchmark compares its counts with the steps this job reports.
+ *
+ * --wait-file F waits after MPI_Init (and --warmup-s) until F exists, with
+ * no MPI call meanwhile: a test starts its tracer first, then lets the job
+ * talk. --init-wait-file F waits the same way before MPI_Init, where Open
+ * MPI's UCX connects the ranks on one node (their RDMA QPs are created and
+ * brought up there): a tracer attached first sees that too.
  *
  * --progress-s P makes rank 0 print "progress STEP MONOTONIC_S" every P
  * seconds: bench/alternate.py measures the step rate of one long job while it
@@ -39,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop_requested, stall_requested;
 
@@ -59,6 +67,15 @@ static void stall_while_asked(void)
 	struct timespec tick = { 0, 10 * 1000 * 1000 };
 
 	while (stall_requested && !stop_requested)
+		nanosleep(&tick, NULL);
+}
+
+/* Until PATH exists (or SIGTERM), without any MPI call. */
+static void wait_for_file(const char *path)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+	while (access(path, F_OK) != 0 && !stop_requested)
 		nanosleep(&tick, NULL);
 }
 
@@ -117,6 +134,7 @@ int main(int argc, char **argv)
 	int tp = 0;
 	MPI_Comm tp_comm = MPI_COMM_NULL, dp_comm = MPI_COMM_NULL;
 	long steps = -1;
+	const char *wait_file = NULL, *init_wait_file = NULL;
 	uint64_t per_us, iterations, acc = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -138,9 +156,14 @@ int main(int argc, char **argv)
 			progress_s = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--tp") && i + 1 < argc)
 			tp = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--wait-file") && i + 1 < argc)
+			wait_file = argv[++i];
+		else if (!strcmp(argv[i], "--init-wait-file") && i + 1 < argc)
+			init_wait_file = argv[++i];
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
-					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P]\n", argv[0]);
+					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P] "
+					"[--wait-file F] [--init-wait-file F]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -148,6 +171,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_term);
 	signal(SIGUSR1, on_stall);
 
+	if (init_wait_file)
+		wait_for_file(init_wait_file);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -160,6 +185,8 @@ int main(int argc, char **argv)
 
 		nanosleep(&pause, NULL);
 	}
+	if (wait_file)
+		wait_for_file(wait_file);
 
 
 	per_us = rank == 0 ? calibrate_iterations_per_us() : 0;

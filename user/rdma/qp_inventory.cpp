@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/strings.h"
 #include "rdma/verbs_names.h"
 
 namespace slowburn {
@@ -84,6 +85,7 @@ std::vector<QpEvent> QpInventory::apply(const VerbsCall& call) {
       qp.state = call.new_state;
       qp.last_change_ns = call.ts_ns;
       ++qp.transitions;
+      if (static_cast<size_t>(call.new_state) < totals.moves_to.size()) ++totals.moves_to[call.new_state];
       if (is_error_state(call.new_state)) {
         ++totals.error_transitions;
         // Requested by the process: an error it saw (a bad completion), or a
@@ -135,6 +137,16 @@ std::vector<QpEvent> QpInventory::apply(const VerbsCall& call) {
     }
   }
   return events;
+}
+
+std::string qp_totals_text(const QpTotals& t) {
+  std::vector<std::string> moves;
+  for (size_t state = 0; state < t.moves_to.size(); ++state)
+    if (t.moves_to[state])
+      moves.push_back(fmt::format("{} {}", qp_state_name(static_cast<int32_t>(state)), t.moves_to[state]));
+  std::string text = fmt::format("{} QP(s) created", t.created);
+  if (!moves.empty()) text += "; moved to " + join(moves, ", ");
+  return text + fmt::format("; {} destroyed", t.destroyed);
 }
 
 size_t QpInventory::forget_process(uint32_t pid) {

@@ -51,11 +51,19 @@ struct QpEvent {
 
 struct QpTotals {
   uint64_t created = 0;
+  // ibv_modify_qp transitions that succeeded, by the state reached (enum
+  // ibv_qp_state, RESET .. ERR): a connection that came up is one to INIT,
+  // RTR and RTS each. (A provider's move to ERR is an async event, not one.)
+  std::array<uint64_t, 7> moves_to{};
   uint64_t destroyed = 0;
   uint64_t error_transitions = 0;  // to ERR or SQE, requested or reported by an async event
   uint64_t failed_calls = 0;
   uint64_t async_errors = 0;
 };
+
+// "2 QP(s) created; moved to INIT 2, RTR 2, RTS 2, ERR 2; 2 destroyed" (the
+// states never reached are left out).
+std::string qp_totals_text(const QpTotals& totals);
 
 class QpInventory {
  public:

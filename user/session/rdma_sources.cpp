@@ -152,6 +152,16 @@ std::vector<HistogramReport> RdmaSources::ib_histograms() const {
   return slowburn::ib_histograms(analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); }), by_pid_);
 }
 
+std::vector<std::string> RdmaSources::qp_lifecycles() const {
+  std::vector<std::string> lines;
+  for (const auto& [pid, totals] : inventory_.totals()) {
+    auto rank = rank_of(pid);
+    lines.push_back(fmt::format("{}pid {} libibverbs: {}", rank ? fmt::format("rank {} ", *rank) : "", pid,
+                                qp_totals_text(totals)));
+  }
+  return lines;
+}
+
 uint64_t RdmaSources::lost() const {
   if (!verbs_) return 0;
   VerbsCounters c = verbs_->counters();

@@ -52,6 +52,11 @@ class RdmaSources {
   std::vector<DeviceEvent> poll(uint64_t now_ns, bool final = false);
   // The NCCL IB latency histograms per rank and connection, for the end of the session.
   std::vector<HistogramReport> ib_histograms() const;
+  // One line per process whose libibverbs calls were traced: its QPs'
+  // lifecycle ("rank 1 pid 42 libibverbs: 2 QP(s) created; moved to INIT 2,
+  // RTR 2, RTS 2; 2 destroyed"), so a trace says what the verbs probes saw
+  // even when nothing went wrong.
+  std::vector<std::string> qp_lifecycles() const;
   size_t attached() const { return attached_; }
   uint64_t lost() const;  // verbs records lost or undecodable
 

@@ -320,6 +320,7 @@ void TraceSession::report_histograms() {
   }
   if (rdma_) {
     for (const HistogramReport& h : rdma_->ib_histograms()) sink_.histogram(h);
+    for (const std::string& lifecycle : rdma_->qp_lifecycles()) sink_.note(lifecycle);
     if (uint64_t lost = rdma_->lost())
       sink_.note(fmt::format("{} libibverbs call record(s) lost or undecodable", lost));
   }

@@ -42,10 +42,10 @@ void read_counter_dir(const fs::path& dir, const std::string& where, const std::
   }
 }
 
-// The netdev of an RDMA device: its PCI function's net/ (a NIC's own), else
-// the first one a port's GID table names: Soft-RoCE (rdma_rxe) has no device
-// link and names its netdev only in ports/N/gid_attrs/ndevs/K (an unset GID
-// entry reads as an error, skipped).
+}  // namespace
+
+// Soft-RoCE (rdma_rxe) has no device link and names its netdev only in
+// ports/N/gid_attrs/ndevs/K (an unset GID entry reads as an error, skipped).
 std::string rdma_netdev(const fs::path& device_dir) {
   std::vector<std::string> netdevs = sorted_dir_entries(device_dir / "device/net");
   if (!netdevs.empty()) return netdevs.front();
@@ -64,8 +64,6 @@ std::string rdma_netdev(const fs::path& device_dir) {
   }
   return {};
 }
-
-}  // namespace
 
 std::vector<NicSample> read_rdma_ports(const fs::path& sysfs_root, const std::vector<std::string>& only) {
   std::vector<NicSample> out;

@@ -19,6 +19,11 @@ namespace slowburn {
 std::vector<NicSample> read_rdma_ports(const std::filesystem::path& sysfs_root,
                                        const std::vector<std::string>& only = {});
 
+// The netdev of an RDMA device (sysfs_root/class/infiniband/<name>): its PCI
+// function's net/ (a NIC's own), else the first one a port's GID table
+// names (Soft-RoCE, siw); "" when none.
+std::string rdma_netdev(const std::filesystem::path& device_dir);
+
 // A netdev without an RDMA device (its ethtool statistics alone): name, PCI
 // address when it has one.
 NicSample netdev_sample(const std::filesystem::path& sysfs_root, const std::string& netdev);

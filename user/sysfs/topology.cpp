@@ -10,6 +10,7 @@
 
 #include "core/files.h"
 #include "core/strings.h"
+#include "sysfs/rdma_ports.h"
 
 namespace slowburn {
 
@@ -94,11 +95,17 @@ Topology Topology::read(const std::filesystem::path& sysfs_root, const std::file
   std::set<std::string> ib_devices;
   std::error_code ec;
   for (const char* cls : {"infiniband", "net"}) {
+    bool rdma = std::string_view(cls) == "infiniband";
     for (const auto& entry : std::filesystem::directory_iterator(sysfs_root / "class" / cls, ec)) {
       auto owner = pci_owner(entry.path() / "device");
-      if (!owner) continue;  // virtual (lo, bonds) or not PCI
+      // Soft-RoCE and siw have no device link: they are the PCI NIC their
+      // netdev is on (a link or AER problem there stops their traffic).
+      if (!owner && rdma)
+        if (std::string netdev = rdma_netdev(entry.path()); !netdev.empty())
+          owner = pci_owner(sysfs_root / "class/net" / netdev / "device");
+      if (!owner) continue;  // virtual (lo, bonds, rxe on a veth) or not PCI
       names[*owner].push_back(entry.path().filename().string());
-      if (std::string_view(cls) == "infiniband") ib_devices.insert(*owner);
+      if (rdma) ib_devices.insert(*owner);
     }
   }
   for (PciDevice& pci : read_pci_devices(sysfs_root)) {

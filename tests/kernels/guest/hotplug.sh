@@ -24,7 +24,14 @@ qmon "device_del nic2" >>"$OUT/hotplug.qmp"
 # pciehp waits 5 s after the attention button before it powers the slot off.
 if wait_for 40 test ! -e /sys/bus/pci/devices/$ep; then gone=yes; else gone=no; fi
 sleep 2
-qmon "device_add e1000e,bus=rp2,id=nic2" >>"$OUT/hotplug.qmp"
+# Back on its Ethernet segment (boot.py's hub port net2), so later tests
+# can still use it; a QEMU that removed the hub port with the NIC gets a new one.
+reply=$(qmon "device_add e1000e,bus=rp2,id=nic2,netdev=net2")
+if echo "$reply" | grep -q "error.*net2"; then
+	qmon "netdev_add hubport,id=net2,hubid=0" >>"$OUT/hotplug.qmp"
+	reply=$(qmon "device_add e1000e,bus=rp2,id=nic2,netdev=net2")
+fi
+echo "$reply" >>"$OUT/hotplug.qmp"
 if wait_for 40 test -e /sys/bus/pci/devices/$ep; then back=yes; else back=no; fi
 sleep 3
 kill -INT $pid

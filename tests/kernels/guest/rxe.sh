@@ -7,43 +7,16 @@ if [ "${SB_GUEST:-}" != 1 ]; then
 	skip rxe "not in a QEMU guest: Soft-RoCE is set up only inside the guests"
 	return 0
 fi
-# crc32_generic: rxe asks the crypto API for crc32 at link time, which would
-# request_module() through a modprobe that cannot see this kernel's modules.
-if ! modprobe -d /run/sb/kernel -a veth crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe sch_netem; then
+if ! rxe_modules veth; then
 	fail rxe "cannot load veth, rdma_rxe and sch_netem from the kernel's own modules"
 	return 0
 fi
 ip link add sbveth0 type veth peer name sbveth1
-ip addr add 10.99.0.1/24 dev sbveth0
-ip addr add 10.99.0.2/24 dev sbveth1
-ip link set sbveth0 up
-ip link set sbveth1 up
-# Both ends live in this one namespace (6.1's rxe opens its UDP socket in the
-# initial namespace only), so each address is local: RoCE packets would be
-# routed through lo, where rxe finds no rxe device and drops them. Policy
-# routing sends what this host originates to the other end over the veth
-# (table 100/101 before the local table), static neighbours skip ARP between
-# local addresses, and accept_local lets each end take the packets in.
-for i in all default sbveth0 sbveth1; do
-	sysctl -qw net.ipv4.conf.$i.rp_filter=0 net.ipv4.conf.$i.accept_local=1
-done
-ip route add 10.99.0.2 dev sbveth0 src 10.99.0.1 table 100
-ip route add 10.99.0.1 dev sbveth1 src 10.99.0.2 table 101
-ip rule add pref 10 iif lo to 10.99.0.2 lookup 100
-ip rule add pref 11 iif lo to 10.99.0.1 lookup 101
-ip rule add pref 20 lookup local
-ip rule del pref 0
-ip neigh replace 10.99.0.2 lladdr "$(cat /sys/class/net/sbveth1/address)" dev sbveth0 nud permanent
-ip neigh replace 10.99.0.1 lladdr "$(cat /sys/class/net/sbveth0/address)" dev sbveth1 nud permanent
-for pair in rxe0:sbveth0 rxe1:sbveth1; do
-	if ! rdma link add "${pair%:*}" type rxe netdev "${pair#*:}"; then
-		fail rxe "rdma link add ${pair%:*} type rxe netdev ${pair#*:} failed"
-		return 0
-	fi
-done
+if ! rxe_pair rxe0 sbveth0 10.99.0.1 rxe1 sbveth1 10.99.0.2 100 2>"$OUT/rxe.setup.err"; then
+	fail rxe "Soft-RoCE on the veth pair: $(cat "$OUT/rxe.setup.err")"
+	return 0
+fi
 port=/sys/class/infiniband/rxe0/ports/1
-wait_for 20 grep -q ACTIVE $port/state
-wait_for 20 grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state
 cat $port/state
 "$SB" fabric --json -d 2 --nic rxe0 >"$OUT/rxe.fabric.jsonl" 2>"$OUT/rxe.fabric.err"
 cut -c1-400 "$OUT/rxe.fabric.jsonl"
@@ -54,15 +27,8 @@ else
 	fail rxe.fabric "slowburn fabric did not name rxe0's netdev sbveth0: $(echo "$rates" | cut -c1-300) $(tail -2 "$OUT/rxe.fabric.err")"
 fi
 
-# The RoCE v2 GID of the IPv4 address (::ffff:10.99.0.x): without -g/-x the
-# verbs tools use no GID at all, and a RoCE QP without a GRH never connects.
-gid_index() {
-	for g in 0 1 2 3 4 5 6 7; do
-		case $(cat /sys/class/infiniband/$1/ports/1/gids/$g 2>/dev/null) in *ffff:0a63:*) echo $g && return ;; esac
-	done
-}
-g0=$(gid_index rxe0)
-g1=$(gid_index rxe1)
+g0=$(gid_index rxe0 10.99.0.1)
+g1=$(gid_index rxe1 10.99.0.2)
 counter() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
 # Traffic flows: rxe1 received 200 more packets than it had (ARG).
 streaming() { [ "$(counter rxe1 rcvd_pkts)" -gt $(($1 + 200)) ]; }
@@ -119,7 +85,13 @@ rc_peer=$sb_build/tests/targets/rc_peer
 tracer=$!
 "$SB" fabric --json -i 1 --nic rxe0 >"$OUT/rxe.kill.jsonl" 2>"$OUT/rxe.kill.err" &
 fabric=$!
-sleep 5 # its attach (4 uprobes): status lines are not flushed until later
+# Both are ready at their "tracing" status line, written and flushed once
+# qp's 4 uprobes are attached (perf-event links before 6.10) and once
+# fabric has read its baseline: no fixed sleep, which a loaded machine outruns.
+for tool in qp kill; do
+	wait_for 60 grep -q '"event":"tracing"' "$OUT/rxe.$tool.jsonl" ||
+		echo "rxe.$tool.jsonl: no \"tracing\" status in 60 s: $(tail -2 "$OUT/rxe.$tool.err")"
+done
 echo "qp tracer up at $(cut -d' ' -f1 /proc/uptime)"
 "$rc_peer" -d rxe1 -g "$g1" -p 18520 -s 60 >"$OUT/rxe.kill.server" 2>&1 &
 server=$!
