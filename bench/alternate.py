@@ -102,6 +102,9 @@ def main():
     ap.add_argument("--settle-s", type=float, default=6)
     ap.add_argument("--port", type=int, default=9497)
     ap.add_argument("--config", action="append", default=[], metavar="LABEL=ARGS")
+    ap.add_argument("--bind", choices=["core", "none"], default="none",
+                    help="core: ranks pinned round-robin to the cores (as mpirun does with a core a rank); none: "
+                         "the scheduler places them (the pairs spread about as much either way: RESULTS 8c)")
     a = ap.parse_args()
     configs = CONFIGS
     if a.config:
@@ -114,7 +117,9 @@ def main():
     slowburn = os.path.join(a.build, "slowburn")
     workload = os.path.join(a.build, "libexec", "slowburn-mpi-workload")
     log = open(os.path.join(a.build, "alternate-service.log"), "w")
-    job = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "4",
+    binding = (["--map-by", "core:oversubscribe", "--bind-to", "core:overload-allowed"] if a.bind == "core"
+               else ["--bind-to", "none"])
+    job = subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe"] + binding + ["-np", "4",
                             workload, "--compute-us", "3000", "--seconds", "1000000", "--progress-s", "0.25"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     progress = Progress(job.stdout)
