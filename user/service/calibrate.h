@@ -5,10 +5,10 @@
 // what a duty cycle's toggle costs: the wall time to attach the pair and
 // detach it again, the detach's RCU waits included. Why wall time and not
 // this thread's CPU: the traced processes pay for a detach while it runs.
-// On this VM one detach of the demo job's allreduce (4 ranks' link sets)
-// cost the job ~60 ms of steps while its closes took ~0.25 s of wall time
-// and almost no CPU of the service; charged its CPU (~0.1 ms), sampling
-// toggled and slowed the job 2% to save 0.2% (bench/RESULTS.md section 8d).
+// On this VM a toggle of the demo job's allreduce (4 ranks' link sets)
+// cost the job ~20 ms of steps while it took ~100 ms of wall time and
+// almost no CPU of the service; charged its CPU (~0.1 ms), sampling
+// toggled and slowed the job 1-2% to save ~0.2% (bench/RESULTS.md 8c, 8d).
 // The wall time bounds that cost from above, which errs on the side of
 // not toggling: a budget must never cost more than it saves.
 #pragma once

@@ -120,9 +120,9 @@ class ProbeService {
   std::map<uint32_t, std::string> probe_names_;
   double call_cost_ns_ = 0;
   double toggle_cost_ns_ = 0;
-  // Where --call-cost-ns skipped the calibration: a toggle's cost as this
-  // VM measured it (wall time, service/calibrate.h), rounded up
-  // (bench/RESULTS.md section 8d).
+  // Where --call-cost-ns skipped the calibration: a toggle's charge within
+  // what this VM's calibration measured (wall time, service/calibrate.h:
+  // 20-104 ms a link set; bench/RESULTS.md section 8d).
   static constexpr double kAssumedToggleCostNs = 50'000'000;
   ServiceParts parts_;
   CountsBaseline interval_base_, window_base_;  // the budget's and the sequential test's, the windows'
