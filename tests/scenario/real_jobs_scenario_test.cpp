@@ -47,7 +47,6 @@ uint64_t runq_wait_ns(int32_t pid) {
   return waited;
 }
 
-
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
              uint64_t window_ns = DetectorConfig{}.window_ns) {
   Traced out;
@@ -66,8 +65,7 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   auto began = std::chrono::steady_clock::now();
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
-  for (int32_t pid : pids)
-    out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;
+  for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;
   EXPECT_TRUE(result.ok()) << result.error().message;
   if (!result) return out;
   out.result = std::move(*result);
@@ -144,8 +142,8 @@ void expect_others_slow_by_themselves(const Traced& t, int slow) {
     bool left_late = f.blame_leaving_share >= kMostlyLeaving;
     bool starved = runq_excess(t, f) >= kStarvedShare;
     EXPECT_TRUE(computes_longer || left_late || starved)
-        << "rank " << f.culprit.rank << " named without slowness of its own (compute gap z "
-        << f.z_gap.value_or(0) << ", leaving share " << f.blame_leaving_share << ", run-queue wait beyond its peers' "
+        << "rank " << f.culprit.rank << " named without slowness of its own (compute gap z " << f.z_gap.value_or(0)
+        << ", leaving share " << f.blame_leaving_share << ", run-queue wait beyond its peers' "
         << runq_excess(t, f) * 100 << "% of the span)\n"
         << runq_shares(t) << t.summaries;
   }
