@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
@@ -96,22 +97,34 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
   return std::move(*job);
 }
 
+// `rank`'s run-queue wait over the trace as a share of its span (0 when unknown).
+double runq_share_of(const Traced& t, int rank) {
+  for (const RankIdentity& r : t.result.ranks)
+    if (r.rank == rank) {
+      auto it = t.runq_share.find(r.pid);
+      return it == t.runq_share.end() ? 0.0 : it->second;
+    }
+  return 0.0;
+}
+
 // How much longer than its communicator's other members `f`'s culprit
-// waited in run queues, as a share of the trace's span (0 when unknown).
+// waited in run queues, as a share of the trace's span.
 double runq_excess(const Traced& t, const Finding& f) {
-  std::map<int, int32_t> pid_of;
-  for (const RankIdentity& r : t.result.ranks) pid_of[r.rank] = r.pid;
-  auto share = [&](int rank) {
-    auto pid = pid_of.find(rank);
-    if (pid == pid_of.end()) return 0.0;
-    auto it = t.runq_share.find(pid->second);
-    return it == t.runq_share.end() ? 0.0 : it->second;
-  };
   double peers = 0;
   if (f.comm)
     for (int m : f.comm->members)
-      if (m != f.culprit.rank) peers = std::max(peers, share(m));
-  return share(f.culprit.rank) - peers;
+      if (m != f.culprit.rank) peers = std::max(peers, runq_share_of(t, m));
+  return runq_share_of(t, f.culprit.rank) - peers;
+}
+
+// How much longer than the median of the job's other ranks `rank` waited.
+double runq_excess_over_median(const Traced& t, int rank) {
+  std::vector<double> others;
+  for (const RankIdentity& r : t.result.ranks)
+    if (r.rank != rank) others.push_back(runq_share_of(t, r.rank));
+  if (others.empty()) return 0.0;
+  std::sort(others.begin(), others.end());
+  return runq_share_of(t, rank) - others[others.size() / 2];
 }
 
 std::string runq_shares(const Traced& t) {
@@ -173,12 +186,20 @@ std::string host_events(const Traced& t) {
   return out;
 }
 
-// Healthy ranks get no host cause: every host event is about `rank`.
+// Healthy ranks get no host cause: every host event is about `rank`, but
+// for CPU contention of another rank that the kernel's schedstat confirms
+// (it waited in run queues clearly longer than the job's median rank: seen
+// with two busy loops beside the job, one sharing rank 0's CPU, "runnable
+// but not running 96% ... peers' median 83%"), a true event, not a cause
+// given to a healthy rank.
 void expect_host_causes_only_on(const Traced& t, int rank) {
-  for (const DeviceEvent& e : t.result.device_events)
-    if (e.type.starts_with("host.")) {
-      EXPECT_EQ(e.ranks, std::vector<int>{rank}) << e.summary;
-    }
+  for (const DeviceEvent& e : t.result.device_events) {
+    if (!e.type.starts_with("host.") || e.ranks == std::vector<int>{rank}) continue;
+    bool confirmed = e.type == "host.cpu_contention" && e.ranks.size() == 1 &&
+                     runq_excess_over_median(t, e.ranks.front()) >= kStarvedShare;
+    EXPECT_TRUE(confirmed) << "a host event on a rank other than " << rank << ": " << e.summary << "\n"
+                           << runq_shares(t);
+  }
 }
 
 double discarded_share(const SessionSummary& s) {
