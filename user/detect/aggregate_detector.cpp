@@ -108,12 +108,7 @@ Finding AggregateDetector::sequential_finding(const WindowReport& report, const 
                                               const BernoulliCusum& test, uint64_t end_ns) {
   int32_t pid = evidence.identity.pid;
   Finding f = straggler_finding("sequential", report, evidence, end_ns);
-  f.sequential_statistic = test.statistic();
-  f.sequential_threshold = test.threshold();
-  f.sequential_arl0 = config_.seq_arl0;
-  f.sequential_lead_share = config_.sequential_lead_share;
-  f.instances_considered = test.run_observations();
-  f.instances_flagged = test.run_events();
+  set_sequential_evidence(f, test, config_);
   // The windows' blame so far and this interval's (the window in progress is
   // not summed yet).
   f.cost_ns = total_blame_ns_[{pid, report.probe_id}] + static_cast<uint64_t>(evidence.blame_ns);

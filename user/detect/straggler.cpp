@@ -328,12 +328,7 @@ Finding StragglerDetector::lane_finding(const Lane& lane, int32_t pid, const cha
 Finding StragglerDetector::sequential_finding(const Lane& lane, int32_t pid) const {
   const BernoulliCusum& test = lane.sequential.at(pid);
   Finding f = lane_finding(lane, pid, "straggler", "sequential");
-  f.sequential_statistic = test.statistic();
-  f.sequential_threshold = test.threshold();
-  f.sequential_arl0 = config_.seq_arl0;
-  f.sequential_lead_share = config_.sequential_lead_share;
-  f.instances_considered = test.run_observations();
-  f.instances_flagged = test.run_events();
+  set_sequential_evidence(f, test, config_);
   // The evidence of the run: its instances, as the windows would report them.
   uint64_t n = std::min<uint64_t>(std::max<uint64_t>(test.run_observations(), 1), lane.recent.size());
   std::vector<double> lateness;

@@ -42,6 +42,15 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
   return worst;
 }
 
+void set_sequential_evidence(Finding& f, const BernoulliCusum& test, const DetectorConfig& config) {
+  f.sequential_statistic = test.statistic();
+  f.sequential_threshold = test.threshold();
+  f.sequential_arl0 = config.seq_arl0;
+  f.sequential_lead_share = config.sequential_lead_share;
+  f.instances_considered = test.run_observations();
+  f.instances_flagged = test.run_events();
+}
+
 Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
                           uint64_t now_ns) {
   Finding f;

@@ -8,6 +8,7 @@
 
 #include "detect/report.h"
 #include "detect/straggler.h"
+#include "stats/sequential.h"
 
 namespace slowburn {
 
@@ -24,6 +25,10 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
 // the caller's: they depend on what it has seen so far).
 Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
                           uint64_t now_ns);
+
+// The sequential test's part of a finding it raised: its statistic and
+// threshold, its false-alarm setting and the run of instances it judged.
+void set_sequential_evidence(Finding& finding, const BernoulliCusum& test, const DetectorConfig& config);
 
 // A finding says its culprit was late mostly by leaving its previous
 // collective late (a CPU it did not get) when this share of its blame came
