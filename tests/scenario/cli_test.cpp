@@ -61,6 +61,17 @@ struct StandinRank {
         {"/dev/null", {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "OMPI_MCA_ess_base_jobid=standin"}});
     EXPECT_TRUE(child.ok());
     process.emplace(std::move(*child));
+    // Until it has exec'd, the child is a copy of this test with this test's
+    // environment (no rank variables): a trace started on it then refused
+    // "not a rank" on a loaded machine.
+    auto exe = std::filesystem::canonical(testing::target_path("standin_rank"));
+    EXPECT_TRUE(wait_until(
+        [&] {
+          std::error_code ec;
+          return std::filesystem::read_symlink(fmt::format("/proc/{}/exe", process->pid()), ec) == exe;
+        },
+        10s))
+        << "the stand-in rank never started";
   }
   std::string pid() const { return std::to_string(process->pid()); }
   void go() { testing::touch(dir / "go"); }
