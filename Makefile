@@ -305,6 +305,7 @@ BENCH_IB     := $(BUILD)/bench/ib_cost
 BENCH_IBLOOP := $(BUILD)/bench/ib_poll_loop
 BENCH_SYNTH  := $(BUILD)/bench/synth_recordings
 BENCH_SCHED  := $(BUILD)/bench/sched_cost
+BENCH_TOGGLE := $(BUILD)/bench/toggle_cost
 
 $(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
@@ -332,6 +333,11 @@ $(BENCH_IB): $(BUILD)/obj/bench/ib_cost.o $(LIB)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_SCHED): $(BUILD)/obj/bench/sched_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_TOGGLE): $(BUILD)/obj/bench/toggle_cost.o $(LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -403,10 +409,13 @@ demo:
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH) $(BENCH_SCHED)
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH) $(BENCH_SCHED) $(BENCH_TOGGLE)
 		$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
-	$(Q)bench/alternate.py $(BUILD) | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/alternate.py $(BUILD) --cycles 18 --phase-s 12 --settle-s 4 | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/alternate.py $(BUILD) --cycles 5 --phase-s 12 --settle-s 3 --config 'toggles 5/s at MPI_Comm_spawn=toggles:5' \
+		--config 'toggles 5/s at MPI_Allreduce=toggles:5:MPI_Allreduce' --config 'placebo (no service)=none' \
+		| tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/host.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/first_finding.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md

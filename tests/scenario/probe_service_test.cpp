@@ -665,8 +665,8 @@ double counter_sum(const std::string& page, const std::string& prefix) {
 // costs calibrated here, the demo job's probes are left on where a duty
 // cycle's toggles (charged their wall time, service/calibrate.h) would cost
 // the ranks more than the calls it leaves untrapped, and the service says
-// the budget is exceeded and why. On this VM one detach of the demo's
-// allreduce cost the job ~60 ms of steps (bench/RESULTS.md section 8d).
+// the budget is exceeded and why. On this VM one toggle of the demo's
+// allreduce cost the job 3.4 ms in each rank (bench/RESULTS.md section 8e).
 TEST(ProbeService, AtTheCalibratedToggleCostABudgetThatCannotPayTogglesNothing) {
   SKIP_UNLESS_ROOT();
   SKIP_UNLESS_MPI();

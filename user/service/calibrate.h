@@ -4,13 +4,14 @@
 // probe pair attached, alternating so frequency changes hit both alike; and
 // what a duty cycle's toggle costs: the wall time to attach the pair and
 // detach it again, the detach's RCU waits included. Why wall time and not
-// this thread's CPU: the traced processes pay for a detach while it runs.
-// On this VM a toggle of the demo job's allreduce (4 ranks' link sets)
-// cost the job ~20 ms of steps while it took ~100 ms of wall time and
-// almost no CPU of the service; charged its CPU (~0.1 ms), sampling
-// toggled and slowed the job 1-2% to save ~0.2% (bench/RESULTS.md 8c, 8d).
-// The wall time bounds that cost from above, which errs on the side of
-// not toggling: a budget must never cost more than it saves.
+// this thread's CPU: the traced processes pay when a probe they call often
+// is toggled. On this VM a toggle of the demo job's allreduce cost the job
+// 3.4 ms of its time per rank, against ~90 ms of wall time and 0.05 ms of
+// the toggler's CPU; a function never called cost nothing measurable
+// (bench/RESULTS.md 8e). Charged its CPU, sampling toggled and slowed the
+// job 1-2% to save ~0.2% (8c). The wall time bounds the cost from above
+// (~13x here), which errs on the side of not toggling: a budget must never
+// cost more than it saves.
 #pragma once
 
 #include "core/error.h"
