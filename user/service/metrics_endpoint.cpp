@@ -75,13 +75,19 @@ Result<std::pair<std::string, int>> parse_listen_address(const std::string& list
   return std::make_pair(host, port);
 }
 
+struct MetricsEndpoint::Page {
+  std::once_flag rendered;
+  std::function<std::string()> render;
+  std::shared_ptr<const std::string> text;
+};
+
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::string& listen, EndpointLimits limits) {
   auto address = parse_listen_address(listen);
   if (!address) return address.error();
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
   endpoint->limits_ = limits;
   endpoint->host_ = address->first;
-  endpoint->page_ = std::make_shared<const std::string>();
+  endpoint->publish(std::string());
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -140,14 +146,32 @@ MetricsEndpoint::~MetricsEndpoint() {
 }
 
 void MetricsEndpoint::publish(std::string text) {
-  auto page = std::make_shared<const std::string>(std::move(text));
+  auto page = std::make_shared<Page>();
+  page->text = std::make_shared<const std::string>(std::move(text));
+  std::call_once(page->rendered, [] {});
+  std::lock_guard lock(mutex_);
+  page_ = std::move(page);
+}
+
+void MetricsEndpoint::publish(std::function<std::string()> render) {
+  auto page = std::make_shared<Page>();
+  page->render = std::move(render);
   std::lock_guard lock(mutex_);
   page_ = std::move(page);
 }
 
 std::shared_ptr<const std::string> MetricsEndpoint::page() const {
-  std::lock_guard lock(mutex_);
-  return page_;
+  std::shared_ptr<Page> page;
+  {
+    std::lock_guard lock(mutex_);
+    page = page_;
+  }
+  if (!page) return nullptr;
+  std::call_once(page->rendered, [&page] {
+    page->text = std::make_shared<const std::string>(page->render());
+    page->render = nullptr;  // what it held goes now
+  });
+  return page->text;
 }
 
 EndpointStats MetricsEndpoint::stats() const {

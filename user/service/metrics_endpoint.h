@@ -1,7 +1,10 @@
 // The probe mode's /metrics endpoint: one thread, non-blocking sockets and
 // poll(2), hard limits on what a client can hold. The service publishes a
-// rendered page every interval; a scrape only takes a reference to the
-// latest one.
+// page every interval, as text or as a function that renders it: that runs
+// once, here, for the first scrape that wants it, so a node scraped every
+// 15 s renders a page every 15 s, not every second (rendering was a third
+// of the service's CPU under the demo job: bench/RESULTS.md 8c). A scrape
+// takes a reference to the latest page.
 //
 // Not cpp-httplib (used here before): its 0.11 server hands each connection
 // to a worker thread that blocks in recv with a per-call timeout, so four
@@ -14,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,11 +51,14 @@ class MetricsEndpoint {
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 
   void publish(std::string text);
+  // `render` must own what it reads: it runs on the endpoint's thread.
+  void publish(std::function<std::string()> render);
   int port() const { return port_; }
   const std::string& host() const { return host_; }
   EndpointStats stats() const;
 
  private:
+  struct Page;
   MetricsEndpoint() = default;
   void serve();
   std::shared_ptr<const std::string> page() const;
@@ -61,7 +68,7 @@ class MetricsEndpoint {
   int wake_fd_ = -1;  // eventfd: the destructor's stop signal
   std::thread thread_;
   mutable std::mutex mutex_;
-  std::shared_ptr<const std::string> page_;
+  std::shared_ptr<Page> page_;
   std::string host_;
   int port_ = 0;
   std::atomic<uint64_t> requests_{0}, bad_requests_{0}, timed_out_{0}, evicted_{0};

@@ -535,7 +535,9 @@ void ProbeService::shutdown(uint64_t started_ns) {
     auto prom = o_.log_dir / "slowburn.prom";
     {
       std::ofstream out(prom.string() + ".tmp", std::ios::trunc);
-      out << render_metrics(view(stats));
+      MetricsView v = view(stats);
+      v.self = read_self_stats(o_.proc_root);
+      out << render_metrics(v);
     }
     std::error_code ec;
     std::filesystem::rename(prom.string() + ".tmp", prom, ec);
@@ -546,8 +548,14 @@ void ProbeService::shutdown(uint64_t started_ns) {
                           static_cast<double>(now - started_ns) / 1e9, parts_.detector->findings().size());
 }
 
+// The page is rendered when scraped (metrics_endpoint.h), from a view taken
+// now; the service's own CPU and memory are read then, too.
 void ProbeService::publish(const std::vector<AggStats>& stats) {
-  if (parts_.endpoint) parts_.endpoint->publish(render_metrics(view(stats)));
+  if (!parts_.endpoint) return;
+  parts_.endpoint->publish([v = std::make_shared<MetricsView>(view(stats)), root = o_.proc_root] {
+    v->self = read_self_stats(root);
+    return render_metrics(*v);
+  });
 }
 
 // Everything the metrics show, gathered in one place from what the service
@@ -619,8 +627,7 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
     v.log_rotations_total = parts_.log->file().rotations();
     v.log_errors_total = parts_.log->file().errors();
   }
-  v.self = read_self_stats(o_.proc_root);
-  v.health = health_;
+  v.health = health_;  // `self` is read where the page is rendered
   return v;
 }
 
