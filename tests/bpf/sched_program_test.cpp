@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/files.h"
 #include "core/subprocess.h"
 #include "host/host_monitor.h"
 #include "support/test_support.h"
@@ -32,6 +33,16 @@ TEST(SchedProgram, APinnedNeighbourIsChargedForTheWait) {
   Subprocess rank = spawn_or_die({"taskset", "-c", "0", "sh", "-c", "while :; do :; done"});
   Subprocess hog = spawn_or_die({"taskset", "-c", "0", "sh", "-c", "while :; do :; done"});
   Subprocess sleeper = spawn_or_die({"sh", "-c", "while :; do sleep 0.05; done"});
+  // Followed once taskset has pinned them and exec'd the shell: before, the
+  // forked child runs unpinned under this test's name (a clean-clone CI run
+  // saw the hog charged on CPU 1 as "bpf_tests").
+  for (pid_t pid : {rank.pid(), hog.pid(), sleeper.pid()}) {
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    for (auto comm = read_file("/proc/" + std::to_string(pid) + "/comm");
+         !(comm && *comm == "sh\n") && std::chrono::steady_clock::now() < deadline;
+         comm = read_file("/proc/" + std::to_string(pid) + "/comm"))
+      std::this_thread::sleep_for(5ms);
+  }
   ASSERT_TRUE((*program)->follow(rank.pid()).ok());
   ASSERT_TRUE((*program)->follow(sleeper.pid()).ok());
   std::this_thread::sleep_for(2s);
