@@ -36,13 +36,13 @@ TEST(SchedProgram, APinnedNeighbourIsChargedForTheWait) {
   // Followed once taskset has pinned them and exec'd the shell: before, the
   // forked child runs unpinned under this test's name (a clean-clone CI run
   // saw the hog charged on CPU 1 as "bpf_tests").
-  for (pid_t pid : {rank.pid(), hog.pid(), sleeper.pid()}) {
-    auto deadline = std::chrono::steady_clock::now() + 5s;
-    for (auto comm = read_file("/proc/" + std::to_string(pid) + "/comm");
-         !(comm && *comm == "sh\n") && std::chrono::steady_clock::now() < deadline;
-         comm = read_file("/proc/" + std::to_string(pid) + "/comm"))
-      std::this_thread::sleep_for(5ms);
-  }
+  for (pid_t pid : {rank.pid(), hog.pid(), sleeper.pid()})
+    testing::wait_until(
+        [pid] {
+          auto comm = read_file("/proc/" + std::to_string(pid) + "/comm");
+          return comm && *comm == "sh\n";
+        },
+        5s);
   ASSERT_TRUE((*program)->follow(rank.pid()).ok());
   ASSERT_TRUE((*program)->follow(sleeper.pid()).ok());
   std::this_thread::sleep_for(2s);

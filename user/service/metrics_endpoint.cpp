@@ -75,8 +75,8 @@ Result<std::pair<std::string, int>> parse_listen_address(const std::string& list
   return std::make_pair(host, port);
 }
 
+// Rendered (text set, render dropped) by page(), on the endpoint's thread only.
 struct MetricsEndpoint::Page {
-  std::once_flag rendered;
   std::function<std::string()> render;
   std::shared_ptr<const std::string> text;
 };
@@ -148,7 +148,6 @@ MetricsEndpoint::~MetricsEndpoint() {
 void MetricsEndpoint::publish(std::string text) {
   auto page = std::make_shared<Page>();
   page->text = std::make_shared<const std::string>(std::move(text));
-  std::call_once(page->rendered, [] {});
   std::lock_guard lock(mutex_);
   page_ = std::move(page);
 }
@@ -167,10 +166,10 @@ std::shared_ptr<const std::string> MetricsEndpoint::page() const {
     page = page_;
   }
   if (!page) return nullptr;
-  std::call_once(page->rendered, [&page] {
+  if (!page->text) {
     page->text = std::make_shared<const std::string>(page->render());
     page->render = nullptr;  // what it held goes now
-  });
+  }
   return page->text;
 }
 

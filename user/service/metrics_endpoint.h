@@ -61,7 +61,7 @@ class MetricsEndpoint {
   struct Page;
   MetricsEndpoint() = default;
   void serve();
-  std::shared_ptr<const std::string> page() const;
+  std::shared_ptr<const std::string> page() const;  // the serving thread's only
 
   EndpointLimits limits_;
   int listen_fd_ = -1;
