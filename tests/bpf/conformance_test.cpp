@@ -202,13 +202,15 @@ TEST_F(Conformance, TheLastArrivalOfEachInstanceAndItsBlame) {
   for (int s = 0; s < 12; ++s) {
     int late = s % kRanks;
     std::array<int, kRanks> order{(late + 1) % kRanks, (late + 2) % kRanks, late};
-    step(order, 1ms, 6ms, {0, 1, 2});
+    step(order, 1ms, 30ms, {0, 1, 2});
   }
   StragglerDetector d = expect_agreement(12);
   auto k = kernel();
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(k[ranks_[r].pid].lasts, 4u) << "rank " << r;
-  // A 6 ms lead in a step of ~12 ms is the sequential test's event (>= 10%
-  // of the step) in every instance but the first, which has no step yet.
+  // A 30 ms lead in a step of ~36 ms is the sequential test's event (>= 10%
+  // of the step) in every instance but the first, which has no step yet. A
+  // 6 ms lead was too close: beside two busy loops this test's own polling
+  // stretched a step past 60 ms and both sides (agreeing) missed one event.
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(k[ranks_[r].pid].seq_events, r == 0 ? 3u : 4u) << "rank " << r;
     EXPECT_EQ(d.sequential_events(kProbe, ranks_[r].pid), r == 0 ? 3u : 4u) << "rank " << r;
@@ -220,35 +222,38 @@ TEST_F(Conformance, TheLastArrivalOfEachInstanceAndItsBlame) {
 // so the two programs' clock reads of the same hit cannot tip it.
 TEST_F(Conformance, ALeadOwedToLeavingLateIsNoSequentialEventAndOneComputedIs) {
   constexpr int kRounds = 5;
+  // Every interval below, stretched: at 1x, two busy loops beside the test
+  // delayed its own steps by as much as the intervals (1 run in 5 failed).
+  constexpr int kScale = 4;
   auto release = [&](int r) { send(ranks_[r].release_fd); };
   for (int round = 0; round < kRounds; ++round) {
     // A: everyone computed 8 ms and enters at once (rank 2 last by a hair:
     // no event); rank 2 is let go 6 ms after the others (descheduled inside).
-    std::this_thread::sleep_for(8ms);
+    std::this_thread::sleep_for(kScale * 8ms);
     for (const Child& c : ranks_) enter(c);
-    std::this_thread::sleep_for(2ms);
+    std::this_thread::sleep_for(kScale * 2ms);
     release(0);
     release(1);
-    std::this_thread::sleep_for(6ms);
+    std::this_thread::sleep_for(kScale * 6ms);
     release(2);
     // B: ranks 0 and 1 enter 7 ms after their return, rank 2 3 ms after its
     // own: last by ~1.5 ms (over 10% of the step), all of it from leaving A
     // late: no event.
-    std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(kScale * 1ms);
     enter(ranks_[0]);
-    std::this_thread::sleep_for(500us);
+    std::this_thread::sleep_for(kScale * 500us);
     enter(ranks_[1]);
-    std::this_thread::sleep_for(1500us);
+    std::this_thread::sleep_for(kScale * 1500us);
     enter(ranks_[2]);
-    std::this_thread::sleep_for(2ms);
+    std::this_thread::sleep_for(kScale * 2ms);
     for (int r = 0; r < kRanks; ++r) release(r);
     // C: rank 2 computes 6 ms longer than its peers: an event.
-    std::this_thread::sleep_for(3ms);
+    std::this_thread::sleep_for(kScale * 3ms);
     enter(ranks_[0]);
     enter(ranks_[1]);
-    std::this_thread::sleep_for(6ms);
+    std::this_thread::sleep_for(kScale * 6ms);
     enter(ranks_[2]);
-    std::this_thread::sleep_for(2ms);
+    std::this_thread::sleep_for(kScale * 2ms);
     for (int r = 0; r < kRanks; ++r) release(r);
   }
   std::this_thread::sleep_for(3ms);  // the last returns recorded
