@@ -148,29 +148,26 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
   }
 }
 
-DeviceEvent recorded_event(std::string type, int rank, std::string summary, DevicePayload payload) {
+DeviceEvent recorded_event(std::string type, int rank, std::string summary, std::optional<int32_t> pid = {}) {
   DeviceEvent e;
   e.type = std::move(type);
   e.ranks = {rank};
   e.summary = std::move(summary);
-  e.payload = std::move(payload);
+  e.pid = pid;
   return e;
 }
 
 TEST(Analyze, TheCulpritsNodeRecordedItsLikelyCause) {
   TempDir dir;
   auto events = job_events(3);
-  HostCause throttled;
-  throttled.pid = SyntheticJob::pid(3);
-  throttled.rank = 3;
   NodeSpec a{"node-a", {0, 1}};
   // Rank numbers, not devices, join a recorded event: node-a's rank 1 link
   // is not the culprit's; a recovered link is no cause.
-  a.events = {recorded_event("link.downtrained", 1, "link.downtrained on GPU 1", LinkEvent{}),
-              recorded_event("link.recovered", 3, "link.recovered", LinkEvent{})};
+  a.events = {recorded_event("link.downtrained", 1, "link.downtrained on GPU 1"),
+              recorded_event("link.recovered", 3, "link.recovered")};
   NodeSpec b{"node-b", {2, 3}};
-  b.events = {
-      recorded_event("host.cpu_throttled", 3, "rank 3's cgroup /batch throttled it in 99% of periods", throttled)};
+  b.events = {recorded_event("host.cpu_throttled", 3, "rank 3's cgroup /batch throttled it in 99% of periods",
+                             SyntheticJob::pid(3))};
   record(dir, events, a);
   record(dir, events, b);
   auto an = analyze(dir);
@@ -184,10 +181,9 @@ TEST(Analyze, TheCulpritsNodeRecordedItsLikelyCause) {
   auto info = read_recording_info(dir.path() / "node-b.sbr");
   ASSERT_TRUE(info) << info.error().message;
   ASSERT_EQ(info->device_events.size(), 1u);
-  const auto* recorded = std::get_if<RecordedEvent>(&info->device_events[0].payload);
-  ASSERT_NE(recorded, nullptr);
-  EXPECT_EQ(recorded->pid, SyntheticJob::pid(3));
-  EXPECT_EQ(recorded->cause_rank, 2);
+  const DeviceEvent& recorded = info->device_events[0];
+  EXPECT_EQ(recorded.fields.value("pid", 0), SyntheticJob::pid(3));
+  EXPECT_EQ(recorded.cause_rank, 2);
 }
 
 TEST(Analyze, OneRankPerNodeAndAHealthyJob) {

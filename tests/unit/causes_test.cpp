@@ -12,13 +12,14 @@
 namespace slowburn {
 namespace {
 
-DeviceEvent event(std::string type, std::string device, std::vector<int> ranks, DevicePayload payload) {
+DeviceEvent event(std::string type, std::string device, std::vector<int> ranks,
+                  std::optional<EventSeverity> severity = std::nullopt) {
   DeviceEvent e;
   e.type = std::move(type);
   e.device = std::move(device);
   e.ranks = std::move(ranks);
   e.summary = e.type + " on " + e.device;
-  e.payload = std::move(payload);
+  e.severity = severity;
   return e;
 }
 
@@ -32,15 +33,13 @@ Finding finding_for(int rank) {
 }
 
 TEST(Causes, EventsOnTheCulpritsDevicesMostSevereFirst) {
-  AerEvent correctable;
-  correctable.severity = AerSeverity::correctable;
   std::vector<DeviceEvent> events = {
-      event("aer", "0000:03:00.0", {2}, correctable),
-      event("link.downtrained", "0000:02:00.0", {2, 3}, LinkEvent{}),
-      event("link.recovered", "0000:02:00.0", {2, 3}, LinkEvent{}),  // not a cause
-      event("xid", "0000:05:00.0", {1}, XidReport{}),                // another rank's GPU
-      event("xid", "0000:03:00.0", {2}, XidReport{}),
-      event("xid", "0000:03:00.0", {2}, XidReport{}),  // the same (type, device) once
+      event("aer", "0000:03:00.0", {2}, EventSeverity::warning),
+      event("link.downtrained", "0000:02:00.0", {2, 3}),
+      event("link.recovered", "0000:02:00.0", {2, 3}),  // not a cause
+      event("xid", "0000:05:00.0", {1}),                // another rank's GPU
+      event("xid", "0000:03:00.0", {2}),
+      event("xid", "0000:03:00.0", {2}),  // the same (type, device) once
   };
   Finding f = finding_for(2);
   ASSERT_TRUE(attach_likely_causes(f, events));
@@ -57,7 +56,7 @@ TEST(Causes, EventsOnTheCulpritsDevicesMostSevereFirst) {
 }
 
 TEST(Causes, ANodeWithEccActivitySaysSoAfterTheCause) {
-  std::vector<DeviceEvent> events = {event("link.downtrained", "0000:02:00.0", {2}, LinkEvent{})};
+  std::vector<DeviceEvent> events = {event("link.downtrained", "0000:02:00.0", {2})};
   Finding f = finding_for(2);
   attach_likely_causes(f, events);
   attach_sdc_activity(f, "ECC/EDAC/MCE activity: memory.edac_ce mc0: 12 corrected since boot; +3 in 60 s");
@@ -79,7 +78,7 @@ TEST(Causes, ANodeWithEccActivitySaysSoAfterTheCause) {
 
 TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
   // A link found degraded when the service started: no rank used it yet.
-  std::vector<DeviceEvent> events = {event("link.downtrained", "0000:03:00.0", {}, LinkEvent{})};
+  std::vector<DeviceEvent> events = {event("link.downtrained", "0000:03:00.0", {})};
   Finding f = finding_for(2);
   EXPECT_FALSE(attach_likely_causes(f, events)) << "by rank number, nobody";
   auto by_pid = [](const DeviceEvent& e, const RankIdentity& who) {
@@ -93,7 +92,7 @@ TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
 
 TEST(CauseMemory, AnEventOlderThanItKeepsExplainsNothing) {
   CauseMemory memory(1'000'000'000, 2);
-  DeviceEvent old_event = event("xid", "0000:03:00.0", {2}, XidReport{});
+  DeviceEvent old_event = event("xid", "0000:03:00.0", {2});
   old_event.ts_ns = 1'000'000'000;
   memory.add(old_event);
   Finding f = finding_for(2);
@@ -105,9 +104,9 @@ TEST(CauseMemory, AnEventOlderThanItKeepsExplainsNothing) {
 }
 
 TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
-  DeviceEvent port = event("link.downtrained", "0000:02:00.0", {0}, LinkEvent{});
+  DeviceEvent port = event("link.downtrained", "0000:02:00.0", {0});
   port.role = "switch-port";
-  DeviceEvent gpu = event("link.downtrained", "0000:03:00.0", {0}, LinkEvent{});
+  DeviceEvent gpu = event("link.downtrained", "0000:03:00.0", {0});
   gpu.role = "gpu";
   Finding f = finding_for(0);
   attach_likely_causes(f, std::vector<DeviceEvent>{port, gpu});
@@ -116,23 +115,19 @@ TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {
 }
 
 TEST(Causes, TheCulpritsNicRetransmittingOrPausedIsNamed) {
-  QpEvent info_event;
-  info_event.severity = "info";  // PORT_ACTIVE and the like explain nothing
-  QpEvent port_err;
-  port_err.severity = "error";
   std::vector<DeviceEvent> events = {
-      event("ecn.cnp_surge", "0000:04:00.0", {1}, FabricEvent{}),
-      event("rdma.retrans", "0000:04:00.0", {1}, FabricEvent{}),
-      event("pfc.pause_storm", "0000:06:00.0", {0}, FabricEvent{}),  // another rank's NIC
-      event("rdma.async", "0000:04:00.0", {1}, info_event),
-      event("nic.back", "0000:04:00.0", {1}, FabricEvent{}),
-      event("counters.reset", "0000:04:00.0", {1}, FabricEvent{}),
+      event("ecn.cnp_surge", "0000:04:00.0", {1}),
+      event("rdma.retrans", "0000:04:00.0", {1}),
+      event("pfc.pause_storm", "0000:06:00.0", {0}),                  // another rank's NIC
+      event("rdma.async", "0000:04:00.0", {1}, EventSeverity::info),  // PORT_ACTIVE and the like explain nothing,
+      event("nic.back", "0000:04:00.0", {1}),
+      event("counters.reset", "0000:04:00.0", {1}),
   };
   Finding f = finding_for(1);
   ASSERT_TRUE(attach_likely_causes(f, events));
   EXPECT_EQ(f.likely_causes,
             (std::vector<std::string>{"rdma.retrans on 0000:04:00.0", "ecn.cnp_surge on 0000:04:00.0"}));
-  events.push_back(event("rdma.async", "0000:04:00.0", {1}, port_err));
+  events.push_back(event("rdma.async", "0000:04:00.0", {1}, EventSeverity::error));
   attach_likely_causes(f, events);
   EXPECT_EQ(f.likely_causes.front(), "rdma.async on 0000:04:00.0");  // a port error outranks congestion
 }
@@ -192,22 +187,16 @@ TEST(DeviceEventBuilder, FabricAndQpEventsJoinTheTopology) {
 }
 
 TEST(DeviceEventJson, XidHasTheDocumentedShape) {
-  DeviceEvent e;
-  e.type = "xid";
-  e.ts_ns = 1'000'000'000;
-  e.device = "0000:3b:00.0";
+  XidEvent xid;
+  xid.code = 79;
+  xid.pci = "0000:3b:00";
+  xid.pid = 1234;
+  xid.process = "python3";
+  xid.message = "GPU has fallen off the bus.";
+  DeviceEvent e = DeviceEventBuilder(nullptr).xid(xid, 1'000'000'000, "kmsg");
   e.role = "gpu";
   e.label = "GPU 3";
   e.ranks = {3};
-  XidReport r;
-  r.xid.code = 79;
-  r.xid.pci = "0000:3b:00";
-  r.xid.pid = 1234;
-  r.xid.process = "python3";
-  r.xid.message = "GPU has fallen off the bus.";
-  r.info = xid_info(79);
-  r.source = "kmsg";
-  e.payload = r;
   std::ostringstream out;
   JsonSink(out, "node-1", 0).device_event(e);
   auto j = nlohmann::json::parse(out.str());
@@ -224,10 +213,10 @@ TEST(DeviceEventJson, XidHasTheDocumentedShape) {
   EXPECT_EQ(j["ranks"], nlohmann::json::array({3}));
   EXPECT_DOUBLE_EQ(j["ts"].get<double>(), 1.0);
 
-  XidReport anonymous = r;
-  anonymous.xid.pid.reset();
-  anonymous.xid.process.reset();
-  e.payload = anonymous;
+  XidEvent anonymous = xid;
+  anonymous.pid.reset();
+  anonymous.process.reset();
+  e = DeviceEventBuilder(nullptr).xid(anonymous, 1'000'000'000, "kmsg");
   std::ostringstream out2;
   JsonSink(out2, "node-1", 0).device_event(e);
   auto k = nlohmann::json::parse(out2.str());

@@ -104,12 +104,12 @@ TEST_F(HwMonitorSysfs, AerCounterDeltas) {
   write("0000:04:00.0", "aer_dev_correctable", "Receiver Error 6\nReplay Timer Timeout 2\nTOTAL_ERR_COR 8\n");
   auto events = poll(*monitor);
   ASSERT_EQ(events.size(), 2u);
-  const auto& gpu = std::get<AerEvent>(events[0].payload);
+  const nlohmann::json& gpu = events[0].fields;
   EXPECT_EQ(events[0].device, "0000:03:00.0");
-  EXPECT_EQ(gpu.bits, (std::vector<std::string>{"BadTLP"}));
-  EXPECT_EQ(gpu.count, 7u);
+  EXPECT_EQ(gpu["bits"], nlohmann::json::array({"BadTLP"}));
+  EXPECT_EQ(gpu["count"], 7u);
   EXPECT_EQ(events[0].ranks, (std::vector<int>{0}));
-  EXPECT_EQ(std::get<AerEvent>(events[1].payload).bits, (std::vector<std::string>{"RxErr"}));
+  EXPECT_EQ(events[1].fields["bits"], nlohmann::json::array({"RxErr"}));
 }
 
 TEST_F(HwMonitorSysfs, MalformedOrVanishingFilesDoNotStopIt) {

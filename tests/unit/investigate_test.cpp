@@ -29,13 +29,12 @@ Finding straggler(int rank, uint64_t cost_ns) {
   return f;
 }
 
-DeviceEvent event(std::string type, std::vector<int> ranks, std::string label, DevicePayload payload = LinkEvent{}) {
+DeviceEvent event(std::string type, std::vector<int> ranks, std::string label) {
   DeviceEvent e;
   e.type = std::move(type);
   e.ranks = std::move(ranks);
   e.label = std::move(label);
   e.summary = e.type + " on " + e.label;
-  e.payload = std::move(payload);
   return e;
 }
 
@@ -78,7 +77,7 @@ TEST(Investigate, TheDowntrainedLinkOfTheStragglersGpuIsTheMostLikelyPath) {
   in.sources = every_source_attached();
   in.events = {event("link.downtrained", {0}, "GPU 0"), event("link.recovered", {0}, "GPU 0"),  // no cause
                event("rdma.retrans", {1}, "mlx5_1"),                                            // another rank's NIC
-               event("xid", {1}, "GPU 1", XidReport{})};                                        // another rank's GPU
+               event("xid", {1}, "GPU 1")};                                                     // another rank's GPU
   in.devices_of[100] = {"GPU 0 (0000:03:00.0)", "mlx5_0 (0000:04:00.0)"};
   Investigation inv = investigate(in);
 
@@ -142,10 +141,8 @@ TEST(Investigate, ALayerWithNoSourceIsNotCheckedAndSaysWhy) {
   in.verdict.stragglers = {straggler(2, 1'000'000'000)};
   in.sources = {source("host.sched", ProbeState::attached, ""),
                 source("rdma.fabric", ProbeState::unavailable, "no RDMA device in /sys/class/infiniband")};
-  HostCause throttled;
-  throttled.pid = 102;
-  throttled.rank = 2;
-  in.events = {event("host.cpu_throttled", {2}, "cgroup /batch", throttled)};
+  in.events = {event("host.cpu_throttled", {2}, "cgroup /batch")};
+  in.events[0].pid = 102;
   Investigation inv = investigate(in);
   EXPECT_EQ(layer(inv, "host").state, LayerState::ruled_in);
   const Layer& fabric = layer(inv, "fabric");

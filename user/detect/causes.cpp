@@ -7,28 +7,17 @@ namespace slowburn {
 
 // Lower is more severe. Types not listed are not causes.
 int cause_rank(const DeviceEvent& e) {
-  if (const auto* recorded = std::get_if<RecordedEvent>(&e.payload); recorded && recorded->cause_rank)
-    return *recorded->cause_rank;
-  if (e.type == "xid" || e.type == "sxid") {
-    // Codes the catalog calls informational (43 channel reset, 45 cleanup
-    // after another Xid) explain nothing; the ECC ones (48, 63, 64, 92, 94,
-    // 95) never are.
-    const auto* xid = std::get_if<XidReport>(&e.payload);
-    return xid && xid->info.severity == "informational" ? -1 : 0;
-  }
+  if (e.cause_rank) return *e.cause_rank;
+  // An Xid its domain graded informational (a channel reset, cleanup after
+  // another Xid) explains nothing; the ECC ones never are.
+  if (e.type == "xid" || e.type == "sxid") return e.severity == EventSeverity::info ? -1 : 0;
   if (e.type == "link.down") return 1;
   if (e.type == "link.downtrained") return 2;
-  if (e.type == "aer") {
-    const auto* aer = std::get_if<AerEvent>(&e.payload);
-    return aer && aer->severity == AerSeverity::correctable ? 4 : 3;
-  }
+  if (e.type == "aer") return e.severity == EventSeverity::warning ? 4 : 3;
   // The RDMA path: a dead port or device, then a flapping link, then what
   // slows traffic without stopping it.
   if (e.type == "nic.gone") return 1;
-  if (e.type == "rdma.async") {
-    const auto* qp = std::get_if<QpEvent>(&e.payload);
-    return qp && qp->severity == "error" ? 1 : -1;
-  }
+  if (e.type == "rdma.async") return e.severity == EventSeverity::error ? 1 : -1;
   if (e.type == "link.flap") return 2;
   // (qp.error, a move to ERR the process asked for, is not one: a flush
   // before destroying a QP looks the same; the provider's async errors are.)
@@ -48,8 +37,7 @@ int cause_rank(const DeviceEvent& e) {
 }
 
 std::string_view event_severity(const DeviceEvent& event) {
-  if (const auto* aer = std::get_if<AerEvent>(&event.payload))
-    return aer->severity == AerSeverity::fatal ? "fatal" : aer->severity == AerSeverity::nonfatal ? "error" : "warning";
+  if (event.type == "aer" && event.severity) return event_severity_name(*event.severity);
   int rank = cause_rank(event);
   if (rank < 0 || rank > 4) return "info";
   return rank <= 1 ? "error" : "warning";
@@ -57,7 +45,7 @@ std::string_view event_severity(const DeviceEvent& event) {
 
 bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit) {
   // A host cause is its process's: rank numbers of two jobs on a node collide.
-  if (const auto* host = std::get_if<HostCause>(&event.payload)) return host->pid == culprit.pid;
+  if (event.pid) return *event.pid == culprit.pid;
   return std::find(event.ranks.begin(), event.ranks.end(), culprit.rank) != event.ranks.end();
 }
 

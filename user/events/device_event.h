@@ -1,39 +1,21 @@
-// Link-degradation events: one type for every hardware signal, carrying the
-// device, its role, the ranks behind it, and the signal's own payload.
+// A node event: one type for every hardware, fabric and host signal, with
+// the device, its role, the ranks behind it, a line for people and the
+// fields its domain measured. Plain data that knows no monitor: the domains
+// and sources fill it, detect/ judges it as a cause, sinks print it.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <variant>
+#include <string_view>
 #include <vector>
-
-#include "host/host_causes.h"
-#include "nvidia/xid.h"
-#include "nvidia/xid_catalog.h"
-#include "pcie/aer.h"
-#include "pcie/link.h"
-#include "rdma/fabric_monitor.h"
-#include "rdma/ib_connections.h"
-#include "rdma/qp_inventory.h"
 
 namespace slowburn {
 
-struct XidReport {
-  XidEvent xid;
-  XidInfo info;
-  std::string source;  // "kmsg" (printk:console) or "tracepoint" (nvidia:nvidia_dev_xid)
-};
-
-// An event read back from a recording (record/schema.h): its payload is
-// gone, what judging it as a cause needs was kept.
-struct RecordedEvent {
-  std::optional<int> cause_rank;  // detect/causes.h cause_rank when recorded; unset: judged by type (schema 2)
-  std::optional<int32_t> pid;     // the process a host cause is about
-};
-
-using DevicePayload = std::variant<XidReport, AerEvent, LinkEvent, PcieLinkTrace, PciHotplugTrace, FabricEvent, QpEvent,
-                                   IbSlowConnection, HostCause, RecordedEvent>;
+// How grave an event is as a cause of slowness (the metrics' severity label).
+enum class EventSeverity { info, warning, error, fatal };
+std::string_view event_severity_name(EventSeverity severity);
 
 struct DeviceEvent {
   // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug;
@@ -48,7 +30,17 @@ struct DeviceEvent {
   std::string label;       // "GPU 0 NVIDIA H100 80GB HBM3", "mlx5_0"
   std::vector<int> ranks;  // ranks using the device or anything below it
   std::string summary;     // one line, for people
-  DevicePayload payload;
+  // The grade of this occurrence where its type alone does not give it (an
+  // Xid the catalog calls informational, a correctable AER error, an
+  // asynchronous error of a whole NIC); unset: its type does (detect/causes.h).
+  std::optional<EventSeverity> severity;
+  // The process a host cause is about: rank numbers of two jobs on one node collide.
+  std::optional<int32_t> pid;
+  // Read back from a recording: how strong a cause it was judged when recorded.
+  std::optional<int> cause_rank;
+  // The domain's own measurements, flat (JSON lines put them beside the
+  // fields above: {"type":"xid","code":79,...}).
+  nlohmann::json fields = nlohmann::json::object();
 };
 
 }  // namespace slowburn

@@ -66,7 +66,14 @@ DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns) {
   e.label = cause.label;
   e.ranks = {cause.rank};
   e.summary = cause.summary;
-  e.payload = cause;
+  e.pid = cause.pid;
+  e.fields = {{"pid", cause.pid},
+              {"value", cause.value},
+              {"peers_value", cause.peers_value ? nlohmann::json(*cause.peers_value) : nlohmann::json(nullptr)}};
+  if (cause.other_pid) {
+    e.fields["other_pid"] = *cause.other_pid;
+    e.fields["other_comm"] = cause.other_comm;
+  }
   return e;
 }
 

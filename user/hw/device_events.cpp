@@ -6,14 +6,107 @@
 
 #include "core/format.h"
 #include "core/strings.h"
+#include "nvidia/xid_catalog.h"
+#include "rdma/verbs_names.h"
 #include "sysfs/pci_devices.h"
 
 namespace slowburn {
 
 namespace {
+
+using json = nlohmann::json;
+
 std::string ranks_text(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + format_rank_list(ranks);
 }
+
+json optional_json(const auto& value) { return value ? json(*value) : json(nullptr); }
+
+json xid_fields(const XidEvent& x, const XidInfo& info, const std::string& source) {
+  json j{{"code", x.code},
+         {"pci", x.pci},
+         {"pid", optional_json(x.pid)},
+         {"process", optional_json(x.process)},
+         {"message", x.message},
+         {"severity", info.severity},
+         {"action", info.action},
+         {"meaning", info.meaning},
+         {"source", source}};
+  if (x.gpu_instance) j["gpu_instance"] = *x.gpu_instance;
+  if (x.compute_instance) j["compute_instance"] = *x.compute_instance;
+  if (x.switch_index) j["switch"] = *x.switch_index;
+  if (x.caused_by) j["caused_by_xid"] = *x.caused_by;
+  return j;
+}
+
+json aer_fields(const AerEvent& a) {
+  json j{{"severity", aer_severity_name(a.severity)},
+         {"status", a.status},
+         {"bits", a.bits},
+         {"count", a.count},
+         {"bus_type", a.bus_type},
+         {"source", a.source}};
+  j["tlp_header"] = optional_json(a.tlp_header);
+  return j;
+}
+
+json link_fields(const LinkEvent& l) {
+  return {{"reason", l.reason},
+          {"partner", l.partner.empty() ? json(nullptr) : json(l.partner)},
+          {"current_width", optional_json(l.reading.current_width)},
+          {"current_speed_gts", optional_json(l.reading.current_speed_gts)},
+          {"max_width", optional_json(l.reading.max_width)},
+          {"max_speed_gts", optional_json(l.reading.max_speed_gts)},
+          {"expected_width", optional_json(l.expected.width)},
+          {"expected_speed_gts", optional_json(l.expected.speed_gts)}};
+}
+
+json fabric_fields(const FabricEvent& f) {
+  json j{{"severity", f.severity}, {"nic", f.nic},
+         {"port", f.port},         {"netdev", f.netdev.empty() ? json(nullptr) : json(f.netdev)},
+         {"value", f.value},       {"threshold", f.threshold},
+         {"counters", f.deltas}};
+  if (!f.priority.empty()) j["priority"] = f.priority;
+  if (!f.direction.empty()) j["direction"] = f.direction;
+  return j;
+}
+
+json qp_fields(const QpEvent& q) {
+  json j{{"severity", q.severity},
+         {"pid", q.pid},
+         {"nic", q.device.empty() ? json(nullptr) : json(q.device)},
+         {"qp_num", q.qp_num ? json(q.qp_num) : json(nullptr)},
+         {"result", q.result}};
+  if (q.from_state >= 0) j["from_state"] = qp_state_name(q.from_state);
+  if (q.to_state >= 0) j["to_state"] = qp_state_name(q.to_state);
+  if (q.type == "rdma.async") j["event"] = async_event_info(q.event_type).name;
+  if (q.port_num) j["port"] = q.port_num;
+  return j;
+}
+
+json connection_fields(const IbSlowConnection& c) {
+  return {{"pid", c.pid},
+          {"direction", ib_direction_name(c.direction)},
+          {"connection", c.connection},
+          {"comm", fmt::format("{:#x}", c.comm)},
+          {"requests", c.requests},
+          {"latency_mean_us", c.mean_latency_ns / 1e3},
+          {"job_median_latency_us", c.median_latency_ns / 1e3},
+          {"z", c.z}};
+}
+
+EventSeverity aer_event_severity(AerSeverity severity) {
+  switch (severity) {
+    case AerSeverity::fatal:
+      return EventSeverity::fatal;
+    case AerSeverity::nonfatal:
+      return EventSeverity::error;
+    case AerSeverity::correctable:
+      break;
+  }
+  return EventSeverity::warning;
+}
+
 }  // namespace
 
 std::string DeviceEventBuilder::attach_device(DeviceEvent& event, const std::string& address) const {
@@ -34,11 +127,14 @@ DeviceEvent DeviceEventBuilder::xid(const XidEvent& xid, uint64_t ts_ns, const s
   DeviceEvent event;
   event.type = xid.nvswitch ? "sxid" : "xid";
   event.ts_ns = ts_ns;
-  XidReport report{xid, xid.nvswitch ? sxid_info(xid.code) : xid_info(xid.code, xid.message), source};
+  XidInfo info = xid.nvswitch ? sxid_info(xid.code) : xid_info(xid.code, xid.message);
   std::string where = attach_device(event, xid.pci);
   event.summary = fmt::format("{} {} on {}: {} [{}: {}; {}]", xid.nvswitch ? "SXid" : "Xid", xid.code, where,
-                              xid.message, report.info.severity, report.info.meaning, report.info.action);
-  event.payload = std::move(report);
+                              xid.message, info.severity, info.meaning, info.action);
+  // Codes the catalog calls informational (43 channel reset, 45 cleanup
+  // after another Xid) explain nothing; the others are errors.
+  event.severity = info.severity == "informational" ? EventSeverity::info : EventSeverity::error;
+  event.fields = xid_fields(xid, info, source);
   return event;
 }
 
@@ -50,7 +146,8 @@ DeviceEvent DeviceEventBuilder::aer(const AerEvent& aer, uint64_t ts_ns) const {
   event.summary = fmt::format("AER {} {}{} on {}{}", aer_severity_name(aer.severity), join(aer.bits, "+"),
                               aer.count > 1 ? fmt::format(" x{}", aer.count) : "", where,
                               aer.bus_type != "PCIe" ? " (" + aer.bus_type + ")" : "");
-  event.payload = aer;
+  event.severity = aer_event_severity(aer.severity);
+  event.fields = aer_fields(aer);
   return event;
 }
 
@@ -63,7 +160,7 @@ DeviceEvent DeviceEventBuilder::link(const LinkEvent& link, uint64_t ts_ns) cons
                               link.partner.empty() ? "" : ", link to " + link.partner, link.reason,
                               format_link(link.reading.current_width, link.reading.current_speed_gts),
                               format_link(link.expected.width, link.expected.speed_gts));
-  event.payload = link;
+  event.fields = link_fields(link);
   return event;
 }
 
@@ -77,7 +174,13 @@ DeviceEvent DeviceEventBuilder::pcie_link_trace(const PcieLinkTrace& trace, uint
                   trace.width, trace.current_speed_gts ? fmt::format("{:g} GT/s", *trace.current_speed_gts) : "?",
                   trace.max_speed_gts ? fmt::format("{:g} GT/s", *trace.max_speed_gts) : "?",
                   trace.status_bits.empty() ? "" : " [" + join(trace.status_bits, ",") + "]");
-  event.payload = trace;
+  event.fields = {{"port", trace.port},
+                  {"reason", pcie_link_reason_name(trace.reason)},
+                  {"width", trace.width},
+                  {"current_speed_gts", optional_json(trace.current_speed_gts)},
+                  {"max_speed_gts", optional_json(trace.max_speed_gts)},
+                  {"flit_mode", trace.flit_mode},
+                  {"link_status", trace.status_bits}};
   return event;
 }
 
@@ -87,7 +190,7 @@ DeviceEvent DeviceEventBuilder::hotplug(const PciHotplugTrace& trace, uint64_t t
   event.ts_ns = ts_ns;
   std::string where = attach_device(event, trace.port);
   event.summary = fmt::format("PCI hotplug {} on slot {} below {}", pci_hp_event_name(trace.event), trace.slot, where);
-  event.payload = trace;
+  event.fields = {{"port", trace.port}, {"slot", trace.slot}, {"event", pci_hp_event_name(trace.event)}};
   return event;
 }
 
@@ -100,7 +203,7 @@ DeviceEvent DeviceEventBuilder::fabric(const FabricEvent& fabric) const {
   if (event.label.empty()) event.label = fabric.nic;
   event.summary = fmt::format("{} {}{}", fabric.type, fabric.summary,
                               event.ranks.empty() ? "" : fmt::format(" [{}]", ranks_text(event.ranks)));
-  event.payload = fabric;
+  event.fields = fabric_fields(fabric);
   return event;
 }
 
@@ -118,7 +221,9 @@ DeviceEvent DeviceEventBuilder::qp(const QpEvent& qp, std::optional<int> rank) c
   }
   event.summary = fmt::format("{} {}{}", qp.type, qp.summary,
                               event.ranks.empty() ? "" : fmt::format(" [{}]", ranks_text(event.ranks)));
-  event.payload = qp;
+  // An asynchronous error is a cause; a warning or a notice is not.
+  if (qp.type == "rdma.async") event.severity = qp.severity == "error" ? EventSeverity::error : EventSeverity::info;
+  event.fields = qp_fields(qp);
   return event;
 }
 
@@ -139,7 +244,7 @@ DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::
       format_ns(c.mean_latency_ns), c.requests, c.median_latency_ns > 0 ? c.mean_latency_ns / c.median_latency_ns : 0.0,
       format_ns(c.median_latency_ns), c.z,
       recv ? "a slow path from that peer, or a peer that sends late" : "a slow path to that peer");
-  event.payload = c;
+  event.fields = connection_fields(c);
   return event;
 }
 

@@ -7,6 +7,12 @@
 #include <string>
 
 #include "events/device_event.h"
+#include "nvidia/xid.h"
+#include "pcie/aer.h"
+#include "pcie/link.h"
+#include "rdma/fabric_monitor.h"
+#include "rdma/ib_connections.h"
+#include "rdma/qp_inventory.h"
 #include "sysfs/topology.h"
 
 namespace slowburn {

@@ -155,12 +155,12 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
       e.device = events.getColumn(2).getString();
       e.ranks = ints(events.getColumn(3).getString());
       e.summary = events.getColumn(4).getString();
-      RecordedEvent recorded;
+      // The process stays in the fields: pids are renumbered when nodes merge,
+      // so a recorded cause is joined to its culprit by rank.
       if (ranked) {
-        recorded.cause_rank = events.getColumn(5).getInt();
-        if (!events.getColumn(6).isNull()) recorded.pid = events.getColumn(6).getInt();
+        e.cause_rank = events.getColumn(5).getInt();
+        if (!events.getColumn(6).isNull()) e.fields["pid"] = events.getColumn(6).getInt();
       }
-      e.payload = recorded;
       info.device_events.push_back(std::move(e));
     }
     SQLite::Statement flight(db, "SELECT pid, tid, probe_id, entry_ns, comm_id FROM in_flight");

@@ -71,7 +71,7 @@ struct RecordingInfo {
   std::map<std::string, uint64_t> counters;   // the session's loss counters, as its summary wrote them
   std::optional<uint64_t> in_flight_read_ns;  // when the calls in flight were last read
   std::vector<RecordedInFlight> in_flight;
-  // The node's hardware, fabric and host events, payload RecordedEvent.
+  // The node's hardware, fabric and host events, with the cause rank they were recorded with.
   std::vector<DeviceEvent> device_events;
   // Its node-wide sources (pid 0: nvidia.xid, pcie.link, host.sched, ...) as they reported their state.
   std::vector<ProbeStatus> sources;

@@ -67,8 +67,7 @@ void RecordingSink::probe_status(const ProbeStatus& status) {
 }
 
 void RecordingSink::device_event(const DeviceEvent& event) {
-  std::optional<int32_t> pid;
-  if (const auto* host = std::get_if<HostCause>(&event.payload)) pid = host->pid;
+  std::optional<int32_t> pid = event.pid;
   r_.write([ts = event.ts_ns, type = event.type, device = event.device, ranks = join_numbers(event.ranks),
             summary = event.summary, rank = cause_rank(event), pid](SQLite::Database& db) {
     SQLite::Statement s(db,

@@ -86,115 +86,6 @@ void JsonSink::note(const std::string& text) {
   write({{"kind", "status"}, {"event", "note"}, {"ts", unix_now_s()}, {"host", host_}, {"message", text}}, false);
 }
 
-namespace {
-
-json payload_json(const XidReport& r) {
-  const XidEvent& x = r.xid;
-  json j{{"code", x.code},
-         {"pci", x.pci},
-         {"pid", x.pid ? json(*x.pid) : json(nullptr)},
-         {"process", x.process ? json(*x.process) : json(nullptr)},
-         {"message", x.message},
-         {"severity", r.info.severity},
-         {"action", r.info.action},
-         {"meaning", r.info.meaning},
-         {"source", r.source}};
-  if (x.gpu_instance) j["gpu_instance"] = *x.gpu_instance;
-  if (x.compute_instance) j["compute_instance"] = *x.compute_instance;
-  if (x.switch_index) j["switch"] = *x.switch_index;
-  if (x.caused_by) j["caused_by_xid"] = *x.caused_by;
-  return j;
-}
-
-json payload_json(const AerEvent& a) {
-  json j{{"severity", aer_severity_name(a.severity)},
-         {"status", a.status},
-         {"bits", a.bits},
-         {"count", a.count},
-         {"bus_type", a.bus_type},
-         {"source", a.source}};
-  j["tlp_header"] = a.tlp_header ? json(*a.tlp_header) : json(nullptr);
-  return j;
-}
-
-json optional_json(const auto& value) { return value ? json(*value) : json(nullptr); }
-
-json payload_json(const LinkEvent& l) {
-  return {{"reason", l.reason},
-          {"partner", l.partner.empty() ? json(nullptr) : json(l.partner)},
-          {"current_width", optional_json(l.reading.current_width)},
-          {"current_speed_gts", optional_json(l.reading.current_speed_gts)},
-          {"max_width", optional_json(l.reading.max_width)},
-          {"max_speed_gts", optional_json(l.reading.max_speed_gts)},
-          {"expected_width", optional_json(l.expected.width)},
-          {"expected_speed_gts", optional_json(l.expected.speed_gts)}};
-}
-
-json payload_json(const PcieLinkTrace& t) {
-  return {{"port", t.port},
-          {"reason", pcie_link_reason_name(t.reason)},
-          {"width", t.width},
-          {"current_speed_gts", optional_json(t.current_speed_gts)},
-          {"max_speed_gts", optional_json(t.max_speed_gts)},
-          {"flit_mode", t.flit_mode},
-          {"link_status", t.status_bits}};
-}
-
-json payload_json(const PciHotplugTrace& h) {
-  return {{"port", h.port}, {"slot", h.slot}, {"event", pci_hp_event_name(h.event)}};
-}
-
-json payload_json(const FabricEvent& f) {
-  json j{{"severity", f.severity}, {"nic", f.nic},
-         {"port", f.port},         {"netdev", f.netdev.empty() ? json(nullptr) : json(f.netdev)},
-         {"value", f.value},       {"threshold", f.threshold},
-         {"counters", f.deltas}};
-  if (!f.priority.empty()) j["priority"] = f.priority;
-  if (!f.direction.empty()) j["direction"] = f.direction;
-  return j;
-}
-
-json payload_json(const IbSlowConnection& c) {
-  return {{"pid", c.pid},
-          {"direction", ib_direction_name(c.direction)},
-          {"connection", c.connection},
-          {"comm", fmt::format("{:#x}", c.comm)},
-          {"requests", c.requests},
-          {"latency_mean_us", c.mean_latency_ns / 1e3},
-          {"job_median_latency_us", c.median_latency_ns / 1e3},
-          {"z", c.z}};
-}
-
-json payload_json(const QpEvent& q) {
-  json j{{"severity", q.severity},
-         {"pid", q.pid},
-         {"nic", q.device.empty() ? json(nullptr) : json(q.device)},
-         {"qp_num", q.qp_num ? json(q.qp_num) : json(nullptr)},
-         {"result", q.result}};
-  if (q.from_state >= 0) j["from_state"] = qp_state_name(q.from_state);
-  if (q.to_state >= 0) j["to_state"] = qp_state_name(q.to_state);
-  if (q.type == "rdma.async") j["event"] = async_event_info(q.event_type).name;
-  if (q.port_num) j["port"] = q.port_num;
-  return j;
-}
-
-json payload_json(const RecordedEvent& r) {
-  json j = json::object();
-  if (r.pid) j["pid"] = *r.pid;
-  return j;
-}
-
-json payload_json(const HostCause& c) {
-  json j{{"pid", c.pid}, {"value", c.value}, {"peers_value", c.peers_value ? json(*c.peers_value) : json(nullptr)}};
-  if (c.other_pid) {
-    j["other_pid"] = *c.other_pid;
-    j["other_comm"] = c.other_comm;
-  }
-  return j;
-}
-
-}  // namespace
-
 void JsonSink::device_event(const DeviceEvent& e) {
   json j{{"kind", "event"},
          {"type", e.type},
@@ -206,7 +97,7 @@ void JsonSink::device_event(const DeviceEvent& e) {
          {"ranks", e.ranks},
          {"summary", e.summary}};
   // The payload's fields sit at the top level, as in {"type":"xid","code":79,...}.
-  j.update(std::visit([](const auto& p) { return payload_json(p); }, e.payload));
+  j.update(e.fields);
   write(j, true);
 }
 
