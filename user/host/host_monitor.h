@@ -16,7 +16,7 @@
 #include "events/device_event.h"
 #include "host/host_causes.h"
 #include "host/host_reader.h"
-#include "sinks/sink.h"
+#include "probes/probe_status.h"
 
 namespace slowburn {
 

@@ -19,9 +19,9 @@
 #include "events/device_event.h"
 #include "hw/device_events.h"
 #include "pcie/link.h"
+#include "probes/probe_status.h"
 #include "rdma/fabric_monitor.h"
 #include "rdma/fabric_sampler.h"
-#include "sinks/sink.h"
 #include "sysfs/topology.h"
 #include "tracefs/format.h"
 

@@ -19,7 +19,7 @@
 #include "detect/causes.h"
 #include "detect/report.h"
 #include "events/device_event.h"
-#include "sinks/sink.h"
+#include "probes/probe_status.h"
 
 namespace slowburn {
 

@@ -16,7 +16,7 @@
 #include "core/rank_identity.h"
 #include "events/communicator.h"
 #include "events/device_event.h"
-#include "sinks/sink.h"
+#include "probes/probe_status.h"
 
 namespace slowburn {
 

@@ -18,9 +18,9 @@
 #include "core/rank_identity.h"
 #include "loader/collagg_program.h"
 #include "probes/catalog.h"
+#include "probes/probe_status.h"
 #include "probes/resolver.h"
 #include "service/link_reaper.h"
-#include "sinks/sink.h"
 
 namespace slowburn {
 

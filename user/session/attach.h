@@ -7,8 +7,8 @@
 
 #include "core/rank_identity.h"
 #include "loader/callpair_program.h"
+#include "probes/probe_status.h"
 #include "probes/resolver.h"
-#include "sinks/sink.h"
 
 namespace slowburn {
 

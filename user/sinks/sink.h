@@ -10,25 +10,10 @@
 #include "core/rank_identity.h"
 #include "detect/report.h"
 #include "events/device_event.h"
-#include "probes/resolver.h"
+#include "probes/probe_status.h"
 #include "stats/log2_hist.h"
 
 namespace slowburn {
-
-enum class ProbeState { attached, unavailable, failed };
-std::string_view probe_state_name(ProbeState state);
-// Its inverse (a recording's probe_states); anything else is unavailable.
-ProbeState probe_state_named(std::string_view name);
-
-struct ProbeStatus {
-  std::string probe;
-  std::optional<RankIdentity> rank;  // absent for a library-wide attachment
-  int32_t pid = 0;                   // 0: every process
-  ProbeState state = ProbeState::unavailable;
-  std::string library;
-  std::vector<AttachSite> sites;
-  std::string detail;  // why unavailable / failed
-};
 
 struct HistogramReport {
   std::optional<RankIdentity> rank;

@@ -1,4 +1,4 @@
-#include "sinks/sink.h"
+#include "probes/probe_status.h"
 
 namespace slowburn {
 
