@@ -287,7 +287,7 @@ FUZZ_LIBS_recording := -lSQLiteCpp -lsqlite3
 FUZZ_MAX_LEN_recording := 16384
 # Open MPI communicators read from a rank's memory (layout discovery, members).
 FUZZ_SRCS_comm := user/comm/ompi_comm.cpp user/core/error.cpp
-FUZZ_SRCS_tracefs := user/tracefs/format.cpp user/pcie/aer.cpp user/pcie/link.cpp user/nvidia/xid_record.cpp \
+FUZZ_SRCS_tracefs := user/tracefs/format.cpp user/pcie/aer.cpp user/pcie/link.cpp user/sysfs/pci_devices.cpp user/core/files.cpp user/nvidia/xid_record.cpp \
 		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
 
 .SECONDEXPANSION:

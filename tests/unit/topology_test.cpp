@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "pcie/aer.h"
 #include "support/temp_dir.h"
 
 namespace slowburn {

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <sstream>
 
 #include "core/strings.h"
+#include "sysfs/pci_devices.h"
 
 namespace slowburn {
 
@@ -124,6 +126,22 @@ Result<AerEvent> decode_aer_record(const TracepointFormat& format, std::span<con
   if (auto bus = view.string("bus_type"); bus && !bus->empty()) event.bus_type = *bus;
   event.source = "tracepoint";
   return event;
+}
+
+std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf) {
+  static const std::pair<const char*, AerSeverity> kFiles[] = {{"aer_dev_correctable", AerSeverity::correctable},
+                                                               {"aer_dev_fatal", AerSeverity::fatal},
+                                                               {"aer_dev_nonfatal", AerSeverity::nonfatal}};
+  std::vector<std::string> names;
+  for (const auto& [file, severity] : kFiles) names.push_back(file);
+  std::map<std::string, std::string> texts = read_device_files(sysfs_root, bdf, names);
+  std::map<AerSeverity, AerCounters> out;
+  for (const auto& [file, severity] : kFiles)
+    if (auto it = texts.find(file); it != texts.end()) {
+      std::istringstream in(it->second);
+      out[severity] = parse_aer_counters(in);
+    }
+  return out;
 }
 
 AerCounters parse_aer_counters(std::istream& in) {

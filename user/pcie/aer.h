@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <istream>
 #include <map>
 #include <optional>
@@ -49,6 +50,10 @@ struct AerCounters {
   std::vector<std::string> malformed_lines;
 };
 AerCounters parse_aer_counters(std::istream& in);
+
+// A device's aer_dev_correctable / aer_dev_fatal / aer_dev_nonfatal, read
+// through the sysfs reader; a severity without its file is absent.
+std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf);
 
 // Turns successive counter readings of devices into events: one AerEvent per
 // (device, severity, error name) whose count went up, with the increase as

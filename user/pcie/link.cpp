@@ -11,18 +11,6 @@
 
 namespace slowburn {
 
-std::optional<double> parse_link_speed(std::string_view text) {
-  text = trim_right(text);
-  if (text.rfind("Unknown", 0) == 0) return 0.0;
-  size_t gt = text.find(" GT/s");
-  if (gt == std::string_view::npos || gt == 0) return std::nullopt;
-  std::string number(text.substr(0, gt));
-  char* end = nullptr;
-  double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || value <= 0) return std::nullopt;
-  return value;
-}
-
 Result<ExpectationRule> parse_expectation_rule(std::string_view text) {
   size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())

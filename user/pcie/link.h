@@ -12,29 +12,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "sysfs/pci_devices.h"
 #include "tracefs/format.h"
 
 namespace slowburn {
-
-// "16.0 GT/s PCIe", "8 GT/s" (older kernels), "2.5 GT/s" -> GT/s.
-// "Unknown" / "Unknown speed" (link down) -> 0. nullopt: not a speed.
-std::optional<double> parse_link_speed(std::string_view text);
-
-struct LinkReading {
-  std::optional<double> current_speed_gts;  // 0: link down
-  std::optional<double> max_speed_gts;
-  std::optional<unsigned> current_width;  // 0: link down
-  std::optional<unsigned> max_width;
-  // false: the device's sysfs directory is gone (hot-unplugged, removed, or
-  // its slot powered off): a link down, not a reading that says nothing.
-  bool present = true;
-};
-
-// What a link is held to. Either part may be open.
-struct LinkExpectation {
-  std::optional<unsigned> width;
-  std::optional<double> speed_gts;
-};
 
 // --expect rules: "SELECTOR=xWIDTH@SPEED" with SELECTOR a BDF
 // ("0000:3b:00.0"), a vendor:device ("10de:2330") or a vendor wildcard

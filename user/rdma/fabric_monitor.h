@@ -12,24 +12,9 @@
 #include <tuple>
 #include <vector>
 
+#include "sysfs/rdma_ports.h"
+
 namespace slowburn {
-
-// One NIC port's counters at one time. Names are the kernel's: sysfs
-// counters/ and hw_counters/ file names, ethtool -S strings; they do not
-// collide.
-struct NicSample {
-  std::string nic;     // RDMA device ("mlx5_0"), or the netdev for a NIC without one
-  uint32_t port = 1;   // RDMA port; 1 for a netdev
-  std::string netdev;  // the Ethernet/IPoIB interface whose ethtool statistics are merged in, if any
-  std::string device;  // PCI address, for the topology join; empty when unknown
-  std::map<std::string, uint64_t> counters;
-  std::vector<std::string> notes;  // unreadable or malformed sources, per file
-};
-
-struct FabricSnapshot {
-  uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
-  std::vector<NicSample> nics;
-};
 
 // Defaults and why (README "Fabric thresholds" says the same):
 struct FabricThresholds {

@@ -76,6 +76,18 @@ std::string normalize_bdf(std::string_view address) {
   return bdf;
 }
 
+std::optional<double> parse_link_speed(std::string_view text) {
+  text = trim_right(text);
+  if (text.rfind("Unknown", 0) == 0) return 0.0;
+  size_t gt = text.find(" GT/s");
+  if (gt == std::string_view::npos || gt == 0) return std::nullopt;
+  std::string number(text.substr(0, gt));
+  char* end = nullptr;
+  double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || value <= 0) return std::nullopt;
+  return value;
+}
+
 LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std::string& bdf,
                               std::vector<std::string>* notes) {
   std::filesystem::path dir = sysfs_root / "bus/pci/devices" / bdf;
@@ -105,17 +117,12 @@ LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std
   return reading;
 }
 
-std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf) {
-  std::map<AerSeverity, AerCounters> out;
+std::map<std::string, std::string> read_device_files(const std::filesystem::path& sysfs_root, const std::string& bdf,
+                                                     const std::vector<std::string>& names) {
+  std::map<std::string, std::string> out;
   std::filesystem::path dir = sysfs_root / "bus/pci/devices" / bdf;
-  for (auto [file, severity] :
-       {std::pair{"aer_dev_correctable", AerSeverity::correctable}, std::pair{"aer_dev_fatal", AerSeverity::fatal},
-        std::pair{"aer_dev_nonfatal", AerSeverity::nonfatal}}) {
-    auto text = read_file(dir / file);
-    if (!text) continue;
-    std::istringstream in(*text);
-    out[severity] = parse_aer_counters(in);
-  }
+  for (const std::string& name : names)
+    if (auto text = read_file(dir / name)) out[name] = std::move(*text);
   return out;
 }
 

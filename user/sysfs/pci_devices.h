@@ -9,12 +9,31 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "pcie/aer.h"
-#include "pcie/link.h"
-
 namespace slowburn {
+
+// "16.0 GT/s PCIe", "8 GT/s" (older kernels), "2.5 GT/s" -> GT/s.
+// "Unknown" / "Unknown speed" (link down) -> 0. nullopt: not a speed.
+std::optional<double> parse_link_speed(std::string_view text);
+
+struct LinkReading {
+  std::optional<double> current_speed_gts;  // 0: link down
+  std::optional<double> max_speed_gts;
+  std::optional<unsigned> current_width;  // 0: link down
+  std::optional<unsigned> max_width;
+  // false: the device's sysfs directory is gone (hot-unplugged, removed, or
+  // its slot powered off): a link down, not a reading that says nothing.
+  bool present = true;
+};
+
+// A link's width and speed, either part open: what a link is held to, or
+// what its partner at the other end can do.
+struct LinkExpectation {
+  std::optional<unsigned> width;
+  std::optional<double> speed_gts;
+};
 
 struct PciDevice {
   std::string bdf;                        // "0000:3b:00.0"
@@ -47,9 +66,10 @@ std::vector<PciDevice> read_pci_devices(const std::filesystem::path& sysfs_root)
 LinkReading read_link_reading(const std::filesystem::path& sysfs_root, const std::string& bdf,
                               std::vector<std::string>* notes = nullptr);
 
-// aer_dev_correctable / aer_dev_fatal / aer_dev_nonfatal of one device; a
-// severity without its file is absent from the map.
-std::map<AerSeverity, AerCounters> read_aer_counters(const std::filesystem::path& sysfs_root, const std::string& bdf);
+// The contents of a device's attribute files that exist, by file name
+// ("aer_dev_correctable" -> its text): absent files are left out.
+std::map<std::string, std::string> read_device_files(const std::filesystem::path& sysfs_root, const std::string& bdf,
+                                                     const std::vector<std::string>& names);
 
 // "0000:3b:00" (Xid prints no function) or "3b:00.0" -> "0000:3b:00.0".
 std::string normalize_bdf(std::string_view address);

@@ -5,13 +5,30 @@
 // the tree.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "rdma/fabric_monitor.h"
-
 namespace slowburn {
+
+// One NIC port's counters at one time. Names are the kernel's: sysfs
+// counters/ and hw_counters/ file names, ethtool -S strings; they do not
+// collide.
+struct NicSample {
+  std::string nic;     // RDMA device ("mlx5_0"), or the netdev for a NIC without one
+  uint32_t port = 1;   // RDMA port; 1 for a netdev
+  std::string netdev;  // the Ethernet/IPoIB interface whose ethtool statistics are merged in, if any
+  std::string device;  // PCI address, for the topology join; empty when unknown
+  std::map<std::string, uint64_t> counters;
+  std::vector<std::string> notes;  // unreadable or malformed sources, per file
+};
+
+struct FabricSnapshot {
+  uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
+  std::vector<NicSample> nics;
+};
 
 // Every port of every RDMA device (or of `only`, by device or netdev
 // name), sorted by device and port. counters/port_xmit_data and friends
