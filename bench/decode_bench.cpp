@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "detect/straggler.h"
+#include "engine/job_judges.h"
 #include "events/decoder.h"
-#include "session/job_judges.h"
 #include "slowburn/callpair.h"
 
 using namespace slowburn;

@@ -12,8 +12,8 @@
 
 #include "cli/command.h"
 #include "core/format.h"
-#include "session/trace_session.h"
 #include "tools/hw_tool.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

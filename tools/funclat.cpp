@@ -13,12 +13,12 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "core/strings.h"
+#include "loader/attach_probes.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
-#include "session/attach.h"
-#include "session/trace_session.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

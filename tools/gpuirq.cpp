@@ -14,7 +14,7 @@
 #include "core/format.h"
 #include "loader/gpuirq_program.h"
 #include "loader/privileges.h"
-#include "session/trace_session.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

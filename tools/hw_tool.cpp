@@ -7,7 +7,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "procfs/ranks.h"
-#include "session/trace_session.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

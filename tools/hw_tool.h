@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "hw/hw_monitor.h"
 #include "sinks/sink.h"
+#include "sources/hw_monitor.h"
 
 namespace slowburn::cli {
 

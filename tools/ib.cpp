@@ -16,9 +16,9 @@
 #include "loader/privileges.h"
 #include "procfs/ranks.h"
 #include "rdma/ib_connections.h"
-#include "session/rdma_sources.h"
-#include "session/trace_session.h"
+#include "sources/rdma_sources.h"
 #include "tools/rdma_tool.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

@@ -11,16 +11,16 @@
 
 #include "cli/command.h"
 #include "events/decoder.h"
-#include "hw/device_events.h"
 #include "loader/privileges.h"
 #include "loader/ring_buffer.h"
 #include "loader/verbs_program.h"
 #include "procfs/ranks.h"
 #include "rdma/qp_inventory.h"
 #include "rdma/verbs_names.h"
-#include "session/trace_session.h"
+#include "sources/device_events.h"
 #include "sysfs/topology.h"
 #include "tools/rdma_tool.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

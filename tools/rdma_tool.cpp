@@ -7,8 +7,8 @@
 
 #include "cli/options.h"
 #include "core/strings.h"
+#include "loader/attach_probes.h"
 #include "procfs/ranks.h"
-#include "session/attach.h"
 
 namespace slowburn::cli {
 

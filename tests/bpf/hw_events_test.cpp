@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "events/decoder.h"
-#include "hw/hw_monitor.h"
 #include "loader/features.h"
 #include "loader/gpuirq_program.h"
 #include "loader/kmsg_program.h"
@@ -20,6 +19,7 @@
 #include "loader/tp_record_program.h"
 #include "nvidia/xid.h"
 #include "slowburn/hwevents.h"
+#include "sources/hw_monitor.h"
 #include "support/test_support.h"
 #include "tracefs/tracefs.h"
 

@@ -16,9 +16,9 @@
 
 #include "core/subprocess.h"
 #include "procfs/ranks.h"
-#include "session/trace_session.h"
 #include "sinks/json_sink.h"
 #include "support/test_support.h"
+#include "trace/trace_session.h"
 
 namespace slowburn {
 namespace {

@@ -5,14 +5,14 @@
 #include <map>
 
 #include "core/subprocess.h"
+#include "demo/mpi_job.h"
 #include "events/decoder.h"
+#include "loader/attach_probes.h"
 #include "loader/callpair_program.h"
 #include "loader/ncclib_program.h"
 #include "loader/ring_buffer.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
-#include "session/attach.h"
-#include "session/mpi_job.h"
 #include "support/test_support.h"
 
 namespace slowburn {

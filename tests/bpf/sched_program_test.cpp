@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/subprocess.h"
-#include "host/host_monitor.h"
+#include "sources/host_monitor.h"
 #include "support/test_support.h"
 
 namespace slowburn {

@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "demo/mpi_job.h"
 #include "detect/straggler.h"
 #include "detect/verdict.h"
-#include "session/mpi_job.h"
 #include "support/temp_dir.h"
 #include "support/test_support.h"
 

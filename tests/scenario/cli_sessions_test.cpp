@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/subprocess.h"
-#include "session/mpi_job.h"
+#include "demo/mpi_job.h"
 #include "support/test_support.h"
 
 namespace slowburn {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/subprocess.h"
-#include "session/mpi_job.h"
+#include "demo/mpi_job.h"
 #include "support/test_support.h"
 
 namespace slowburn {

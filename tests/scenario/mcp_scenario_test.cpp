@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "core/subprocess.h"
-#include "session/mpi_job.h"
+#include "demo/mpi_job.h"
 #include "support/synthetic_recording.h"
 #include "support/test_support.h"
 

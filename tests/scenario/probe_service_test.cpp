@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "demo/mpi_job.h"
+#include "demo/torch_job.h"
 #include "loader/uprobe_multi.h"
-#include "session/mpi_job.h"
-#include "session/torch_job.h"
 #include "support/cpu_quota.h"
 #include "support/test_support.h"
 

@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "demo/mpi_job.h"
+#include "demo/torch_job.h"
 #include "detect/verdict.h"
-#include "session/mpi_job.h"
-#include "session/torch_job.h"
-#include "session/trace_session.h"
 #include "sinks/json_sink.h"
 #include "support/cpu_quota.h"
 #include "support/test_support.h"
+#include "trace/trace_session.h"
 
 namespace slowburn {
 namespace {

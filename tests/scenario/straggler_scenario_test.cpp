@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "core/subprocess.h"
-#include "session/mpi_job.h"
-#include "session/trace_session.h"
+#include "demo/mpi_job.h"
 #include "sinks/json_sink.h"
 #include "support/test_support.h"
+#include "trace/trace_session.h"
 
 namespace slowburn {
 namespace {

@@ -3,7 +3,7 @@
 // slow rank named with its node wherever it runs, nobody in a healthy job;
 // recordings of two jobs refused together; a node whose clock cannot be
 // matched left out with the reason.
-#include "merge/analyze.h"
+#include "analyze/analyze.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "hw/device_events.h"
-#include "service/cause_memory.h"
+#include "engine/cause_memory.h"
 #include "sinks/json_sink.h"
+#include "sources/device_events.h"
 
 namespace slowburn {
 namespace {

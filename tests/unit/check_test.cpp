@@ -14,8 +14,8 @@
 #include "check/check_parsers.h"
 #include "check/checks.h"
 #include "check/tracepoint_uses.h"
-#include "hw/kernel_sources.h"
 #include "loader/privileges.h"
+#include "sources/kernel_sources.h"
 #include "support/temp_dir.h"
 
 // The skeletons whose SEC()s name what slowburn attaches to.

@@ -1,7 +1,7 @@
 // Node clock offsets from collective releases: recovered from the data
 // whatever the sign and size of the skew, through lost instances and
 // different start times; refused when the steps are too regular to match.
-#include "merge/clock_offsets.h"
+#include "analyze/clock_offsets.h"
 
 #include <gtest/gtest.h>
 

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "host/host_causes.h"
-#include "host/host_monitor.h"
 #include "host/host_parsers.h"
 #include "host/host_reader.h"
 #include "host/numa_placement.h"
+#include "sources/host_monitor.h"
 #include "support/temp_dir.h"
 
 namespace slowburn {

@@ -1,7 +1,7 @@
 // The sysfs side of the hardware monitor on a copy of the fixture tree,
 // changed between polls as the hardware would: links downtrain, recover and
 // go down; AER counters grow; a device's files turn malformed or vanish.
-#include "hw/hw_monitor.h"
+#include "sources/hw_monitor.h"
 
 #include <gtest/gtest.h>
 

@@ -6,11 +6,11 @@
 #include <map>
 #include <set>
 
-#include "hw/kernel_sources.h"
 #include "loader/features.h"
 #include "loader/gpuirq_program.h"
 #include "loader/skeleton.h"
 #include "loader/uprobe_links.h"
+#include "sources/kernel_sources.h"
 
 namespace slowburn {
 namespace {

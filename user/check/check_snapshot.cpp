@@ -10,12 +10,12 @@
 #include "check/tracepoint_uses.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "engine/discover.h"
 #include "loader/features.h"
 #include "probes/catalog.h"
 #include "probes/resolver.h"
 #include "procfs/maps.h"
 #include "procfs/ranks.h"
-#include "session/discover.h"
 
 namespace slowburn {
 

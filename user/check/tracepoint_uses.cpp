@@ -3,8 +3,8 @@
 #include <string_view>
 
 #include "health/health_snapshot.h"
-#include "hw/kernel_sources.h"
 #include "slowburn/hwevents.h"
+#include "sources/kernel_sources.h"
 
 namespace slowburn {
 

@@ -1,8 +1,8 @@
 // slowburn analyze: recordings of one job from many nodes, judged as one job.
 #include <iostream>
 
+#include "analyze/analyze.h"
 #include "cli/command.h"
-#include "merge/analyze.h"
 #include "record/recording_reader.h"
 #include "sinks/fan_out_sink.h"
 

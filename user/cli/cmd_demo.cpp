@@ -13,10 +13,10 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "demo/mpi_job.h"
+#include "demo/torch_job.h"
 #include "loader/privileges.h"
-#include "session/mpi_job.h"
-#include "session/torch_job.h"
-#include "session/trace_session.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

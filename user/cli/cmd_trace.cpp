@@ -5,9 +5,9 @@
 #include "cli/options.h"
 #include "record/recorder.h"
 #include "record/recording_sink.h"
-#include "session/trace_session.h"
 #include "sinks/fan_out_sink.h"
 #include "sinks/perfetto_sink.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

@@ -7,9 +7,9 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "session/trace_session.h"
 #include "sinks/json_sink.h"
 #include "sinks/text_sink.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::cli {
 

@@ -1,5 +1,7 @@
 #include "core/strings.h"
 
+#include <cctype>
+
 namespace slowburn {
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
@@ -30,6 +32,12 @@ std::vector<std::string> split(std::string_view text, char separator) {
     start = end + 1;
   }
   return pieces;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
 }
 
 std::string_view trim_right(std::string_view text) {

@@ -29,5 +29,7 @@ std::optional<T> parse_number(std::string_view text, int base = 10) {
 
 // Without trailing newlines and spaces (sysfs and procfs values end in "\n").
 std::string_view trim_right(std::string_view text);
+// Without white space at either end.
+std::string_view trim(std::string_view text);
 
 }  // namespace slowburn

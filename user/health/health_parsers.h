@@ -9,16 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cpu_list.h"
 #include "health/health_check.h"
 
 namespace slowburn {
-
-// sysfs CPU lists ("0-3,8,10-11\n"; "" or "\n" is none). nullopt when
-// malformed or naming a CPU above kMaxCpuId.
-constexpr int kMaxCpuId = 65535;
-std::optional<std::vector<int>> parse_cpu_list(std::string_view text);
-// Sorted ids back to "0-3,8" ("" for none).
-std::string format_cpu_list(std::vector<int> cpus);
 
 // A sysfs counter ("12\n"); nullopt when not a non-negative number.
 std::optional<uint64_t> parse_counter(std::string_view text);

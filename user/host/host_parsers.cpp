@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/cpu_list.h"
 #include "core/strings.h"
-#include "health/health_parsers.h"  // parse_cpu_list: one owner
 
 namespace slowburn {
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/cpu_list.h"
 #include "core/files.h"
 #include "core/strings.h"
-#include "health/health_parsers.h"  // parse_cpu_list
 #include "host/host_parsers.h"
 
 namespace slowburn {

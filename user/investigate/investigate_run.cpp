@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "hw/cause_join.h"
+#include "engine/cause_join.h"
 #include "sysfs/topology.h"
 
 namespace slowburn {

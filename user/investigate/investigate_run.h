@@ -6,11 +6,11 @@
 
 #include <atomic>
 
+#include "analyze/analyze.h"
 #include "core/error.h"
 #include "investigate/investigation.h"
-#include "merge/analyze.h"
-#include "session/trace_session.h"
 #include "sinks/sink.h"
+#include "trace/trace_session.h"
 
 namespace slowburn {
 

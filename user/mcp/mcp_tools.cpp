@@ -6,10 +6,10 @@
 #include <map>
 #include <tuple>
 
+#include "analyze/analyze.h"
 #include "core/clock.h"
 #include "health/health_run.h"
 #include "mcp/mcp_tools_internal.h"
-#include "merge/analyze.h"
 #include "procfs/ranks.h"
 #include "record/recording_reader.h"
 

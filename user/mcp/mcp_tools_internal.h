@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "mcp/mcp_tools.h"
-#include "session/trace_session.h"
 #include "sinks/json_sink.h"
+#include "trace/trace_session.h"
 
 namespace slowburn::mcp {
 

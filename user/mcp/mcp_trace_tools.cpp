@@ -8,12 +8,12 @@
 #include <set>
 
 #include "core/clock.h"
-#include "hw/hw_monitor.h"
 #include "loader/privileges.h"
 #include "mcp/mcp_tools.h"
 #include "mcp/mcp_tools_internal.h"
 #include "procfs/ranks.h"
-#include "session/trace_session.h"
+#include "sources/hw_monitor.h"
+#include "trace/trace_session.h"
 
 namespace slowburn {
 

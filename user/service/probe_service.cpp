@@ -13,14 +13,12 @@
 #include "core/clock.h"
 #include "detect/aggregate_detector.h"
 #include "detect/causes.h"
+#include "engine/cause_memory.h"
 #include "health/health_checks.h"
-#include "host/host_monitor.h"
-#include "hw/hw_monitor.h"
 #include "loader/collagg_program.h"
 #include "loader/privileges.h"
 #include "probes/catalog.h"
 #include "service/calibrate.h"
-#include "service/cause_memory.h"
 #include "service/counts_baseline.h"
 #include "service/event_log.h"
 #include "service/metrics_endpoint.h"
@@ -29,6 +27,8 @@
 #include "service/rank_tracker.h"
 #include "service/self_stats.h"
 #include "service/service_comms.h"
+#include "sources/host_monitor.h"
+#include "sources/hw_monitor.h"
 
 namespace slowburn {
 

@@ -41,7 +41,7 @@ struct ProbeServiceOptions {
   std::filesystem::path sysfs_root = "/sys";
   bool hardware_events = true;
   bool fabric = true;
-  // The host's side of each rank (host/host_monitor.h), as trace has it:
+  // The host's side of each rank (sources/host_monitor.h), as trace has it:
   // host.* causes joined to findings, counted in slowburn_device_events_total.
   bool host_signals = true;
   std::filesystem::path cgroup_root = "/sys/fs/cgroup";

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
+#include "loader/attach_probes.h"
 #include "procfs/ranks.h"
-#include "session/attach.h"
 
 namespace slowburn {
 

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
-#include "rdma/verbs_names.h"
 
 namespace slowburn {
 

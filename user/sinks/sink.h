@@ -10,20 +10,10 @@
 #include "core/rank_identity.h"
 #include "detect/report.h"
 #include "events/device_event.h"
+#include "events/histogram_report.h"
 #include "probes/probe_status.h"
-#include "stats/log2_hist.h"
 
 namespace slowburn {
-
-struct HistogramReport {
-  std::optional<RankIdentity> rank;
-  int32_t pid = 0;
-  std::string probe;
-  CommunicatorRef comm;  // the communicator of these calls, when told apart
-  std::optional<int> comm_rank;
-  Log2Histogram hist{"usecs"};
-  uint64_t total_ns = 0;
-};
 
 struct SessionSummary {
   double traced_seconds = 0;

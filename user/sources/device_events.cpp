@@ -1,4 +1,4 @@
-#include "hw/device_events.h"
+#include "sources/device_events.h"
 
 #include <fmt/format.h>
 

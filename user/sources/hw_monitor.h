@@ -17,11 +17,11 @@
 
 #include "core/error.h"
 #include "events/device_event.h"
-#include "hw/device_events.h"
 #include "pcie/link.h"
 #include "probes/probe_status.h"
 #include "rdma/fabric_monitor.h"
 #include "rdma/fabric_sampler.h"
+#include "sources/device_events.h"
 #include "sysfs/topology.h"
 #include "tracefs/format.h"
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "analyze/clock_offsets.h"
 #include "core/error.h"
 #include "detect/straggler.h"
-#include "merge/clock_offsets.h"
 #include "sinks/perfetto_sink.h"
 #include "sinks/sink.h"
 

@@ -1,4 +1,4 @@
-#include "merge/clock_offsets.h"
+#include "analyze/clock_offsets.h"
 
 #include <algorithm>
 #include <cstdlib>

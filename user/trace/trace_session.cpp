@@ -1,4 +1,4 @@
-#include "session/trace_session.h"
+#include "trace/trace_session.h"
 
 #include <fmt/format.h>
 
@@ -8,19 +8,19 @@
 
 #include "comm/comm_registry.h"
 #include "detect/causes.h"
-#include "host/host_monitor.h"
-#include "hw/cause_join.h"
-#include "hw/hw_monitor.h"
+#include "engine/call_stream.h"
+#include "engine/cause_join.h"
+#include "engine/discover.h"
+#include "engine/job_judges.h"
+#include "loader/attach_probes.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
-#include "session/attach.h"
-#include "session/call_stream.h"
-#include "session/discover.h"
-#include "session/job_judges.h"
-#include "session/node_sdc.h"
-#include "session/rdma_sources.h"
+#include "sources/host_monitor.h"
+#include "sources/hw_monitor.h"
+#include "sources/node_sdc.h"
+#include "sources/rdma_sources.h"
 
 namespace slowburn {
 
@@ -198,9 +198,10 @@ void TraceSession::attach_rank(const RankIdentity& rank, SymbolCache& symbols) {
 
 Result<void> TraceSession::start_rdma(SymbolCache& symbols) {
   if (!o_.rdma) return {};
-  auto started = RdmaSources::start(result_.ranks, o_.proc_root, symbols, hw_ ? &hw_->topology() : nullptr, sink_);
+  auto started = RdmaSources::start(result_.ranks, o_.proc_root, symbols, hw_ ? &hw_->topology() : nullptr);
   if (!started) return started.error();
   rdma_ = std::move(*started);
+  for (const ProbeStatus& status : rdma_->statuses()) sink_.probe_status(status);
   return {};
 }
 

@@ -12,7 +12,7 @@
 
 #include "comm/comm_registry.h"
 #include "detect/straggler.h"
-#include "session/call_stream.h"
+#include "engine/call_stream.h"
 
 namespace slowburn {
 

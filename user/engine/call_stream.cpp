@@ -1,4 +1,4 @@
-#include "session/call_stream.h"
+#include "engine/call_stream.h"
 
 namespace slowburn {
 

@@ -1,8 +1,8 @@
-#include "service/cause_memory.h"
+#include "engine/cause_memory.h"
 
 #include <algorithm>
 
-#include "hw/cause_join.h"
+#include "engine/cause_join.h"
 
 namespace slowburn {
 

@@ -1,4 +1,4 @@
-#include "merge/analyze.h"
+#include "analyze/analyze.h"
 
 #include <fmt/format.h>
 

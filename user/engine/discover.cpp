@@ -1,4 +1,4 @@
-#include "session/discover.h"
+#include "engine/discover.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

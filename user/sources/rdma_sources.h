@@ -16,12 +16,13 @@
 #include "core/error.h"
 #include "core/rank_identity.h"
 #include "events/decoder.h"
-#include "hw/device_events.h"
+#include "events/histogram_report.h"
 #include "loader/ring_buffer.h"
+#include "probes/probe_status.h"
 #include "probes/resolver.h"
 #include "rdma/ib_connections.h"
 #include "rdma/qp_inventory.h"
-#include "sinks/sink.h"
+#include "sources/device_events.h"
 
 namespace slowburn {
 
@@ -36,11 +37,11 @@ std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& 
 
 class RdmaSources {
  public:
-  // Loads the programs only when some rank maps the library; reports the
-  // probes' states to the sink (one line when no rank maps the library).
+  // Loads the programs only when some rank maps the library; statuses()
+  // says what became of each probe (one line when no rank maps the library).
   static Result<std::unique_ptr<RdmaSources>> start(const std::vector<RankIdentity>& ranks,
                                                     const std::filesystem::path& proc_root, SymbolCache& symbols,
-                                                    const Topology* topology, Sink& sink);
+                                                    const Topology* topology);
   ~RdmaSources();
 
   // Adds the verbs ring buffer to the session's reader.
@@ -58,6 +59,7 @@ class RdmaSources {
   // even when nothing went wrong.
   std::vector<std::string> qp_lifecycles() const;
   size_t attached() const { return attached_; }
+  const std::vector<ProbeStatus>& statuses() const { return statuses_; }
   uint64_t lost() const;  // verbs records lost or undecodable
 
  private:
@@ -72,6 +74,7 @@ class RdmaSources {
   QpInventory inventory_;
   std::vector<DeviceEvent> pending_;
   std::set<std::tuple<uint32_t, int, uint64_t>> reported_slow_;  // (pid, direction, comm)
+  std::vector<ProbeStatus> statuses_;
   size_t attached_ = 0;
   uint64_t next_ib_check_ns_ = 0;
 };

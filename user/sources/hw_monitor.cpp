@@ -1,4 +1,4 @@
-#include "hw/hw_monitor.h"
+#include "sources/hw_monitor.h"
 
 #include <fmt/format.h>
 
@@ -8,12 +8,12 @@
 #include "core/clock.h"
 #include "core/strings.h"
 #include "events/decoder.h"
-#include "hw/kernel_sources.h"
 #include "loader/kmsg_program.h"
 #include "loader/ring_buffer.h"
 #include "loader/tp_record_program.h"
 #include "nvidia/xid_record.h"
 #include "slowburn/hwevents.h"
+#include "sources/kernel_sources.h"
 #include "tracefs/tracefs.h"
 
 namespace slowburn {

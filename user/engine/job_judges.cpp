@@ -1,4 +1,4 @@
-#include "session/job_judges.h"
+#include "engine/job_judges.h"
 
 namespace slowburn {
 

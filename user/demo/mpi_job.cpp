@@ -1,4 +1,4 @@
-#include "session/mpi_job.h"
+#include "demo/mpi_job.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -10,9 +10,9 @@
 #include <set>
 #include <thread>
 
+#include "demo/torch_job.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
-#include "session/torch_job.h"
 
 namespace slowburn {
 

@@ -1,4 +1,4 @@
-#include "session/node_sdc.h"
+#include "sources/node_sdc.h"
 
 #include "health/health_check.h"
 #include "health/health_checks.h"

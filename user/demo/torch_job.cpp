@@ -1,4 +1,4 @@
-#include "session/torch_job.h"
+#include "demo/torch_job.h"
 
 #include <fmt/format.h>
 #include <netinet/in.h>

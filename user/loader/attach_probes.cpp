@@ -1,4 +1,4 @@
-#include "session/attach.h"
+#include "loader/attach_probes.h"
 
 #include <map>
 

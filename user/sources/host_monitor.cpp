@@ -1,4 +1,4 @@
-#include "host/host_monitor.h"
+#include "sources/host_monitor.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "hw/kernel_sources.h"
+#include "sources/kernel_sources.h"
 
 #include "slowburn/hwevents.h"
 

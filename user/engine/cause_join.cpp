@@ -1,4 +1,4 @@
-#include "hw/cause_join.h"
+#include "engine/cause_join.h"
 
 namespace slowburn {
 

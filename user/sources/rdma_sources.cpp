@@ -1,15 +1,15 @@
-#include "session/rdma_sources.h"
+#include "sources/rdma_sources.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "loader/attach_probes.h"
 #include "loader/ncclib_program.h"
 #include "loader/ring_buffer.h"
 #include "loader/verbs_program.h"
 #include "procfs/maps.h"
 #include "rdma/ib_connections.h"
-#include "session/attach.h"
 
 namespace slowburn {
 
@@ -46,7 +46,7 @@ std::optional<int> RdmaSources::rank_of(uint32_t pid) const {
 
 Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankIdentity>& ranks,
                                                         const std::filesystem::path& proc_root, SymbolCache& symbols,
-                                                        const Topology* topology, Sink& sink) {
+                                                        const Topology* topology) {
   std::unique_ptr<RdmaSources> sources(new RdmaSources(ranks, topology));
   struct Side {
     const char* patterns;
@@ -63,7 +63,7 @@ Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankId
       status.probe = side.patterns;
       status.state = ProbeState::unavailable;
       status.detail = fmt::format("no traced rank has {} loaded", side.library);
-      sink.probe_status(status);
+      sources->statuses_.push_back(status);
       continue;
     }
     // Load the program only now: a job without RDMA costs nothing.
@@ -92,14 +92,14 @@ Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankId
       status.probe = side.patterns;
       status.state = ProbeState::failed;
       status.detail = load_error.message;
-      sink.probe_status(status);
+      sources->statuses_.push_back(status);
       continue;
     }
     for (const auto& [pid, resolutions] : by_rank) {
       for (const ProbeResolution& r : resolutions) {
         ProbeStatus status = attach_with_status(r, pid, sources->by_pid_.at(pid), attach);
         sources->attached_ += status.state == ProbeState::attached;
-        sink.probe_status(status);
+        sources->statuses_.push_back(status);
       }
     }
   }

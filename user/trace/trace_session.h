@@ -47,7 +47,7 @@ struct TraceOptions {
   // flaps), QP errors from libibverbs and NCCL IB per-connection latency in
   // the ranks that load those libraries.
   bool rdma = true;
-  // The host's side of each rank (host/host_monitor.h): its time off the
+  // The host's side of each rank (sources/host_monitor.h): its time off the
   // CPU and who ran instead, its cgroup's throttling, memory and pressure,
   // its page faults, joined as likely causes when they set it apart.
   bool host_signals = true;
