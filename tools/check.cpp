@@ -21,7 +21,7 @@ struct CheckArgs {
   bool json = false;
   std::vector<int32_t> pids;
   std::string sysfs_root = "/sys";
-  std::string procfs_root = "/proc";
+  std::string proc_root = "/proc";
 };
 
 void print_text(const std::vector<CheckRow>& rows, std::ostream& out) {
@@ -36,9 +36,9 @@ void print_text(const std::vector<CheckRow>& rows, std::ostream& out) {
 int run_check(const CheckArgs& args) {
   CheckSources sources;
   sources.sysfs_root = args.sysfs_root;
-  sources.procfs_root = args.procfs_root;
+  sources.proc_root = args.proc_root;
   sources.pids = args.pids;
-  for (const std::filesystem::path& root : {sources.sysfs_root, sources.procfs_root}) {
+  for (const std::filesystem::path& root : {sources.sysfs_root, sources.proc_root}) {
     std::error_code ec;
     if (!std::filesystem::is_directory(root, ec)) return fail(make_error("{} is not a directory", root.string()));
   }
@@ -81,7 +81,7 @@ Command add_check_command(CLI::App& app) {
                   "sysfs to read (a captured tree: the BPF, rlimit and clock rows are then not tried)")
       ->capture_default_str()
       ->check(root_directory());
-  sub->add_option("--procfs-root", args->procfs_root, "procfs to read (ranks, capabilities, sysctls)")
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (ranks, capabilities, sysctls)")
       ->capture_default_str()
       ->check(root_directory());
   return {sub, [args] { return run_check(*args); }};

@@ -27,12 +27,12 @@ struct GpuIrqArgs {
   std::string isr_symbol = "nvidia_isr";
   bool json = false;
   std::string sysfs_root = "/sys";
-  std::string procfs_root = "/proc";
+  std::string proc_root = "/proc";
 };
 
 // Whether /proc/interrupts lists a handler with this prefix at all.
-bool interrupts_listed(const std::string& procfs_root, const std::string& prefix) {
-  std::ifstream in(procfs_root + "/interrupts");
+bool interrupts_listed(const std::string& proc_root, const std::string& prefix) {
+  std::ifstream in(proc_root + "/interrupts");
   std::string line;
   while (std::getline(in, line)) {
     size_t last = line.find_last_of(' ');
@@ -59,7 +59,7 @@ int run_gpuirq(const GpuIrqArgs& args) {
   options.name_prefix = args.name_prefix;
   options.isr_symbol = args.isr_symbol;
   options.sysfs_root = args.sysfs_root;
-  options.procfs_root = args.procfs_root;
+  options.proc_root = args.proc_root;
   auto program = GpuIrqProgram::load_and_attach(options);
   if (!program) return fail(program.error());
   auto sink = make_stdout_sink(args.json);
@@ -80,7 +80,7 @@ int run_gpuirq(const GpuIrqArgs& args) {
   }
   sink->probe_status(kprobes);
   sink->probes_done(1, 0);
-  if (!interrupts_listed(args.procfs_root, args.name_prefix))
+  if (!interrupts_listed(args.proc_root, args.name_prefix))
     sink->note(
         fmt::format("no interrupt handler named {}* in /proc/interrupts: no NVIDIA GPU or driver here, "
                     "nothing will be counted",
@@ -124,7 +124,7 @@ Command add_gpuirq_command(CLI::App& app) {
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to check kprobe support in")
       ->capture_default_str()
       ->check(root_directory());
-  sub->add_option("--procfs-root", args->procfs_root, "procfs for /proc/interrupts and /proc/kallsyms")
+  sub->add_option("--procfs-root", args->proc_root, "procfs for /proc/interrupts and /proc/kallsyms")
       ->capture_default_str()
       ->check(root_directory());
   return {sub, [args] { return run_gpuirq(*args); }};

@@ -22,7 +22,7 @@ struct HealthArgs {
   bool json = false;
   double interval_s = 1.0;
   std::string sysfs_root = "/sys";
-  std::string procfs_root = "/proc";
+  std::string proc_root = "/proc";
   std::string kmsg;
   std::vector<std::string> expect;
   double nic_speed_gbps = 0;
@@ -60,7 +60,7 @@ void print_json(const std::vector<HealthCheck>& checks, std::ostream& out) {
 int run_health(const HealthArgs& args) {
   HealthRunOptions options;
   options.sources.sysfs_root = args.sysfs_root;
-  options.sources.procfs_root = args.procfs_root;
+  options.sources.proc_root = args.proc_root;
   if (!args.kmsg.empty()) options.sources.kmsg_file = args.kmsg;
   options.interval_s = args.interval_s;
   for (const std::string& rule : args.expect) {
@@ -110,7 +110,7 @@ Command add_health_command(CLI::App& app) {
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to read (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());
-  sub->add_option("--procfs-root", args->procfs_root, "procfs to read (ranks, taint, time daemons)")
+  sub->add_option("--procfs-root", args->proc_root, "procfs to read (ranks, taint, time daemons)")
       ->capture_default_str()
       ->check(root_directory());
   sub->add_option("--kmsg", args->kmsg,

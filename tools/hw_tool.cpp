@@ -20,7 +20,7 @@ void add_hw_options(CLI::App* sub, HwToolArgs& args) {
   sub->add_option("--sysfs-root", args.sysfs_root, "sysfs to read (a captured tree; kernel sources are off then)")
       ->capture_default_str()
       ->check(root_directory());
-  sub->add_option("--procfs-root", args.procfs_root, "procfs to read ranks and /proc/driver/nvidia from")
+  sub->add_option("--procfs-root", args.proc_root, "procfs to read ranks and /proc/driver/nvidia from")
       ->capture_default_str()
       ->check(root_directory());
 }
@@ -36,15 +36,15 @@ Result<void> check_pci_tree(const HwToolArgs& args) {
 }
 
 std::shared_ptr<Topology> read_topology(const HwToolArgs& args) {
-  auto topology = std::make_shared<Topology>(Topology::read(args.sysfs_root, args.procfs_root));
-  topology->assign_ranks(discover_ranks(args.procfs_root, getpid()));
+  auto topology = std::make_shared<Topology>(Topology::read(args.sysfs_root, args.proc_root));
+  topology->assign_ranks(discover_ranks(args.proc_root, getpid()));
   return topology;
 }
 
 Result<std::unique_ptr<HwMonitor>> start_monitor(const HwToolArgs& args, HwMonitorOptions options,
                                                  std::shared_ptr<Topology> topology) {
   options.sysfs_root = args.sysfs_root;
-  options.procfs_root = args.procfs_root;
+  options.proc_root = args.proc_root;
   options.poll_interval_s = args.interval_s;
   // Live kernel sources only for this machine's own trees (and when the caller wants them).
   options.kernel_sources = options.kernel_sources && args.live();

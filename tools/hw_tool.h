@@ -18,11 +18,11 @@ struct HwToolArgs {
   double duration_s = 0;  // 0: until Ctrl-C
   double interval_s = 1.0;
   std::string sysfs_root = "/sys";
-  std::string procfs_root = "/proc";
+  std::string proc_root = "/proc";
   std::vector<std::string> expect;  // pcie: SELECTOR=xW@S rules
 
   // This machine's own trees (not a captured copy): kernel sources can run.
-  bool live() const { return sysfs_root == "/sys" && procfs_root == "/proc"; }
+  bool live() const { return sysfs_root == "/sys" && proc_root == "/proc"; }
 };
 
 void add_hw_options(CLI::App* sub, HwToolArgs& args);

@@ -420,7 +420,7 @@ TEST(CheckSnapshotReader, ACapturedTreeIsReadAndNothingIsLoaded) {
   write(proc / "driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  575.51.02\nGCC version\n");
   CheckSources sources;
   sources.sysfs_root = sys;
-  sources.procfs_root = proc;
+  sources.proc_root = proc;
   CheckSnapshot s = read_check_snapshot(sources);
   EXPECT_EQ(*s.kernel_release, "6.8.0-45-generic");
   EXPECT_TRUE(s.btf);

@@ -45,7 +45,7 @@ class HealthTree {
   HealthSnapshot read(bool with_log = true) const {
     HealthSources sources;
     sources.sysfs_root = sys();
-    sources.procfs_root = proc();
+    sources.proc_root = proc();
     if (with_log) sources.kmsg_file = kHealth / "kmsg";
     auto snapshot = collect_health(sources);
     EXPECT_TRUE(snapshot.ok()) << snapshot.error().message;
@@ -362,7 +362,7 @@ TEST(HealthFixture, XidsFromBothLogFormatsNameTheGpuAndItsRank) {
   for (const char* log : {"kmsg", "dmesg.txt"}) {
     HealthSources sources;
     sources.sysfs_root = tree.sys();
-    sources.procfs_root = tree.proc();
+    sources.proc_root = tree.proc();
     sources.kmsg_file = kHealth / log;
     auto snapshot = collect_health(sources);
     ASSERT_TRUE(snapshot.ok());
@@ -418,7 +418,7 @@ TEST(HealthFixture, MissingRootsAndLogAreErrors) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message, "--sysfs-root /nonexistent/sys: no such directory");
   sources.sysfs_root = kHealth / "sys";
-  sources.procfs_root = kHealth / "proc";
+  sources.proc_root = kHealth / "proc";
   sources.kmsg_file = "/nonexistent/kmsg";
   auto no_log = collect_health(sources);
   ASSERT_FALSE(no_log.ok());

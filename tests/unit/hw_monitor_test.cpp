@@ -30,7 +30,7 @@ class HwMonitorSysfs : public ::testing::Test {
   std::unique_ptr<HwMonitor> start() {
     HwMonitorOptions options;
     options.sysfs_root = sys_;
-    options.procfs_root = kFixtures / "proc-nvidia";
+    options.proc_root = kFixtures / "proc-nvidia";
     options.kernel_sources = false;
     auto monitor = HwMonitor::start(options, topology_);
     EXPECT_TRUE(monitor.ok());

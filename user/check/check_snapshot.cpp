@@ -45,8 +45,8 @@ Result<int> read_int(const fs::path& path) {
   return make_error("{} is not a number: '{}'", path.string(), text->substr(0, 40));
 }
 
-Result<uint64_t> read_cap_effective(const fs::path& procfs_root) {
-  fs::path path = procfs_root / "self/status";
+Result<uint64_t> read_cap_effective(const fs::path& proc_root) {
+  fs::path path = proc_root / "self/status";
   auto text = read_file(path);
   if (!text) return text.error();
   auto mask = parse_cap_effective(*text);
@@ -80,7 +80,7 @@ Result<MemlockLimit> read_memlock() {
 TracefsReading read_tracefs(const CheckSources& sources) {
   TracefsReading r;
   for (const char* mounts : {"self/mounts", "mounts"})
-    if (auto text = read_file(sources.procfs_root / mounts)) {
+    if (auto text = read_file(sources.proc_root / mounts)) {
       r.mount_point = tracefs_mount_point(*text);
       break;
     }
@@ -114,20 +114,20 @@ std::map<std::string, bool> read_tracepoints(const TracefsReading& tracefs) {
   return out;
 }
 
-RankProbes read_rank_probes(const fs::path& procfs_root, int32_t pid, Result<RankIdentity> rank, SymbolCache& cache) {
+RankProbes read_rank_probes(const fs::path& proc_root, int32_t pid, Result<RankIdentity> rank, SymbolCache& cache) {
   RankProbes r;
   r.pid = pid;
   r.rank = std::move(rank);
-  auto maps = read_process_maps(procfs_root, pid);
+  auto maps = read_process_maps(proc_root, pid);
   if (!maps) {
     r.probes = make_error("{} (does pid {} exist? other users' processes need root or CAP_SYS_PTRACE)",
                           maps.error().message, pid);
     return r;
   }
-  r.libraries = communication_libraries(procfs_root, pid);
+  r.libraries = communication_libraries(proc_root, pid);
   std::vector<ProbeReading> probes;
   for (const ProbeSpec& spec : probe_catalog()) {
-    ProbeResolution resolution = resolve_in_process(spec, procfs_root, pid, *maps, cache);
+    ProbeResolution resolution = resolve_in_process(spec, proc_root, pid, *maps, cache);
     ProbeReading p;
     p.probe = spec.name;
     p.synchronizing = spec.kind == CallKind::synchronizing;
@@ -146,22 +146,22 @@ Result<std::vector<RankProbes>> read_ranks(const CheckSources& sources) {
   SymbolCache cache;
   std::vector<RankProbes> out;
   if (sources.pids.empty()) {
-    auto ranks = find_ranks({}, sources.procfs_root);
+    auto ranks = find_ranks({}, sources.proc_root);
     if (!ranks) return ranks.error();
     for (RankIdentity& rank : *ranks)
-      out.push_back(read_rank_probes(sources.procfs_root, rank.pid, std::move(rank), cache));
+      out.push_back(read_rank_probes(sources.proc_root, rank.pid, std::move(rank), cache));
     return out;
   }
   for (int32_t pid : sources.pids)
-    out.push_back(read_rank_probes(sources.procfs_root, pid, read_rank(sources.procfs_root, pid), cache));
+    out.push_back(read_rank_probes(sources.proc_root, pid, read_rank(sources.proc_root, pid), cache));
   return out;
 }
 
 NvidiaReading read_nvidia(const CheckSources& sources) {
   NvidiaReading r;
-  r.proc_driver = is_dir(sources.procfs_root / "driver/nvidia");
+  r.proc_driver = is_dir(sources.proc_root / "driver/nvidia");
   r.module = is_dir(sources.sysfs_root / "module/nvidia");
-  if (auto text = read_file(sources.procfs_root / "driver/nvidia/version")) {
+  if (auto text = read_file(sources.proc_root / "driver/nvidia/version")) {
     std::string_view all(*text);
     r.version = std::string(trim_right(all.substr(0, all.find('\n'))));
   }
@@ -179,13 +179,13 @@ AttachProbe not_tried(const std::string& why) {
 CheckSnapshot read_check_snapshot(const CheckSources& sources) {
   CheckSnapshot s;
   s.sources = sources;
-  s.kernel_release = read_trimmed(sources.procfs_root / "sys/kernel/osrelease");
+  s.kernel_release = read_trimmed(sources.proc_root / "sys/kernel/osrelease");
   std::error_code ec;
   s.btf = fs::exists(sources.sysfs_root / "kernel/btf/vmlinux", ec);
-  s.cap_effective = read_cap_effective(sources.procfs_root);
+  s.cap_effective = read_cap_effective(sources.proc_root);
   s.lockdown = read_lockdown(sources.sysfs_root);
-  s.perf_event_paranoid = read_int(sources.procfs_root / "sys/kernel/perf_event_paranoid");
-  s.unprivileged_bpf_disabled = read_int(sources.procfs_root / "sys/kernel/unprivileged_bpf_disabled");
+  s.perf_event_paranoid = read_int(sources.proc_root / "sys/kernel/perf_event_paranoid");
+  s.unprivileged_bpf_disabled = read_int(sources.proc_root / "sys/kernel/unprivileged_bpf_disabled");
   s.kprobes_missing = kprobes_unavailable_reason(sources.sysfs_root);
   s.nvidia = read_nvidia(sources);
   s.rdma_devices = sorted_dir_entries(sources.sysfs_root / "class/infiniband");

@@ -23,11 +23,11 @@ namespace slowburn {
 
 struct CheckSources {
   std::filesystem::path sysfs_root = "/sys";
-  std::filesystem::path procfs_root = "/proc";
+  std::filesystem::path proc_root = "/proc";
   std::vector<int32_t> pids;  // the processes whose probes to check; empty: every rank found
   // This machine's own trees: the BPF programs are loaded, the clock and
   // the rlimit read, tracefs mounted when it is not and we may.
-  bool live() const { return sysfs_root == "/sys" && procfs_root == "/proc"; }
+  bool live() const { return sysfs_root == "/sys" && proc_root == "/proc"; }
 };
 
 struct MemlockLimit {

@@ -65,11 +65,11 @@ CheckRow nvidia_driver_row(const CheckSnapshot& s) {
     return row("nvidia.driver", true,
                n.version.empty() ? std::string("loaded (/sys/module/nvidia), no version file")
                                  : fmt::format("loaded: {}", n.version));
-  return row("nvidia.driver", false,
-             fmt::format("no NVIDIA driver loaded (no {}, no {}): no GPU Xids to see, no GPU interrupts to time",
-                         (s.sources.procfs_root / "driver/nvidia").string(),
-                         (s.sources.sysfs_root / "module/nvidia").string()),
-             kNvidiaFix);
+  return row(
+      "nvidia.driver", false,
+      fmt::format("no NVIDIA driver loaded (no {}, no {}): no GPU Xids to see, no GPU interrupts to time",
+                  (s.sources.proc_root / "driver/nvidia").string(), (s.sources.sysfs_root / "module/nvidia").string()),
+      kNvidiaFix);
 }
 
 CheckRow nvidia_xid_row(const CheckSnapshot& s) {

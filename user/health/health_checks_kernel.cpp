@@ -74,7 +74,7 @@ void evaluate_time_daemons(Evaluation& e) {
   if (daemons->empty()) {
     e.add("clock.daemon", HealthState::warn, "", nullptr, nullptr, e.node_ranks(),
           fmt::format("no chronyd, ptp4l, phc2sys, ntpd or systemd-timesyncd process under {}",
-                      e.after.sources.procfs_root.string()));
+                      e.after.sources.proc_root.string()));
     return;
   }
   std::vector<std::string> names, with_pids;

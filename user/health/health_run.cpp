@@ -22,8 +22,8 @@ Result<std::vector<HealthCheck>> run_health_checklist(const HealthRunOptions& op
   first.kernel_log = options.interval_s <= 0;
   auto before = collect_health(first);
   if (!before) return before.error();
-  Topology topology = Topology::read(sources.sysfs_root, sources.procfs_root);
-  context.ranks = discover_ranks(sources.procfs_root, getpid());
+  Topology topology = Topology::read(sources.sysfs_root, sources.proc_root);
+  context.ranks = discover_ranks(sources.proc_root, getpid());
   topology.assign_ranks(context.ranks);
   context.topology = &topology;
 

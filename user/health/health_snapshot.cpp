@@ -249,8 +249,8 @@ Result<std::set<std::string>> read_tracepoints(const Result<fs::path>& events) {
   return found;
 }
 
-Result<uint64_t> read_tainted(const fs::path& procfs_root) {
-  fs::path path = procfs_root / "sys/kernel/tainted";
+Result<uint64_t> read_tainted(const fs::path& proc_root) {
+  fs::path path = proc_root / "sys/kernel/tainted";
   auto text = read_file(path);
   if (!text) return text.error();
   auto value = parse_counter(*text);
@@ -259,11 +259,11 @@ Result<uint64_t> read_tainted(const fs::path& procfs_root) {
   return *value;
 }
 
-Result<std::vector<TimeDaemon>> read_time_daemons(const fs::path& procfs_root) {
+Result<std::vector<TimeDaemon>> read_time_daemons(const fs::path& proc_root) {
   std::vector<TimeDaemon> out;
   std::error_code ec;
-  fs::directory_iterator it(procfs_root, ec);
-  if (ec) return make_sys_error(ec.value(), "cannot list " + procfs_root.string());
+  fs::directory_iterator it(proc_root, ec);
+  if (ec) return make_sys_error(ec.value(), "cannot list " + proc_root.string());
   for (fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) break;
     auto pid = parse_number<int32_t>(it->path().filename().string());
@@ -338,8 +338,7 @@ Result<ClockReading> read_clock_state() {
 
 Result<HealthSnapshot> collect_health(const HealthSources& sources) {
   if (!is_dir(sources.sysfs_root)) return make_error("--sysfs-root {}: no such directory", sources.sysfs_root.string());
-  if (!is_dir(sources.procfs_root))
-    return make_error("--procfs-root {}: no such directory", sources.procfs_root.string());
+  if (!is_dir(sources.proc_root)) return make_error("--procfs-root {}: no such directory", sources.proc_root.string());
   if (sources.kmsg_file && !std::ifstream(*sources.kmsg_file))
     return make_sys_error(errno, "--kmsg " + sources.kmsg_file->string() + ": cannot read it");
   HealthSnapshot s;
@@ -389,7 +388,7 @@ Result<HealthSnapshot> collect_health(const HealthSources& sources) {
   if (sources.live())
     for (const std::string& netdev : roce) s.pfc.emplace(netdev, read_pfc_config(netdev));
 
-  s.tainted = read_tainted(sources.procfs_root);
+  s.tainted = read_tainted(sources.proc_root);
   if (!sources.kernel_log)
     s.kernel_log = make_error("the kernel log was not read for this reading");
   else if (sources.kmsg_file || sources.live())
@@ -405,7 +404,7 @@ Result<HealthSnapshot> collect_health(const HealthSources& sources) {
     s.clock = read_clock_state();
   else
     s.clock = make_error("a captured tree holds no clock state (adjtimex(2) reads the running kernel's)");
-  s.time_daemons = read_time_daemons(sources.procfs_root);
+  s.time_daemons = read_time_daemons(sources.proc_root);
   return s;
 }
 

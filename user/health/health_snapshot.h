@@ -90,11 +90,11 @@ struct TimeDaemon {
 // Where the snapshot is read from.
 struct HealthSources {
   std::filesystem::path sysfs_root = "/sys";
-  std::filesystem::path procfs_root = "/proc";
+  std::filesystem::path proc_root = "/proc";
   std::optional<std::filesystem::path> kmsg_file;  // a captured kernel log; live: /dev/kmsg
   bool kernel_log = true;                          // false: leave the log unread (a first reading only needs counters)
   // This machine's own trees: /dev/kmsg, adjtimex(2) and DCB netlink are read.
-  bool live() const { return sysfs_root == "/sys" && procfs_root == "/proc"; }
+  bool live() const { return sysfs_root == "/sys" && proc_root == "/proc"; }
 };
 
 struct HealthSnapshot {

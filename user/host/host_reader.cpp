@@ -45,7 +45,7 @@ std::vector<std::string> HostReader::take_notes() { return std::exchange(notes_,
 HostReading HostReader::read(int32_t pid, uint64_t now_ns) {
   HostReading reading;
   reading.ts_ns = now_ns;
-  fs::path proc = o_.procfs_root / std::to_string(pid);
+  fs::path proc = o_.proc_root / std::to_string(pid);
   // A process that exits between two files leaves what was read: the
   // caller sees it gone on its next liveness check.
   if (auto text = read_file(proc / "stat")) {
@@ -128,7 +128,7 @@ std::optional<CgroupReading> HostReader::read_cgroup(int32_t, const CgroupMember
 }
 
 std::string HostReader::cpu_source(int32_t pid) {
-  auto text = read_file(o_.procfs_root / std::to_string(pid) / "cgroup");
+  auto text = read_file(o_.proc_root / std::to_string(pid) / "cgroup");
   if (!text) return text.error().message;
   auto m = parse_proc_cgroup(*text);
   if (!m) return m.error().message;

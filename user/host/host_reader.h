@@ -15,7 +15,7 @@
 namespace slowburn {
 
 struct HostReaderOptions {
-  std::filesystem::path procfs_root = "/proc";
+  std::filesystem::path proc_root = "/proc";
   std::filesystem::path cgroup_root = "/sys/fs/cgroup";
 };
 

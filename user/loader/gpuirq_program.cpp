@@ -33,8 +33,7 @@ Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuI
 
   program->isr_symbol_ = options.isr_symbol;
   program->kprobe_unavailable_ = isr_kprobes_unavailable(
-      kernel, options.kprobes, [&] { return kallsyms_has(options.isr_symbol, options.procfs_root); },
-      options.isr_symbol);
+      kernel, options.kprobes, [&] { return kallsyms_has(options.isr_symbol, options.proc_root); }, options.isr_symbol);
   bool kprobes = !program->kprobe_unavailable_;
   bpf_program__set_autoload(skel->progs.nvidia_isr_enter, kprobes);
   bpf_program__set_autoload(skel->progs.nvidia_isr_exit, kprobes);

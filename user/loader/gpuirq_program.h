@@ -35,8 +35,8 @@ struct GpuIrqOptions {
   // like the driver's nvidia_isr (another one, e.g. vring_interrupt, tests the
   // kprobe path on a kernel without the NVIDIA driver).
   std::string isr_symbol = "nvidia_isr";
-  std::string sysfs_root = "/sys";    // where kprobe support is looked up
-  std::string procfs_root = "/proc";  // where kallsyms is read
+  std::string sysfs_root = "/sys";  // where kprobe support is looked up
+  std::string proc_root = "/proc";  // where kallsyms is read
 };
 
 // Why the driver ISR kprobes will not run (nullopt: they will): not

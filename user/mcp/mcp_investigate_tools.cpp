@@ -46,7 +46,7 @@ McpTool check_tool(const McpToolContext& context) {
   tool.handler = [context](const json& args) -> ToolOutcome {
     CheckSources sources;
     sources.sysfs_root = context.sysfs_root;
-    sources.procfs_root = context.proc_root;
+    sources.proc_root = context.proc_root;
     if (args.contains("pids"))
       for (const json& pid : args["pids"]) sources.pids.push_back(pid.get<int32_t>());
     std::vector<CheckRow> rows = evaluate_checks(read_check_snapshot(sources));

@@ -183,7 +183,7 @@ McpTool health_tool(const McpToolContext& context) {
   tool.handler = [context](const json& args) -> ToolOutcome {
     HealthRunOptions options;
     options.sources.sysfs_root = context.sysfs_root;
-    options.sources.procfs_root = context.proc_root;
+    options.sources.proc_root = context.proc_root;
     options.sources.kmsg_file = context.kmsg_file;
     options.interval_s = args.value("interval_s", 1.0);
     auto checks = run_health_checklist(options);

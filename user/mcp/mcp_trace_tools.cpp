@@ -200,7 +200,7 @@ McpTool events_tool(const McpToolContext& context) {
     HwMonitorOptions options;
     options.fabric = true;
     options.sysfs_root = context.sysfs_root;
-    options.procfs_root = context.proc_root;
+    options.proc_root = context.proc_root;
     options.kernel_sources = context.sysfs_root == "/sys" && context.proc_root == "/proc";
     if (auto privileged = check_tracing_privileges(); !privileged && options.kernel_sources) {
       options.kernel_sources = false;

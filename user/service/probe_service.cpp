@@ -210,7 +210,7 @@ Result<void> ProbeService::start_hardware() {
   HwMonitorOptions hw;
   hw.fabric = o_.fabric;
   hw.sysfs_root = o_.sysfs_root;
-  hw.procfs_root = o_.proc_root;
+  hw.proc_root = o_.proc_root;
   auto started = HwMonitor::start(hw, parts_.topology);
   if (!started) return started.error();
   parts_.hw = std::move(*started);
@@ -436,7 +436,7 @@ void ProbeService::poll_host(uint64_t now_ns) {
 void ProbeService::evaluate_health_checks() {
   HealthSources sources;
   sources.sysfs_root = o_.sysfs_root;
-  sources.procfs_root = o_.proc_root;
+  sources.proc_root = o_.proc_root;
   auto snapshot = collect_health(sources);
   if (!snapshot) {
     if (!health_error_noted_) note("health checks: " + snapshot.error().message);

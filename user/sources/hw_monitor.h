@@ -39,7 +39,7 @@ struct HwMonitorOptions {
   bool link = true;
   std::vector<ExpectationRule> expectations;
   std::filesystem::path sysfs_root = "/sys";
-  std::filesystem::path procfs_root = "/proc";
+  std::filesystem::path proc_root = "/proc";
   bool kernel_sources = true;  // BPF programs; off when replaying a captured tree
   // RDMA NIC counters (sysfs counters/hw_counters, ethtool statistics of
   // their netdevs): off by default, the hardware tools watch their own

@@ -89,7 +89,7 @@ std::string_view device_role_name(DeviceRole role) {
   return "?";
 }
 
-Topology Topology::read(const std::filesystem::path& sysfs_root, const std::filesystem::path& procfs_root) {
+Topology Topology::read(const std::filesystem::path& sysfs_root, const std::filesystem::path& proc_root) {
   Topology topo;
   std::map<std::string, std::vector<std::string>> names;  // bdf -> class device names
   std::set<std::string> ib_devices;
@@ -124,7 +124,7 @@ Topology Topology::read(const std::filesystem::path& sysfs_root, const std::file
   for (TopologyDevice& dev : topo.devices_) {
     if (dev.role != DeviceRole::gpu) continue;
     dev.gpu_index = next_index++;
-    auto info = read_nvidia_information(procfs_root / "driver/nvidia/gpus" / dev.pci.bdf / "information");
+    auto info = read_nvidia_information(proc_root / "driver/nvidia/gpus" / dev.pci.bdf / "information");
     if (auto uuid = info.find("GPU UUID"); uuid != info.end()) dev.gpu_uuid = uuid->second;
     std::string model =
         info.contains("Model") ? info["Model"] : fmt::format("{:04x}:{:04x}", dev.pci.vendor, dev.pci.device);

@@ -35,8 +35,8 @@ struct TopologyDevice {
 
 class Topology {
  public:
-  // sysfs_root replaces /sys, procfs_root replaces /proc.
-  static Topology read(const std::filesystem::path& sysfs_root, const std::filesystem::path& procfs_root);
+  // sysfs_root replaces /sys, proc_root replaces /proc.
+  static Topology read(const std::filesystem::path& sysfs_root, const std::filesystem::path& proc_root);
 
   // Maps every rank to its GPU and NIC (notes say what could not be mapped).
   void assign_ranks(const std::vector<RankIdentity>& ranks);

@@ -148,13 +148,13 @@ Result<void> TraceSession::start_hardware() {
   HwMonitorOptions hw_options;
   hw_options.fabric = o_.rdma;
   hw_options.sysfs_root = o_.sysfs_root;
-  hw_options.procfs_root = o_.proc_root;
+  hw_options.proc_root = o_.proc_root;
   auto started = HwMonitor::start(hw_options, std::move(topology));
   if (!started) return started.error();
   hw_ = std::move(*started);
   HealthSources sources;
   sources.sysfs_root = o_.sysfs_root;
-  sources.procfs_root = o_.proc_root;
+  sources.proc_root = o_.proc_root;
   if (auto sdc = NodeSdcWatch::start(sources))
     sdc_ = std::move(*sdc);
   else
