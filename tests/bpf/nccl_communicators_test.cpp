@@ -62,8 +62,8 @@ TEST(NcclCommunicators, EachCallOnItsCommunicatorAlignedBySequence) {
   options.pids = pids;
   options.probe_patterns = {"nccl.*"};
   options.duration_s = 60;  // the session ends when the ranks do
-  options.hardware_events = false;
-  options.rdma = false;
+  options.node.hardware = false;
+  options.node.rdma = false;
   std::ostringstream json;
   AttachedFlagSink sink(json, "test", 0);
   std::atomic<bool> stop{false}, done{false};
@@ -109,8 +109,8 @@ TEST(NcclCommunicators, EachCallOnItsCommunicatorAlignedBySequence) {
   }
   // Aligned by sequence number: every instance of every communicator.
   uint64_t instances = kSteps + 2 * kSteps + 2 * (kSteps / 4);
-  EXPECT_EQ(result->summary.aligned_by_sequence, instances);
-  EXPECT_EQ(result->summary.instances, instances);
+  EXPECT_EQ(result->summary.detector.aligned_by_sequence, instances);
+  EXPECT_EQ(result->summary.detector.instances, instances);
   // The rank that enqueues late is named, on NCCL's enqueue times.
   std::set<int> named;
   for (const Finding& f : result->verdict.stragglers) named.insert(f.culprit.rank);

@@ -56,8 +56,8 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   options.pids = pids;
   options.probe_patterns = probes;
   options.duration_s = seconds;
-  options.hardware_events = false;
-  options.rdma = false;
+  options.node.hardware = false;
+  options.node.rdma = false;
   std::ostringstream json;
   JsonSink sink(json, "test", 0);
   std::atomic<bool> stop{false};
@@ -203,7 +203,8 @@ void expect_host_causes_only_on(const Traced& t, int rank) {
 }
 
 double discarded_share(const SessionSummary& s) {
-  return s.calls ? static_cast<double>(s.discarded_calls) / static_cast<double>(s.calls) : 1.0;
+  return s.detector.calls ? static_cast<double>(s.detector.discarded_calls) / static_cast<double>(s.detector.calls)
+                          : 1.0;
 }
 
 // Sub-communicators of an MPI job: each call on its own communicator, read
@@ -214,7 +215,7 @@ void expect_communicators_told_apart(const Traced& t, int tp) {
     if (c->source == CommSource::memory && c->size == tp) ++groups;
   EXPECT_EQ(groups, 6 / tp) << "one communicator per tensor-parallel group of " << tp;
   EXPECT_LE(discarded_share(t.result.summary), 0.05)
-      << t.result.summary.discarded_calls << " of " << t.result.summary.calls << " calls discarded";
+      << t.result.summary.detector.discarded_calls << " of " << t.result.summary.detector.calls << " calls discarded";
 }
 
 TEST(MpiSubCommunicators, TheSlowRankOfATensorParallelPairIsNamed) {
@@ -318,7 +319,7 @@ TEST(PytorchDdp, ARankStallingInItsDataPathIsNamed) {
   EXPECT_EQ(f.probe, "gloo.allreduce");
   ASSERT_TRUE(f.comm);
   EXPECT_EQ(f.comm->backend, CommBackend::gloo);
-  EXPECT_GT(t.result.summary.aligned_by_sequence, 100u) << "instances found by (process group, tag)";
+  EXPECT_GT(t.result.summary.detector.aligned_by_sequence, 100u) << "instances found by (process group, tag)";
 }
 
 TEST(PytorchDdp, WithSubGroupsTheSlowRankIsNamedAndTheGroupsToldApart) {

@@ -54,7 +54,7 @@ Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path s
   trace.pids = job->pids();
   trace.probe_patterns = {"mpi.*"};
   trace.duration_s = duration_s;
-  trace.sysfs_root = sysfs_root;
+  trace.node.roots.sysfs_root = sysfs_root;
   std::ostringstream json;
   JsonSink sink(json, "test", 0);
   std::atomic<bool> stop{false};
@@ -73,7 +73,7 @@ Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path s
     if (e.type.starts_with("host.")) outcome.host_events.push_back(e.summary);
   outcome.judged = result->verdict.judged;
   outcome.first_finding_after_s = result->first_finding_after_s;
-  outcome.instances = result->summary.instances;
+  outcome.instances = result->summary.detector.instances;
   outcome.log = json.str();
   return outcome;
 }

@@ -230,7 +230,7 @@ TEST(Analyze, TheNodesLossCountersAddUp) {
   auto r = analyze(dir);
   ASSERT_TRUE(r.result) << r.result.error().message;
   EXPECT_EQ(r.result->summary.ringbuf_drops, 12u);
-  EXPECT_EQ(r.result->summary.sequence_gaps, 1u) << "rank 0's lost call, by its thread's numbers";
+  EXPECT_EQ(r.result->summary.detector.sequence_gaps, 1u) << "rank 0's lost call, by its thread's numbers";
   EXPECT_NE(r.json.find("\"ringbuf_drops\":12"), std::string::npos) << r.json;
 }
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/cause_memory.h"
+#include "engine/finding_explainer.h"
 #include "sinks/json_sink.h"
 #include "sources/device_events.h"
 
@@ -90,17 +90,42 @@ TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
   EXPECT_FALSE(attach_likely_causes(other, events, by_pid));
 }
 
-TEST(CauseMemory, AnEventOlderThanItKeepsExplainsNothing) {
-  CauseMemory memory(1'000'000'000, 2);
+TEST(FindingExplainer, AnEventOlderThanItKeepsExplainsNothing) {
+  FindingExplainer explainer({.keep_ns = 1'000'000'000, .max_events = 2, .name_nodes = false});
   DeviceEvent old_event = event("xid", "0000:03:00.0", {2});
   old_event.ts_ns = 1'000'000'000;
-  memory.add(old_event);
+  explainer.add(old_event);
   Finding f = finding_for(2);
-  memory.explain(f, 1'500'000'000, nullptr);
+  explainer.explain(f, 1'500'000'000);
   EXPECT_EQ(f.likely_causes.size(), 1u) << "half a second old: a cause";
   Finding later = finding_for(2);
-  memory.explain(later, 2'500'000'000, nullptr);
+  explainer.explain(later, 2'500'000'000);
   EXPECT_TRUE(later.likely_causes.empty()) << "1.5 s old, kept for 1 s: history";
+}
+
+TEST(FindingExplainer, ASessionKeepsEveryEventAndSaysTheNodesSdcActivity) {
+  FindingExplainer explainer;
+  DeviceEvent old_event = event("link.downtrained", "0000:03:00.0", {2});
+  old_event.ts_ns = 1'000'000'000;
+  explainer.add(old_event);
+  explainer.set_sdc_activity("ECC/EDAC/MCE activity: memory.edac_ce mc0: 12 corrected since boot");
+  Finding f = finding_for(2);
+  explainer.explain(f, 3'600'000'000'000);
+  EXPECT_EQ(f.likely_causes, std::vector<std::string>{"link.downtrained on 0000:03:00.0"}) << "an hour later";
+  EXPECT_EQ(f.sdc_activity, "ECC/EDAC/MCE activity: memory.edac_ce mc0: 12 corrected since boot");
+  EXPECT_EQ(explainer.events().size(), 1u);
+}
+
+TEST(FindingExplainer, AMergedJobsCulpritIsExplainedByItsOwnNodesEventsAndNamedWithIt) {
+  FindingExplainer explainer({.keep_ns = 0, .max_events = 0, .name_nodes = true});
+  explainer.add(event("link.downtrained", "0000:03:00.0", {2}), "node-a");  // rank 2 on node-a is not the culprit
+  explainer.add(event("xid", "0000:05:00.0", {2}), "node-b");
+  Finding f = finding_for(2);
+  f.culprit.host = "node-b";
+  f.summary = rank_label(f.culprit) + " is the straggler";
+  explainer.explain(f, 0);
+  EXPECT_EQ(f.likely_causes, std::vector<std::string>{"xid on 0000:05:00.0"});
+  EXPECT_EQ(f.summary.rfind("rank 2 (pid 102 on node-b) is the straggler", 0), 0u) << f.summary;
 }
 
 TEST(Causes, TheCulpritsOwnDeviceBeforeTheSwitchAboveIt) {

@@ -1,11 +1,14 @@
 // slowburn analyze: recordings of one job from many nodes, judged as one
-// job. Two passes over the recordings:
-//   1. each node's collective releases per (communicator, probe), from
-//      which merge/clock_offsets estimates every node's clock offset to the
-//      first recording's (node clocks are never trusted);
-//   2. every call, on the reference clock, streamed in exit order into the
-//      same straggler detector `trace` uses (same rules, same findings, same
-//      verdict), with communicators matched across nodes by their key.
+// job, in three stages with one owner each:
+//   recording set   (analyze/recording_set)   which nodes hold the job, its ranks' merged pids
+//   clock placement (analyze/clock_placement) every node's clock offset to the first
+//                                             recording's, from the data (node clocks are
+//                                             never trusted)
+//   merged replay   (analyze/merged_replay)   every call on the reference clock, in exit
+//                                             order, through the job judges `trace` uses
+//                                             (engine/job_judges: same rules, same findings,
+//                                             same verdict), explained by the culprit's node's
+//                                             recorded events (engine/finding_explainer)
 // A node whose offset cannot be estimated is left out, said why: lateness
 // across nodes means nothing on unknown clocks.
 #pragma once
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "analyze/clock_offsets.h"
+#include "analyze/recording_set.h"
 #include "core/error.h"
 #include "detect/straggler.h"
 #include "sinks/perfetto_sink.h"
@@ -43,10 +47,6 @@ struct AnalyzeResult {
   std::vector<DeviceEvent> device_events;
   std::vector<ProbeStatus> sources;
 };
-
-// The recordings a list of files and directories names, in order: a
-// directory gives its *.sbr files, sorted by name.
-Result<std::vector<std::filesystem::path>> recordings_in(const std::vector<std::filesystem::path>& inputs);
 
 Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink);
 

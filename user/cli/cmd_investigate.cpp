@@ -15,8 +15,6 @@ namespace {
 struct InvestigateArgs {
   TraceOptions options;
   std::vector<std::string> from;
-  std::string proc_root = "/proc";
-  std::string sysfs_root = "/sys";
   std::string job;
   std::string dot;
   std::string persistence = "3/5";
@@ -27,8 +25,6 @@ struct InvestigateArgs {
 int run(InvestigateArgs& args) {
   if (auto ok = parse_persistence(args.persistence, args.options.detector); !ok) return fail(ok.error());
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
-  args.options.proc_root = args.proc_root;
-  args.options.sysfs_root = args.sysfs_root;
   std::unique_ptr<Sink> lines = args.json ? make_stdout_sink(true) : make_stdout_sink(false);
   Result<InvestigationInput> input = make_error("unset");
   if (args.from.empty()) {
@@ -86,12 +82,7 @@ Command add_investigate_command(CLI::App& app) {
   sub->add_option("--job", args->job, "With --from: the job to judge, when the recordings hold several");
   sub->add_option("--dot", args->dot, "Also write the failure graph to this file (Graphviz DOT)");
   sub->add_flag("--json", args->json, "JSON lines: finding, verdict, one layer line per layer, then the graph");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")
-      ->capture_default_str()
-      ->check(root_directory());
-  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology, links, AER and NIC counters")
-      ->capture_default_str()
-      ->check(root_directory());
+  add_node_source_options(sub, o.node);
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

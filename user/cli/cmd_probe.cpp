@@ -16,8 +16,6 @@ void on_hangup(int) { g_reopen_log.store(true); }
 struct ProbeArgs {
   ProbeServiceOptions options;
   std::string log_dir;
-  std::string proc_root = "/proc";
-  std::string sysfs_root = "/sys";
   std::string persistence = "3/5";
   double budget_percent = 1.0;
   double window_s = 5.0;
@@ -70,17 +68,7 @@ Command add_probe_command(CLI::App& app) {
   sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)")
       ->check(process_id());
   sub->add_option("-d,--duration", o.duration_s, "Seconds to run (default: until SIGTERM)")->check(seconds());
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from")
-      ->capture_default_str()
-      ->check(root_directory());
-  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the topology and the link/AER/fabric pollers")
-      ->capture_default_str()
-      ->check(root_directory());
-  sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER, PCIe link and fabric events");
-  sub->add_flag("!--no-rdma", o.fabric, "Leave out the RDMA NIC counters");
-  sub->add_flag("!--no-host", o.host_signals,
-                "Leave out the host's side: time off the CPU and who ran instead (sched tracepoints), cgroup "
-                "throttling, memory and pressure");
+  add_node_source_options(sub, o.node);
   sub->add_option("--health-interval", o.health_interval_s,
                   "Seconds between evaluations of the `slowburn health` checklist, exported as "
                   "slowburn_health_check and logged when a check changes state (0: off)")
@@ -106,8 +94,6 @@ Command add_probe_command(CLI::App& app) {
             if (args->call_cost_ns > 0) o.call_cost_ns = args->call_cost_ns;
             if (args->toggle_cost_ns > 0) o.toggle_cost_ns = args->toggle_cost_ns;
             o.log_dir = args->log_dir;
-            o.proc_root = args->proc_root;
-            o.sysfs_root = args->sysfs_root;
             const auto& stop = install_stop_handlers();
             struct sigaction action {};
             action.sa_handler = on_hangup;

@@ -15,8 +15,6 @@ namespace {
 struct TraceArgs {
   TraceOptions options;
   std::string library;
-  std::string proc_root = "/proc";
-  std::string sysfs_root = "/sys";
   std::string persistence = "3/5";
   double window_ms = 500;
   double hang_s = 10;
@@ -42,8 +40,6 @@ Result<void> apply(TraceArgs& args) {
   args.options.detector.window_ns = static_cast<uint64_t>(args.window_ms * 1e6);
   args.options.detector.hang_ns = static_cast<uint64_t>(args.hang_s * 1e9);
   if (!args.library.empty()) args.options.library = args.library;
-  args.options.proc_root = args.proc_root;
-  args.options.sysfs_root = args.sysfs_root;
   if (args.host.empty()) args.host = hostname();
   return {};
 }
@@ -133,18 +129,7 @@ Command add_trace_command(CLI::App& app) {
       "--perfetto", args->perfetto,
       "Also write a timeline of every call, finding and event to this file (Perfetto UI, chrome://tracing)");
   sub->add_option("--host", args->host, "The node's name in the recording and JSON lines (default: the hostname)");
-  sub->add_option("--procfs-root", args->proc_root, "procfs to read ranks from (a captured tree)")
-      ->capture_default_str()
-      ->check(root_directory());
-  sub->add_option("--sysfs-root", args->sysfs_root, "sysfs for the PCIe topology and the link/AER pollers")
-      ->capture_default_str()
-      ->check(root_directory());
-  sub->add_flag("!--no-hardware", o.hardware_events, "Leave out Xid, AER and PCIe link events");
-  sub->add_flag("!--no-rdma", o.rdma,
-                "Leave out the RDMA path: NIC counters, QP errors (libibverbs), NCCL IB per-connection latency");
-  sub->add_flag("!--no-host", o.host_signals,
-                "Leave out the host's side: time off the CPU and who ran instead (sched tracepoints), cgroup "
-                "throttling, memory and pressure");
+  add_node_source_options(sub, o.node);
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

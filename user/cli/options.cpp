@@ -59,6 +59,23 @@ CLI::Validator root_directory() {
       "DIR");
 }
 
+void add_node_source_options(CLI::App* sub, NodeSourcesOptions& node) {
+  sub->add_option("--procfs-root", node.roots.proc_root, "procfs to read ranks from (a captured tree)")
+      ->capture_default_str()
+      ->check(root_directory());
+  sub->add_option("--sysfs-root", node.roots.sysfs_root,
+                  "sysfs for the PCIe topology, the link/AER pollers and the NIC counters")
+      ->capture_default_str()
+      ->check(root_directory());
+  sub->add_flag("!--no-hardware", node.hardware, "Leave out Xid, AER and PCIe link events");
+  sub->add_flag("!--no-rdma", node.rdma,
+                "Leave out the RDMA path: NIC counters, and in a trace QP errors (libibverbs) and NCCL IB "
+                "per-connection latency");
+  sub->add_flag("!--no-host", node.host,
+                "Leave out the host's side: time off the CPU and who ran instead (sched tracepoints), cgroup "
+                "throttling, memory and pressure");
+}
+
 int usage_error(const CLI::App& app, const CLI::ParseError& error) {
   const CLI::App* where = chosen(app);
   std::string command = where == &app ? "slowburn" : "slowburn " + where->get_name();

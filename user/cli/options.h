@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "engine/node_sources.h"
+
 namespace slowburn::cli {
 
 // Seconds: a number >= 0 ("-d 30", "-i 0.5"); with `positive`, > 0.
@@ -18,6 +20,10 @@ CLI::Validator process_id();
 // existing directory. A root that is not there is an error, not an empty
 // machine.
 CLI::Validator root_directory();
+
+// --procfs-root, --sysfs-root, --no-hardware, --no-rdma and --no-host: the
+// node's sources of a session (trace, investigate, probe), in one place.
+void add_node_source_options(CLI::App* sub, NodeSourcesOptions& node);
 
 // A command-line parse error as one line on stderr and exit status 1 (the
 // project's "an error"), naming the command and where its options are.

@@ -99,6 +99,8 @@ struct DetectorCounters {
   uint64_t instances = 0;
   uint64_t aligned_by_sequence = 0;  // instances found by (communicator, sequence number)
   uint64_t order_mismatches = 0;     // by sequence, whose clocks disagreed: dropped
+
+  DetectorCounters& operator+=(const DetectorCounters& other);
 };
 
 struct DetectorOutput {

@@ -12,7 +12,13 @@ void append(DetectorOutput& into, DetectorOutput&& from) {
 
 JobJudges::JobJudges(const DetectorConfig& config, const std::vector<const ProbeSpec*>& probes,
                      const std::vector<RankIdentity>& ranks, CommRegistry registry)
-    : registry_(std::move(registry)) {
+    : JobJudges(config, probes, ranks) {
+  registry_ = std::move(registry);
+  for (const RankIdentity& rank : ranks) registry_->add_rank(rank);
+}
+
+JobJudges::JobJudges(const DetectorConfig& config, const std::vector<const ProbeSpec*>& probes,
+                     const std::vector<RankIdentity>& ranks) {
   std::vector<ProbeInfo> infos;
   for (const ProbeSpec* spec : probes) {
     probes_[spec->id] = spec;
@@ -23,7 +29,6 @@ JobJudges::JobJudges(const DetectorConfig& config, const std::vector<const Probe
     if (!detector) detector = std::make_unique<StragglerDetector>(config, infos);
     detector->add_rank(rank);
     by_pid_[rank.pid] = detector.get();
-    registry_.add_rank(rank);
   }
 }
 
@@ -44,16 +49,24 @@ void JobJudges::attached(uint32_t probe_id, int32_t pid) {
 }
 
 void JobJudges::on_call(const CallEvent& call) {
-  StragglerDetector* detector = for_pid(call.pid);
   auto spec = probes_.find(call.probe_id);
-  if (!detector || spec == probes_.end()) return;
+  if (!registry_ || !for_pid(call.pid) || spec == probes_.end()) return;
   if (spec->second->kind == CallKind::comm_lifecycle) {
-    registry_.on_lifecycle(call, *spec->second);
+    registry_->on_lifecycle(call, *spec->second);
     return;
   }
-  CallComm comm = registry_.classify(call, *spec->second);
+  on_named_call(call, registry_->classify(call, *spec->second));
+}
+
+void JobJudges::on_named_call(const CallEvent& call, const CallComm& comm) {
+  StragglerDetector* detector = for_pid(call.pid);
+  if (!detector) return;
   if (tap_) tap_(call, comm);
   detector->ingest(call, comm);
+}
+
+void JobJudges::set_instance_tap(const StragglerDetector::InstanceTap& tap) {
+  for (auto& [job, detector] : by_job_) detector->set_instance_tap(tap);
 }
 
 DetectorOutput JobJudges::advance(uint64_t now_ns) {
@@ -63,9 +76,9 @@ DetectorOutput JobJudges::advance(uint64_t now_ns) {
 DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls) {
   for (InFlightCall& call : calls) {
     auto spec = probes_.find(call.probe_id);
-    if (spec == probes_.end()) continue;
+    if (!registry_ || call.communicator || spec == probes_.end()) continue;
     CommBackend backend = call.comm ? spec->second->backend : CommBackend::none;
-    call.communicator = registry_.lookup(static_cast<int32_t>(call.tgid), backend, call.comm);
+    call.communicator = registry_->lookup(static_cast<int32_t>(call.tgid), backend, call.comm);
   }
   if (in_flight_tap_) in_flight_tap_(now_ns, calls);
   return each([&](StragglerDetector& d) { return d.check_in_flight(now_ns, calls); });
@@ -74,7 +87,7 @@ DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightC
 DetectorOutput JobJudges::retire(int32_t pid, const Drained&) {
   DetectorOutput out;
   if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out);
-  registry_.remove_rank(pid);
+  if (registry_) registry_->remove_rank(pid);
   return out;
 }
 
@@ -108,17 +121,7 @@ std::vector<Finding> JobJudges::findings() const {
 
 DetectorCounters JobJudges::counters() const {
   DetectorCounters sum;
-  for (const auto& [job, detector] : by_job_) {
-    const DetectorCounters& c = detector->counters();
-    sum.calls += c.calls;
-    sum.unknown_process += c.unknown_process;
-    sum.sequence_gaps += c.sequence_gaps;
-    sum.discarded_calls += c.discarded_calls;
-    sum.late_calls += c.late_calls;
-    sum.instances += c.instances;
-    sum.aligned_by_sequence += c.aligned_by_sequence;
-    sum.order_mismatches += c.order_mismatches;
-  }
+  for (const auto& [job, detector] : by_job_) sum += detector->counters();
   return sum;
 }
 

@@ -1,12 +1,14 @@
-// Stages 5 and 6 of a session (align, judge): each call to its job's
-// detector, with the communicator the registry says it ran on. Ranks of
-// different jobs on one node never wait for each other. A recording
-// replays through here as a live session does.
+// A session's align and judge stages: each call to its job's detector, with
+// the communicator it ran on. Ranks of different jobs on one node never wait
+// for each other. Live, a registry names each call's communicator; a
+// replayed recording arrives with its communicators named (analyze), and
+// goes through the same judges.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,12 +20,20 @@ namespace slowburn {
 
 class JobJudges {
  public:
+  // Live: `registry` names the calls' communicators.
   JobJudges(const DetectorConfig& config, const std::vector<const ProbeSpec*>& probes,
             const std::vector<RankIdentity>& ranks, CommRegistry registry);
+  // Replay: every call comes with its communicator (on_named_call).
+  JobJudges(const DetectorConfig& config, const std::vector<const ProbeSpec*>& probes,
+            const std::vector<RankIdentity>& ranks);
 
   // The probe is attached in the rank: it takes part in that probe's alignment.
   void attached(uint32_t probe_id, int32_t pid);
+  // A live call: its communicator named by the registry (lifecycle calls
+  // teach the registry, they are not judged).
   void on_call(const CallEvent& call);
+  // A call whose communicator is known (a recording's).
+  void on_named_call(const CallEvent& call, const CallComm& comm);
   // Also hands every collective call, with its communicator, to `tap` (a
   // recording), before it is judged.
   using CallTap = std::function<void(const CallEvent&, const CallComm&)>;
@@ -32,21 +42,26 @@ class JobJudges {
   using InFlightTap = std::function<void(uint64_t now_ns, const std::vector<InFlightCall>&)>;
   void set_in_flight_tap(InFlightTap tap) { in_flight_tap_ = std::move(tap); }
   DetectorOutput advance(uint64_t now_ns);
-  // Calls the kernel reports in flight, with their communicators named.
+  // Calls in flight (the kernel's, or a recording's), their communicators
+  // named by the registry where they are not yet.
   DetectorOutput check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls);
   // The rank exited: after its last records were consumed.
   DetectorOutput retire(int32_t pid, const Drained& drained);
   DetectorOutput finish(uint64_t now_ns);
-  std::vector<std::string> take_notes() { return registry_.take_notes(); }
+  std::vector<std::string> take_notes() { return registry_ ? registry_->take_notes() : std::vector<std::string>{}; }
+  // Sees every aligned instance of a synchronizing collective (analyze's clock check).
+  void set_instance_tap(const StragglerDetector::InstanceTap& tap);
 
   SessionVerdict verdict(uint64_t now_ns) const;
   std::vector<Finding> findings() const;
   DetectorCounters counters() const;
-  std::vector<CommunicatorRef> communicators() const { return registry_.communicators(); }
-  CommunicatorRef communicator_of(int32_t pid, CommBackend backend, uint64_t handle) {
-    return registry_.lookup(pid, backend, handle);
+  // Live only (a replay's communicators are its caller's).
+  std::vector<CommunicatorRef> communicators() const {
+    return registry_ ? registry_->communicators() : std::vector<CommunicatorRef>{};
   }
-  const CommRegistryCounters& comm_counters() const { return registry_.counters(); }
+  CommunicatorRef communicator_of(int32_t pid, CommBackend backend, uint64_t handle) {
+    return registry_ ? registry_->lookup(pid, backend, handle) : nullptr;
+  }
 
  private:
   StragglerDetector* for_pid(uint32_t pid);
@@ -56,7 +71,7 @@ class JobJudges {
   std::map<std::string, std::unique_ptr<StragglerDetector>> by_job_;
   std::map<int32_t, StragglerDetector*> by_pid_;
   std::map<uint32_t, const ProbeSpec*> probes_;
-  CommRegistry registry_;
+  std::optional<CommRegistry> registry_;
   CallTap tap_;
   InFlightTap in_flight_tap_;
 };

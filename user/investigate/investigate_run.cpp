@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/cause_join.h"
+#include "engine/finding_explainer.h"
 #include "sysfs/topology.h"
 
 namespace slowburn {

@@ -95,8 +95,8 @@ TraceOptions mcp::trace_options(const json& args, const McpToolContext& context,
     for (const json& pid : args["pids"]) options.pids.push_back(pid.get<int32_t>());
   if (args.contains("probes"))
     for (const json& probe : args["probes"]) options.probe_patterns.push_back(probe.get<std::string>());
-  options.proc_root = context.proc_root;
-  options.sysfs_root = context.sysfs_root;
+  options.node.roots.proc_root = context.proc_root;
+  options.node.roots.sysfs_root = context.sysfs_root;
   return options;
 }
 

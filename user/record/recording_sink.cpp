@@ -132,18 +132,18 @@ void RecordingSink::finding(const Finding& f) {
 
 void RecordingSink::summary(const SessionSummary& summary) {
   std::vector<std::pair<const char*, uint64_t>> counters = {
-      {"calls", summary.calls},
+      {"calls", summary.detector.calls},
       {"ringbuf_drops", summary.ringbuf_drops},
       {"decode_rejected", summary.decode_rejected},
       {"orphan_returns", summary.orphan_returns},
       {"untimed_calls", summary.untimed_calls},
-      {"unknown_process", summary.unknown_process},
-      {"late_calls", summary.late_calls},
-      {"sequence_gaps", summary.sequence_gaps},
-      {"discarded_calls", summary.discarded_calls},
-      {"instances", summary.instances},
-      {"aligned_by_sequence", summary.aligned_by_sequence},
-      {"order_mismatches", summary.order_mismatches},
+      {"unknown_process", summary.detector.unknown_process},
+      {"late_calls", summary.detector.late_calls},
+      {"sequence_gaps", summary.detector.sequence_gaps},
+      {"discarded_calls", summary.detector.discarded_calls},
+      {"instances", summary.detector.instances},
+      {"aligned_by_sequence", summary.detector.aligned_by_sequence},
+      {"order_mismatches", summary.detector.order_mismatches},
       {"traced_ms", static_cast<uint64_t>(summary.traced_seconds * 1000)},
   };
   r_.write([counters](SQLite::Database& db) {

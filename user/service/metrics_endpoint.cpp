@@ -177,114 +177,118 @@ EndpointStats MetricsEndpoint::stats() const {
   return {requests_.load(), bad_requests_.load(), timed_out_.load(), evicted_.load()};
 }
 
+namespace {
+
+// Reads what the client sent; once its request head is whole, the answer
+// is ready to send. False: the client went away.
+bool receive_request(Connection& c, const std::shared_ptr<const std::string>& page, std::atomic<uint64_t>& bad_requests,
+                     std::atomic<uint64_t>& requests) {
+  char buf[4096];
+  ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
+  if (n < 0) return true;
+  c.in.append(buf, static_cast<size_t>(n));
+  HttpRequestHead head = parse_request_head(c.in);
+  if (head.state == HttpRequestHead::State::incomplete) return true;
+  HttpResponse response;
+  std::shared_ptr<const std::string> body;
+  if (head.state == HttpRequestHead::State::complete) {
+    response = route(head, page, body);
+  } else {
+    ++bad_requests;
+    response.status = head.state == HttpRequestHead::State::too_large ? 431 : 400;
+    response.body = head.why + "\n";
+  }
+  if (!body) body = std::make_shared<const std::string>(std::move(response.body));
+  c.head = response_head(response, body->size());
+  if (head.method != "HEAD") c.body = std::move(body);
+  c.in.clear();
+  c.in.shrink_to_fit();
+  c.answering = true;
+  ++requests;
+  shutdown(c.fd, SHUT_RD);  // one request per connection: anything more is not read
+  return true;
+}
+
+// Writes as much as the socket takes; the rest at the next POLLOUT. True:
+// the connection is finished (all sent, or the client went away).
+bool send_response(Connection& c) {
+  for (;;) {
+    size_t body_size = c.body ? c.body->size() : 0;
+    size_t total = c.head.size() + body_size;
+    if (c.sent >= total) return true;
+    const char* data = c.sent < c.head.size() ? c.head.data() + c.sent : c.body->data() + (c.sent - c.head.size());
+    size_t left = c.sent < c.head.size() ? c.head.size() - c.sent : total - c.sent;
+    ssize_t n = send(c.fd, data, left, MSG_NOSIGNAL);
+    if (n < 0) return errno != EAGAIN && errno != EINTR;
+    c.sent += static_cast<size_t>(n);
+  }
+}
+
+void drop(std::list<Connection>& conns, std::list<Connection>::iterator it) {
+  close(it->fd);
+  conns.erase(it);
+}
+
+// Every client waiting to be accepted.
+void accept_clients(int listen_fd, const EndpointLimits& limits, std::list<Connection>& conns, int64_t now,
+                    std::atomic<uint64_t>& evicted) {
+  for (;;) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) break;  // EAGAIN: all taken; anything else: try again at the next wake-up
+    if (conns.size() >= limits.max_connections) {
+      // Room for the new client: the oldest that has not finished its
+      // request (a slow or idle one). If all are being answered, the new
+      // one waits its turn closed.
+      auto oldest = conns.begin();
+      while (oldest != conns.end() && oldest->answering) ++oldest;
+      ++evicted;
+      if (oldest == conns.end()) {
+        close(fd);
+        continue;
+      }
+      drop(conns, oldest);
+    }
+    conns.push_back({fd, now + limits.connection_deadline_ms, {}, false, {}, nullptr, 0});
+  }
+}
+
+}  // namespace
+
 void MetricsEndpoint::serve() {
   std::list<Connection> conns;  // oldest first
   std::vector<pollfd> fds;
-  std::vector<Connection*> polled;
-  auto drop = [&](std::list<Connection>::iterator it) {
-    close(it->fd);
-    return conns.erase(it);
-  };
+  std::vector<std::list<Connection>::iterator> polled;
   for (;;) {
     int64_t now = now_ms();
+    int64_t wait_ms = 1000;
     for (auto it = conns.begin(); it != conns.end();) {
+      auto next = std::next(it);
       if (it->deadline_ms <= now) {
         ++timed_out_;
-        it = drop(it);
+        drop(conns, it);
       } else {
-        ++it;
+        wait_ms = std::min(wait_ms, it->deadline_ms - now);
       }
+      it = next;
     }
-    int64_t wait_ms = 1000;
-    for (const Connection& c : conns) wait_ms = std::min(wait_ms, c.deadline_ms - now);
     fds.assign({{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
     polled.clear();
-    for (Connection& c : conns) {
-      fds.push_back({c.fd, static_cast<short>(c.answering ? POLLOUT : POLLIN), 0});
-      polled.push_back(&c);
+    for (auto it = conns.begin(); it != conns.end(); ++it) {
+      fds.push_back({it->fd, static_cast<short>(it->answering ? POLLOUT : POLLIN), 0});
+      polled.push_back(it);
     }
     if (poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(wait_ms, 0))) < 0 && errno != EINTR) return;
     if (fds[0].revents) return;
     now = now_ms();
-
-    std::vector<Connection*> done;
     for (size_t i = 0; i < polled.size(); ++i) {
       if (!fds[i + 2].revents) continue;
       Connection& c = *polled[i];
-      if (!c.answering) {
-        char buf[4096];
-        ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-          done.push_back(&c);
-          continue;
-        }
-        if (n < 0) continue;
-        c.in.append(buf, static_cast<size_t>(n));
-        HttpRequestHead head = parse_request_head(c.in);
-        if (head.state == HttpRequestHead::State::incomplete) continue;
-        HttpResponse response;
-        std::shared_ptr<const std::string> body;
-        if (head.state == HttpRequestHead::State::complete) {
-          response = route(head, page(), body);
-        } else {
-          ++bad_requests_;
-          response.status = head.state == HttpRequestHead::State::too_large ? 431 : 400;
-          response.body = head.why + "\n";
-        }
-        if (!body) body = std::make_shared<const std::string>(std::move(response.body));
-        c.head = response_head(response, body->size());
-        if (head.method != "HEAD") c.body = std::move(body);
-        c.in.clear();
-        c.in.shrink_to_fit();
-        c.answering = true;
-        ++requests_;
-        shutdown(c.fd, SHUT_RD);  // one request per connection: anything more is not read
-      }
-      // Write as much as the socket takes; the rest at the next POLLOUT.
-      for (;;) {
-        size_t body_size = c.body ? c.body->size() : 0;
-        size_t total = c.head.size() + body_size;
-        if (c.sent >= total) {
-          done.push_back(&c);
-          break;
-        }
-        const char* data = c.sent < c.head.size() ? c.head.data() + c.sent : c.body->data() + (c.sent - c.head.size());
-        size_t left = c.sent < c.head.size() ? c.head.size() - c.sent : total - c.sent;
-        ssize_t n = send(c.fd, data, left, MSG_NOSIGNAL);
-        if (n < 0) {
-          if (errno != EAGAIN && errno != EINTR) done.push_back(&c);
-          break;
-        }
-        c.sent += static_cast<size_t>(n);
-      }
+      bool finished = !c.answering && !receive_request(c, page(), bad_requests_, requests_);
+      if (!finished && c.answering) finished = send_response(c);
+      if (finished) drop(conns, polled[i]);
     }
-    for (auto it = conns.begin(); it != conns.end();) {
-      bool finished = false;
-      for (Connection* d : done) finished |= d == &*it;
-      it = finished ? drop(it) : std::next(it);
-    }
-
-    if (fds[1].revents & POLLIN) {
-      for (;;) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;  // EAGAIN: all taken; anything else: try again at the next wake-up
-        if (conns.size() >= limits_.max_connections) {
-          // Room for the new client: the oldest that has not finished its
-          // request (a slow or idle one). If all are being answered, the new
-          // one waits its turn closed.
-          auto oldest = conns.begin();
-          while (oldest != conns.end() && oldest->answering) ++oldest;
-          if (oldest == conns.end()) {
-            ++evicted_;
-            close(fd);
-            continue;
-          }
-          ++evicted_;
-          drop(oldest);
-        }
-        conns.push_back({fd, now + limits_.connection_deadline_ms, {}, false, {}, nullptr, 0});
-      }
-    }
+    if (fds[1].revents & POLLIN) accept_clients(listen_fd_, limits_, conns, now, evicted_);
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "detect/straggler.h"
+#include "engine/node_sources.h"
 
 namespace slowburn {
 
@@ -37,14 +38,11 @@ struct ProbeServiceOptions {
   bool sampling = true;
   std::vector<std::string> probe_patterns;
   std::vector<int32_t> pids;  // empty: every rank process on the node
-  std::filesystem::path proc_root = "/proc";
-  std::filesystem::path sysfs_root = "/sys";
-  bool hardware_events = true;
-  bool fabric = true;
-  // The host's side of each rank (sources/host_monitor.h), as trace has it:
-  // host.* causes joined to findings, counted in slowburn_device_events_total.
-  bool host_signals = true;
-  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+  // The node's sources (engine/node_sources.h), as trace has them: hardware
+  // and fabric events and the host's side of each rank, joined to findings as
+  // causes and counted in slowburn_device_events_total. The ECC/EDAC/MCE
+  // activity comes from the health checklist (health_interval_s).
+  NodeSourcesOptions node;
   double duration_s = 0;  // 0: until SIGTERM/SIGINT
   // Seconds between evaluations of the health checklist (health/health_checks.h,
   // the counters' rise measured over that period); 0: off.

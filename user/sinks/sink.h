@@ -9,6 +9,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/report.h"
+#include "detect/straggler.h"
 #include "events/device_event.h"
 #include "events/histogram_report.h"
 #include "probes/probe_status.h"
@@ -17,20 +18,13 @@ namespace slowburn {
 
 struct SessionSummary {
   double traced_seconds = 0;
-  uint64_t calls = 0;
-  uint64_t ringbuf_drops = 0;    // records the kernel could not reserve
-  uint64_t decode_rejected = 0;  // records the decoder refused (unknown version, short)
-  uint64_t orphan_returns = 0;   // returns without an entry (attached mid-call)
-  uint64_t untimed_calls = 0;    // entries the kernel could not store (too many calls in flight)
-  uint64_t unknown_process = 0;  // records from processes that are not traced ranks
-  uint64_t late_calls = 0;       // arrived after their window was evaluated
-  uint64_t sequence_gaps = 0;
-  uint64_t discarded_calls = 0;
-  uint64_t instances = 0;
-  uint64_t aligned_by_sequence = 0;  // instances found by (communicator, sequence number)
-  uint64_t order_mismatches = 0;     // by sequence number, but not by the clocks: dropped
-  size_t communicators = 0;          // told apart, the job-wide one included
-  uint64_t recording_dropped = 0;    // analyze: calls the recordings could not keep (their disk fell behind)
+  DetectorCounters detector;       // calls, instances, and what alignment could not use
+  uint64_t ringbuf_drops = 0;      // records the kernel could not reserve
+  uint64_t decode_rejected = 0;    // records the decoder refused (unknown version, short)
+  uint64_t orphan_returns = 0;     // returns without an entry (attached mid-call)
+  uint64_t untimed_calls = 0;      // entries the kernel could not store (too many calls in flight)
+  size_t communicators = 0;        // told apart, the job-wide one included
+  uint64_t recording_dropped = 0;  // analyze: calls the recordings could not keep (their disk fell behind)
   std::vector<Finding> findings;
 };
 

@@ -131,18 +131,18 @@ void TextSink::histogram(const HistogramReport& h) {
 }
 
 void TextSink::summary(const SessionSummary& s) {
-  out_ << fmt::format("\nTraced {:.1f} s: {} calls, {} aligned collective instances.\n", s.traced_seconds, s.calls,
-                      s.instances);
-  if (s.aligned_by_sequence || s.order_mismatches)
+  out_ << fmt::format("\nTraced {:.1f} s: {} calls, {} aligned collective instances.\n", s.traced_seconds,
+                      s.detector.calls, s.detector.instances);
+  if (s.detector.aligned_by_sequence || s.detector.order_mismatches)
     out_ << fmt::format(
         "Aligned by (communicator, sequence number): {} instances ({} dropped: their clocks disagreed).\n",
-        s.aligned_by_sequence, s.order_mismatches);
+        s.detector.aligned_by_sequence, s.detector.order_mismatches);
   out_ << fmt::format(
       "Lost: {} ring-buffer drops, {} undecodable records, {} calls missing by sequence, {} calls unmatched across "
       "ranks, {} returns without entry, {} calls not timed, {} records from untraced processes, {} late for their "
       "window.\n",
-      s.ringbuf_drops, s.decode_rejected, s.sequence_gaps, s.discarded_calls, s.orphan_returns, s.untimed_calls,
-      s.unknown_process, s.late_calls);
+      s.ringbuf_drops, s.decode_rejected, s.detector.sequence_gaps, s.detector.discarded_calls, s.orphan_returns,
+      s.untimed_calls, s.detector.unknown_process, s.detector.late_calls);
   if (s.recording_dropped)
     out_ << fmt::format(
         "Lost in the recordings: {} calls their writers dropped (the disk fell behind; counted in the calls "

@@ -1,13 +1,14 @@
 // An ad-hoc tracing session, as a pipeline of stages with one owner each:
-//   discover (session/discover)  -> the rank processes
-//   resolve + attach (session/attach) -> the call-pair probes in each rank
-//   consume (session/call_stream)    -> decoded calls
-//   align + judge (session/job_judges, comm/comm_registry, detect/)
-//   report (the Sink)                -> tables, findings, histograms, verdict
-// with the hardware and RDMA sources beside them. It runs until the
-// duration ends, a stop is requested (SIGINT/SIGTERM) or every rank has
-// exited; then histograms, the communicators, the loss accounting and the
-// verdict.
+//   discover (engine/discover)          -> the rank processes
+//   resolve + attach (loader/attach_probes) -> the call-pair probes in each rank
+//   consume (engine/call_stream)        -> decoded calls
+//   align + judge (engine/job_judges, comm/comm_registry, detect/)
+//   explain (engine/finding_explainer)  -> each finding's likely causes
+//   report (the Sink)                   -> tables, findings, histograms, verdict
+// with the node's sources beside them (engine/node_sources). It runs until
+// the duration ends, a stop is requested (SIGINT/SIGTERM) or every rank
+// has exited; then histograms, the communicators, the loss accounting and
+// the verdict.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "detect/straggler.h"
+#include "engine/node_sources.h"
 #include "events/call_event.h"
 #include "events/device_event.h"
 #include "sinks/sink.h"
@@ -36,22 +38,15 @@ struct TraceOptions {
   std::optional<std::string> library;       // attach in this file instead of what the ranks mapped
   double duration_s = 0;                    // 0: until stopped
   double interval_s = 1.0;                  // live table period
-  std::filesystem::path proc_root = "/proc";
   DetectorConfig detector;
   bool stop_on_finding = false;
-  // Link-degradation events (Xid, AER, PCIe links), joined to the ranks and
-  // offered as the likely cause of a finding on them.
-  bool hardware_events = true;
-  std::filesystem::path sysfs_root = "/sys";
-  // The RDMA path: NIC counters (pause storms, CNPs, retransmissions, link
-  // flaps), QP errors from libibverbs and NCCL IB per-connection latency in
-  // the ranks that load those libraries.
-  bool rdma = true;
-  // The host's side of each rank (sources/host_monitor.h): its time off the
-  // CPU and who ran instead, its cgroup's throttling, memory and pressure,
-  // its page faults, joined as likely causes when they set it apart.
-  bool host_signals = true;
-  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+  // The node's sources, joined to the ranks and offered as the likely cause
+  // of a finding on them: link-degradation events (Xid, AER, PCIe links),
+  // the RDMA path (NIC counters; QP errors from libibverbs and NCCL IB
+  // per-connection latency in the ranks that load those libraries), the
+  // host's side of each rank, and (always, in a trace) the node's ECC/EDAC/MCE
+  // activity between the session's start and end.
+  NodeSourcesOptions node;
   // Where every collective call also goes, with its communicator, and every
   // reading of the calls in flight (a recording, a timeline); unset: nowhere.
   std::function<void(const CallEvent&, const CallComm&)> on_call;
