@@ -90,18 +90,18 @@ int main(int argc, char** argv) {
   auto next = start;
   long toggles = 0;
   while (!stop_requested) {
-    std::vector<std::unique_ptr<UprobeLinks>> links;
+    std::vector<LinkSet::Id> links;
     for (int32_t pid : pids) {
       auto attached = (*program)->attach(library, pid, sites);
       if (!attached) {
         std::fprintf(stderr, "toggle_cost: pid %d: %s\n", pid, attached.error().message.c_str());
         return 1;
       }
-      links.push_back(std::move(*attached));
+      links.push_back(*attached);
     }
     next += half;
     bool go_on = sleep_until(next);
-    links.clear();  // the detach, its RCU waits included, as the budget's throttle does
+    for (LinkSet::Id id : links) (*program)->detach(id);  // its RCU waits included, as the budget's throttle does
     toggles += static_cast<long>(pids.size());
     if (!go_on) break;
     next += half;

@@ -71,14 +71,12 @@ TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
   std::array<Child, 3> ranks;
   for (Child& c : ranks) c = fork_rank();
   Child outsider = fork_rank();  // attached but never registered: not counted
-  std::vector<std::unique_ptr<UprobeLinks>> links;
   for (Child* c : {&ranks[0], &ranks[1], &ranks[2], &outsider}) {
     if (c != &outsider) {
       ASSERT_TRUE((*program)->add_target(c->pid, kJobSlot));
     }
     auto attached = (*program)->attach("/proc/self/exe", c->pid, std::span(&site, 1));
     ASSERT_TRUE(attached) << attached.error().message;
-    links.push_back(std::move(*attached));
   }
 
   std::array<int, 3> expected_lasts{};

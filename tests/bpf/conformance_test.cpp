@@ -108,7 +108,6 @@ class Conformance : public ::testing::Test {
       ASSERT_TRUE(agg_->add_target(c.pid, kJobSlot));
       auto links = agg_->attach("/proc/self/exe", c.pid, std::span(&site, 1));
       ASSERT_TRUE(links) << links.error().message;
-      agg_links_.push_back(std::move(*links));
       ASSERT_TRUE(pair_->attach("/proc/self/exe", c.pid, std::span(&site, 1)));
     }
   }
@@ -194,7 +193,6 @@ class Conformance : public ::testing::Test {
 
   std::unique_ptr<CollaggProgram> agg_;
   std::unique_ptr<CallpairProgram> pair_;
-  std::vector<std::unique_ptr<UprobeLinks>> agg_links_;
   std::array<Child, kRanks> ranks_;
 };
 

@@ -41,14 +41,12 @@ Result<std::unique_ptr<CallpairProgram>> CallpairProgram::load(const CallpairCon
 }
 
 CallpairProgram::CallpairProgram(Skeleton<callpair_bpf> skel, AttachMode mode)
-    : skel_(std::move(skel)), links_(std::make_unique<UprobeLinks>(mode)) {}
+    : skel_(std::move(skel)), uprobes_(skel_.links().add(std::make_unique<UprobeLinks>(mode))) {}
 
-CallpairProgram::~CallpairProgram() {
-  links_.reset();  // the links, then the programs they run (the skeleton, after this body)
-}
+CallpairProgram::~CallpairProgram() = default;
 
 Result<void> CallpairProgram::attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites) {
-  return links_->attach_pair(skel_->progs.call_enter, skel_->progs.call_exit, path, pid, sites);
+  return skel_.links().uprobes(uprobes_).attach_pair(skel_->progs.call_enter, skel_->progs.call_exit, path, pid, sites);
 }
 
 int CallpairProgram::events_fd() const { return bpf_map__fd(skel_->maps.events); }

@@ -65,8 +65,8 @@ class CallpairProgram {
   std::vector<KernelHistogram> take_histograms(const std::string& unit);
   std::vector<InFlightCall> in_flight() const;
   CallpairCounters counters() const;
-  size_t link_count() const { return links_->size(); }
-  AttachMode attach_mode() const { return links_->mode(); }
+  size_t link_count() const { return skel_.links().uprobes(uprobes_).size(); }
+  AttachMode attach_mode() const { return skel_.links().uprobes(uprobes_).mode(); }
   uint32_t entry_program_id() const;
   uint32_t exit_program_id() const;
 
@@ -74,7 +74,7 @@ class CallpairProgram {
   CallpairProgram(Skeleton<callpair_bpf> skel, AttachMode mode);
   std::vector<KernelHistogram> read_histograms(const std::string& unit, bool and_delete);
   Skeleton<callpair_bpf> skel_;
-  std::unique_ptr<UprobeLinks> links_;
+  LinkSet::Id uprobes_;  // every attachment, one link set (skel_ closes it)
 };
 
 }  // namespace slowburn

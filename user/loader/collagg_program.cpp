@@ -59,12 +59,11 @@ CollaggProgram::CollaggProgram(Skeleton<collagg_bpf> skel, AttachMode mode) : sk
 
 CollaggProgram::~CollaggProgram() = default;
 
-Result<std::unique_ptr<UprobeLinks>> CollaggProgram::attach(const std::string& path, int32_t pid,
-                                                            std::span<const UprobeSite> sites) {
+Result<LinkSet::Id> CollaggProgram::attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites) {
   auto links = std::make_unique<UprobeLinks>(mode_);
   if (auto ok = links->attach_pair(skel_->progs.agg_enter, skel_->progs.agg_exit, path, pid, sites); !ok)
     return ok.error();
-  return links;
+  return skel_.links().add(std::move(links));
 }
 
 Result<void> CollaggProgram::add_target(int32_t pid, uint32_t job_slot) {

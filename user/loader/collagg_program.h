@@ -1,7 +1,8 @@
 // The loaded collective-aggregation BPF object (bpf/collagg.bpf.c): the probe
-// mode's in-kernel statistics. Attachments are owned by the caller, one
-// UprobeLinks per (process, probe), so a single probe of a single process can
-// be detached (the overhead budget) or dropped (the process exited).
+// mode's in-kernel statistics. Each attachment (one per process and probe)
+// is a link set of its own, named by an id, so a single probe of a single
+// process can be detached (the overhead budget) or retired (the process
+// exited); the program closes whatever is left before it goes.
 #pragma once
 
 #include <array>
@@ -48,9 +49,11 @@ class CollaggProgram {
   CollaggProgram& operator=(const CollaggProgram&) = delete;
 
   // Entry and return probes at `sites` of `path` in process `pid`. The
-  // returned links detach when destroyed. The process counts only once it is
-  // a target.
-  Result<std::unique_ptr<UprobeLinks>> attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites);
+  // process counts only once it is a target.
+  Result<LinkSet::Id> attach(const std::string& path, int32_t pid, std::span<const UprobeSite> sites);
+  // Detaches now (the RCU wait here), or off the caller's thread.
+  void detach(LinkSet::Id links) { skel_.links().close(links); }
+  void retire(LinkSet::Id links) { skel_.links().retire(links); }
   Result<void> add_target(int32_t pid, uint32_t job_slot);
   // The process is gone: its target entry and statistics leave the maps.
   void forget_process(int32_t pid);

@@ -51,16 +51,14 @@ Result<std::unique_ptr<GpuIrqProgram>> GpuIrqProgram::load_and_attach(const GpuI
     if (!link)
       return make_sys_error(errno, fmt::format("cannot attach {}{}", bpf_program__name(prog),
                                                kprobe ? " to " + options.isr_symbol : std::string()));
-    program->links_.push_back(link);
+    program->skel_.links().add(link);
   }
   return program;
 }
 
 GpuIrqProgram::GpuIrqProgram(Skeleton<gpuirq_bpf> skel) : skel_(std::move(skel)) {}
 
-GpuIrqProgram::~GpuIrqProgram() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);  // the links, then the programs (after this body)
-}
+GpuIrqProgram::~GpuIrqProgram() = default;
 
 std::optional<std::string> isr_kprobes_unavailable(const KernelFeatures& kernel, bool requested,
                                                    const std::function<bool()>& driver_has_isr,

@@ -60,7 +60,6 @@ class GpuIrqProgram {
   explicit GpuIrqProgram(Skeleton<gpuirq_bpf> skel);
   Skeleton<gpuirq_bpf> skel_;
   std::string isr_symbol_;
-  std::vector<bpf_link*> links_;
   std::optional<std::string> kprobe_unavailable_;
 };
 

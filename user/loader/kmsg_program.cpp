@@ -21,16 +21,15 @@ Result<std::unique_ptr<KmsgXidProgram>> KmsgXidProgram::load_and_attach() {
   if (!skel) return skel.error();
   if (auto loaded = skel->load(); !loaded) return loaded.error();
   std::unique_ptr<KmsgXidProgram> program(new KmsgXidProgram(std::move(*skel)));
-  program->link_ = bpf_program__attach(program->skel_->progs.kmsg_xid);
-  if (!program->link_) return make_sys_error(errno, "cannot attach to printk:console");
+  bpf_link* link = bpf_program__attach(program->skel_->progs.kmsg_xid);
+  if (!link) return make_sys_error(errno, "cannot attach to printk:console");
+  program->skel_.links().add(link);
   return program;
 }
 
 KmsgXidProgram::KmsgXidProgram(Skeleton<kmsg_xid_bpf> skel) : skel_(std::move(skel)) {}
 
-KmsgXidProgram::~KmsgXidProgram() {
-  bpf_link__destroy(link_);  // the link, then the program (after this body)
-}
+KmsgXidProgram::~KmsgXidProgram() = default;
 
 int KmsgXidProgram::events_fd() const { return bpf_map__fd(skel_->maps.kmsg_events); }
 

@@ -32,7 +32,6 @@ class KmsgXidProgram {
  private:
   explicit KmsgXidProgram(Skeleton<kmsg_xid_bpf> skel);
   Skeleton<kmsg_xid_bpf> skel_;
-  bpf_link* link_ = nullptr;
 };
 
 }  // namespace slowburn

@@ -15,7 +15,7 @@
 namespace slowburn {
 
 NcclIbProgram::NcclIbProgram(Skeleton<ncclib_bpf> skel, AttachMode mode)
-    : skel_(std::move(skel)), links_(std::make_unique<UprobeLinks>(mode)) {}
+    : skel_(std::move(skel)), uprobes_(skel_.links().add(std::make_unique<UprobeLinks>(mode))) {}
 
 Result<std::unique_ptr<NcclIbProgram>> NcclIbProgram::load(std::optional<AttachMode> requested) {
   auto mode = choose_attach_mode(KernelFeatures::host(), requested);
@@ -29,9 +29,7 @@ Result<std::unique_ptr<NcclIbProgram>> NcclIbProgram::load(std::optional<AttachM
   return std::unique_ptr<NcclIbProgram>(new NcclIbProgram(std::move(*skel), *mode));
 }
 
-NcclIbProgram::~NcclIbProgram() {
-  links_.reset();  // the links, then the programs they run (the skeleton, after this body)
-}
+NcclIbProgram::~NcclIbProgram() = default;
 
 Result<void> NcclIbProgram::attach(const ProbeResolution& probe, int32_t pid) {
   bpf_program* entry = nullptr;
@@ -48,7 +46,7 @@ Result<void> NcclIbProgram::attach(const ProbeResolution& probe, int32_t pid) {
     return make_error("{} is not an NCCL IB probe", probe.spec->name);
   std::vector<UprobeSite> sites;
   for (const AttachSite& site : probe.sites) sites.push_back({site.file_offset, 0});
-  return links_->attach_pair(entry, exit, probe.attach_path, pid, sites);
+  return skel_.links().uprobes(uprobes_).attach_pair(entry, exit, probe.attach_path, pid, sites);
 }
 
 std::vector<IbConnectionStats> NcclIbProgram::stats() const {

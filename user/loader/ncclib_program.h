@@ -41,12 +41,12 @@ class NcclIbProgram {
   Result<void> attach(const ProbeResolution& probe, int32_t pid);
   std::vector<IbConnectionStats> stats() const;
   IbCounters counters() const;
-  size_t link_count() const { return links_->size(); }
+  size_t link_count() const { return skel_.links().uprobes(uprobes_).size(); }
 
  private:
   NcclIbProgram(Skeleton<ncclib_bpf> skel, AttachMode mode);
   Skeleton<ncclib_bpf> skel_;
-  std::unique_ptr<UprobeLinks> links_;
+  LinkSet::Id uprobes_;  // every attachment, one link set (skel_ closes it)
 };
 
 }  // namespace slowburn

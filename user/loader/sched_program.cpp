@@ -25,16 +25,14 @@ Result<std::unique_ptr<SchedProgram>> SchedProgram::load_and_attach() {
        {skel->progs.sb_sched_switch, skel->progs.sb_sched_wakeup, skel->progs.sb_sched_wakeup_new}) {
     bpf_link* link = bpf_program__attach(prog);
     if (!link) return make_sys_error(errno, fmt::format("cannot attach {}", bpf_program__name(prog)));
-    program->links_.push_back(link);
+    program->skel_.links().add(link);
   }
   return program;
 }
 
 SchedProgram::SchedProgram(Skeleton<sched_bpf> skel) : skel_(std::move(skel)) {}
 
-SchedProgram::~SchedProgram() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);
-}
+SchedProgram::~SchedProgram() = default;
 
 Result<void> SchedProgram::follow(int32_t pid) {
   uint32_t key = static_cast<uint32_t>(pid);

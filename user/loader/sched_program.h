@@ -35,7 +35,6 @@ class SchedProgram {
  private:
   explicit SchedProgram(Skeleton<sched_bpf> skel);
   Skeleton<sched_bpf> skel_;
-  std::vector<bpf_link*> links_;
 };
 
 }  // namespace slowburn

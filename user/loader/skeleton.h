@@ -1,10 +1,9 @@
 // The one owner of a bpftool skeleton's lifecycle, for every program:
 // open -> configure (rodata, map sizes, autoload) -> load -> attach ->
-// destroy. RAII: destroying it frees the programs and maps (the links a
-// program owns go first: declare them after the Skeleton member, or reset
-// them in the destructor). A failed load comes back as an Error that says
-// why in words a person can act on: privileges, the verifier's verdict with
-// the last lines of its log, or a kernel without BTF.
+// destroy. RAII: destroying it closes the program's links (links()), then
+// frees the programs and maps. A failed load comes back as an Error that
+// says why in words a person can act on: privileges, the verifier's verdict
+// with the last lines of its log, or a kernel without BTF.
 #pragma once
 
 #include <bpf/libbpf.h>
@@ -16,6 +15,7 @@
 
 #include "core/error.h"
 #include "loader/libbpf_log.h"
+#include "loader/link_set.h"
 
 namespace slowburn {
 
@@ -49,13 +49,18 @@ class Skeleton {
   Skel* operator->() const { return skel_; }
   Skel* get() const { return skel_; }
   const std::string& what() const { return what_; }
+  // The program's links: closed before the programs are destroyed.
+  LinkSet& links() { return links_; }
+  const LinkSet& links() const { return links_; }
 
-  Skeleton(Skeleton&& other) noexcept : skel_(std::exchange(other.skel_, nullptr)), what_(std::move(other.what_)) {}
+  Skeleton(Skeleton&& other) noexcept
+      : skel_(std::exchange(other.skel_, nullptr)), what_(std::move(other.what_)), links_(std::move(other.links_)) {}
   Skeleton& operator=(Skeleton&& other) noexcept {
     if (this != &other) {
       reset();
       skel_ = std::exchange(other.skel_, nullptr);
       what_ = std::move(other.what_);
+      links_ = std::move(other.links_);
     }
     return *this;
   }
@@ -66,12 +71,14 @@ class Skeleton {
  private:
   Skeleton(Skel* skel, std::string what) : skel_(skel), what_(std::move(what)) {}
   void reset() {
+    links_.clear();
     if (skel_) Skel::destroy(skel_);
     skel_ = nullptr;
   }
 
   Skel* skel_ = nullptr;
   std::string what_;
+  LinkSet links_;
 };
 
 }  // namespace slowburn

@@ -22,15 +22,13 @@ Result<std::unique_ptr<TpRecordProgram>> TpRecordProgram::load() {
 
 TpRecordProgram::TpRecordProgram(Skeleton<tprecord_bpf> skel) : skel_(std::move(skel)) {}
 
-TpRecordProgram::~TpRecordProgram() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);  // the links, then the program (after this body)
-}
+TpRecordProgram::~TpRecordProgram() = default;
 
 Result<void> TpRecordProgram::attach(const std::string& system, const std::string& event, uint32_t source) {
   LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = source);
   bpf_link* link = bpf_program__attach_tracepoint_opts(skel_->progs.tp_record, system.c_str(), event.c_str(), &opts);
   if (!link) return make_sys_error(errno, fmt::format("cannot attach to {}:{}", system, event));
-  links_.push_back(link);
+  skel_.links().add(link);
   return {};
 }
 

@@ -36,7 +36,6 @@ class TpRecordProgram {
  private:
   explicit TpRecordProgram(Skeleton<tprecord_bpf> skel);
   Skeleton<tprecord_bpf> skel_;
-  std::vector<bpf_link*> links_;
 };
 
 }  // namespace slowburn

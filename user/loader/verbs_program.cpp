@@ -13,7 +13,7 @@
 namespace slowburn {
 
 VerbsProgram::VerbsProgram(Skeleton<verbs_bpf> skel, AttachMode mode)
-    : skel_(std::move(skel)), links_(std::make_unique<UprobeLinks>(mode)) {}
+    : skel_(std::move(skel)), uprobes_(skel_.links().add(std::make_unique<UprobeLinks>(mode))) {}
 
 Result<std::unique_ptr<VerbsProgram>> VerbsProgram::load(std::optional<AttachMode> requested) {
   auto mode = choose_attach_mode(KernelFeatures::host(), requested);
@@ -28,9 +28,7 @@ Result<std::unique_ptr<VerbsProgram>> VerbsProgram::load(std::optional<AttachMod
   return std::unique_ptr<VerbsProgram>(new VerbsProgram(std::move(*skel), *mode));
 }
 
-VerbsProgram::~VerbsProgram() {
-  links_.reset();  // the links, then the programs they run (the skeleton, after this body)
-}
+VerbsProgram::~VerbsProgram() = default;
 
 Result<void> VerbsProgram::attach(const ProbeResolution& probe, int32_t pid) {
   bpf_program* entry = nullptr;
@@ -48,7 +46,7 @@ Result<void> VerbsProgram::attach(const ProbeResolution& probe, int32_t pid) {
     return make_error("{} is not a verbs control-path probe", name);
   std::vector<UprobeSite> sites;
   for (const AttachSite& site : probe.sites) sites.push_back({site.file_offset, 0});
-  return links_->attach_pair(entry, exit, probe.attach_path, pid, sites);
+  return skel_.links().uprobes(uprobes_).attach_pair(entry, exit, probe.attach_path, pid, sites);
 }
 
 int VerbsProgram::events_fd() const { return bpf_map__fd(skel_->maps.verbs_events); }

@@ -33,12 +33,12 @@ class VerbsProgram {
   Result<void> attach(const ProbeResolution& probe, int32_t pid);
   int events_fd() const;
   VerbsCounters counters() const;
-  size_t link_count() const { return links_->size(); }
+  size_t link_count() const { return skel_.links().uprobes(uprobes_).size(); }
 
  private:
   VerbsProgram(Skeleton<verbs_bpf> skel, AttachMode mode);
   Skeleton<verbs_bpf> skel_;
-  std::unique_ptr<UprobeLinks> links_;
+  LinkSet::Id uprobes_;  // every attachment, one link set (skel_ closes it)
 };
 
 }  // namespace slowburn

@@ -61,7 +61,7 @@ Result<ProbeCosts> calibrate_probe_costs(CollaggProgram& program, int calls_per_
     }
     with.push_back(time_calls_ns(calls_per_round));
     t0 = monotonic_ns();
-    links->reset();  // the link's release (its RCU waits) runs in this close
+    program.detach(*links);  // the link's release (its RCU waits) runs in this close
     toggles.push_back(attach_ns + monotonic_ns() - t0);
   }
   program.forget_process(self);

@@ -45,9 +45,12 @@ void RankTracker::attach_probe(TrackedRank& rank, TrackedProbe& probe, std::vect
   // new one attaches (the RCU wait, here): both at once would run the probe
   // twice, and a rank's second entry would pass for the second-to-last
   // arrival. Only throttling and resolution come here; exited ranks' links
-  // go to the reaper.
+  // are retired.
   ProbeState before = probe.state;
-  rank.links.erase(probe.spec->name);
+  if (auto old = rank.links.find(probe.spec->name); old != rank.links.end()) {
+    program_.detach(old->second);
+    rank.links.erase(old);
+  }
   if (throttled_.contains(probe.spec->name)) {
     probe.state = ProbeState::unavailable;
     probe.detail = "throttled by the overhead budget";
@@ -56,7 +59,7 @@ void RankTracker::attach_probe(TrackedRank& rank, TrackedProbe& probe, std::vect
     auto links = program_.attach(probe.where.attach_path, rank.identity.pid, sites);
     probe.state = links ? ProbeState::attached : ProbeState::failed;
     probe.detail = links ? std::string() : links.error().message;
-    if (links) rank.links[probe.spec->name] = std::move(*links);
+    if (links) rank.links[probe.spec->name] = *links;
   }
   if (probe.state != before || probe.state == ProbeState::failed) statuses.push_back(status_of(rank, probe));
 }
@@ -117,7 +120,7 @@ void RankTracker::untrack(int32_t pid, TrackerChanges& changes) {
     changes.jobs_ended.push_back(job->first);
     jobs_.erase(job);
   }
-  for (auto& [probe, links] : it->second.links) reaper_.retire(std::move(links));
+  for (auto& [probe, links] : it->second.links) program_.retire(links);
   ranks_.erase(it);
 }
 

@@ -20,7 +20,6 @@
 #include "probes/catalog.h"
 #include "probes/probe_status.h"
 #include "probes/resolver.h"
-#include "service/link_reaper.h"
 
 namespace slowburn {
 
@@ -39,10 +38,10 @@ struct TrackedRank {
   // One link set per probe (all its sites): the overhead budget detaches
   // and attaches probes one at a time, and a set shared with the library's
   // other probes would rewrite theirs too. Closing a link waits for an RCU
-  // grace period: at a job's end the reaper does it, off the service's loop.
-  std::map<std::string, std::unique_ptr<UprobeLinks>> links;  // probe -> its links
-  uint64_t next_resolve_ns = 0;                               // when unresolved probes are tried again
-  uint64_t start_ticks = 0;                                   // /proc/PID/stat starttime: tells a reused pid apart
+  // grace period: at a job's end they are retired, closed off the service's loop.
+  std::map<std::string, LinkSet::Id> links;  // probe -> its links (the program owns them)
+  uint64_t next_resolve_ns = 0;              // when unresolved probes are tried again
+  uint64_t start_ticks = 0;                  // /proc/PID/stat starttime: tells a reused pid apart
   int resolve_attempts = 0;
 };
 
@@ -87,7 +86,6 @@ class RankTracker {
   std::map<std::string, std::pair<uint32_t, int>> jobs_;  // job -> (slot, ranks)
   uint32_t next_slot_ = 0;
   std::set<std::string> throttled_;
-  LinkReaper reaper_;  // last member: destroyed first, closing what it still holds
 };
 
 }  // namespace slowburn

@@ -1,4 +1,4 @@
-#include "service/link_reaper.h"
+#include "loader/link_reaper.h"
 
 #include <algorithm>
 #include <vector>
