@@ -103,9 +103,9 @@ struct {
 
 struct sb_collagg_counters counters = {};
 
-/* The sequential test's lead floor, in percent of the step (user space sets
- * it from DetectorConfig::sequential_lead_share before load). */
-const volatile __u32 seq_lead_share_pct = 10;
+/* The sequential test's lead floor, in basis points of the step (user space
+ * sets it from DetectorConfig::sequential_lead_share before load). */
+const volatile __u64 seq_lead_share_bp = 1000;
 
 static const struct sb_agg_instance zero_instance = {};
 static const struct sb_agg_stats zero_stats = {};
@@ -139,17 +139,6 @@ static __always_inline __u32 comm_slot_of(struct pt_regs *ctx, __u64 cookie, __u
 	return 0;
 }
 
-/* The lead its own delay explains: entry = previous release + its time since. */
-static __always_inline __u64 self_caused_lead(const struct sb_agg_instance *inst)
-{
-	__u64 lead = inst->last_entry_ns - inst->second_entry_ns, own;
-
-	if (inst->last_since_ns == SB_AGG_UNKNOWN || inst->second_since_ns == SB_AGG_UNKNOWN)
-		return lead;
-	own = inst->last_since_ns > inst->second_since_ns ? inst->last_since_ns - inst->second_since_ns : 0;
-	return own < lead ? own : lead;
-}
-
 SEC("uprobe")
 int BPF_KPROBE(agg_enter)
 {
@@ -169,13 +158,10 @@ int BPF_KPROBE(agg_enter)
 		return 0;
 	state.comm_slot = comm_slot_of(ctx, cookie, tgid, key.probe_id, state.entry_ns);
 	proc = bpf_map_lookup_elem(&processes, &tgid);
-	if (proc && proc->last_release_ns >= target->since_ns && proc->last_release_ns <= state.entry_ns) {
-		state.since_release_ns = state.entry_ns - proc->last_release_ns;
-		/* Left its previous collective later than usual: its latest
-		 * return after that collective let it go. */
-		if (proc->last_exit_ns > proc->last_release_ns && proc->last_exit_ns <= state.entry_ns)
-			excess_ns = proc->last_exit_ns - proc->last_release_ns;
-	}
+	/* A release before the process became a target is not its own. */
+	if (proc && proc->last_release_ns >= target->since_ns)
+		sb_arrival_since(proc->last_exit_ns, proc->last_release_ns, state.entry_ns, &state.since_release_ns,
+				 &excess_ns);
 	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY)) {
 		__sync_fetch_and_add(&counters.state_failures, 1);
 		return 0;
@@ -187,59 +173,48 @@ int BPF_KPROBE(agg_enter)
 	ikey.probe_id = key.probe_id;
 	ikey.comm_slot = state.comm_slot;
 	inst = lookup_or_try_init(&instances, &ikey, &zero_instance);
-	if (!inst)
-		return 0;
-	if (inst->closed_ns || !inst->arrivals) {
-		inst->prev_first_entry_ns = inst->first_entry_ns;
-		inst->prev_closed_ns = inst->closed_ns;
-		inst->first_entry_ns = state.entry_ns;
-		inst->second_entry_ns = 0;
-		inst->second_since_ns = SB_AGG_UNKNOWN;
-		inst->second_excess_ns = 0;
-		inst->arrivals = 0;
-		inst->closed_ns = 0;
-	} else {
-		inst->second_entry_ns = inst->last_entry_ns;
-		inst->second_since_ns = inst->last_since_ns;
-		inst->second_excess_ns = inst->last_excess_ns;
-	}
-	inst->last_entry_ns = state.entry_ns;
-	inst->last_since_ns = state.since_release_ns;
-	inst->last_excess_ns = excess_ns;
-	inst->last_tgid = tgid;
-	inst->arrivals += 1;
+	if (inst)
+		sb_instance_arrive(inst, state.entry_ns, state.since_release_ns, excess_ns, tgid);
 	return 0;
 }
 
-/* The sequential test's event for the instance a return closes at exit_ns
- * (collagg.h): its last arrival computed (not left) its way to a lead worth
- * seq_lead_share_pct of the step. */
-static __always_inline bool seq_event(const struct sb_agg_instance *inst, __u64 lead_ns, __u64 exit_ns)
-{
-	__u64 step_ns, leaving_ns = 0;
-
-	if (inst->arrivals < SB_SEQ_MIN_RANKS || !inst->prev_closed_ns || exit_ns <= inst->prev_closed_ns)
-		return false;
-	step_ns = exit_ns - inst->prev_closed_ns;
-	if (inst->last_excess_ns > inst->second_excess_ns)
-		leaving_ns = inst->last_excess_ns - inst->second_excess_ns;
-	if (leaving_ns > lead_ns)
-		leaving_ns = lead_ns;
-	if (leaving_ns * 100 >= lead_ns * SB_SEQ_MOSTLY_LEAVING_PCT)
-		return false;
-	return lead_ns * 100 >= step_ns * seq_lead_share_pct;
-}
-
-/* The part of a return's delay after its collective's release that is its
- * usual time to leave that collective (0 when it cannot be kept). */
-static __always_inline __u64 usual_leave(__u32 tgid, __u32 probe_id, __u32 comm_slot, __u64 delay_ns)
+/* When its collective let this return go (slowburn/instance_rules.h's
+ * sb_let_go, with the (process, probe, communicator)'s usual time to leave). */
+static __always_inline __u64 let_go(__u32 tgid, __u32 probe_id, __u32 comm_slot, __u64 release_ns, __u64 exit_ns)
 {
 	struct sb_agg_key key = { .tgid = tgid, .probe_id = probe_id, .comm_slot = comm_slot };
 	__u64 *usual = lookup_or_try_init(&leaving, &key, &zero_u64);
+	__u64 none = 0;
 
-	if (!usual)
-		return 0;
-	return sb_leave_allowance(usual, delay_ns);
+	return sb_let_go(release_ns, exit_ns, usual ? usual : &none);
+}
+
+/* The instance a return closes: its last arrival is blamed for its lead,
+ * and the sequential test's event counted. */
+static __always_inline void blame_last(struct sb_agg_instance *inst, __u32 tgid, __u32 probe_id, __u32 comm_slot,
+				       struct sb_agg_stats *s, __u64 exit_ns)
+{
+	struct sb_agg_stats *blamed;
+	__u32 last_tgid = inst->last_tgid;
+	__u64 lead_ns, step_ns;
+
+	if (inst->arrivals < 2)
+		return;
+	/* A rank forgotten meanwhile (it exited) is not brought back. */
+	if (last_tgid != tgid && !bpf_map_lookup_elem(&targets, &last_tgid))
+		return;
+	blamed = last_tgid == tgid ? s : stats_of(last_tgid, probe_id, comm_slot);
+	if (!blamed)
+		return;
+	lead_ns =
+	    sb_self_caused_lead(inst->last_entry_ns, inst->second_entry_ns, inst->last_since_ns, inst->second_since_ns);
+	step_ns = inst->prev_closed_ns && exit_ns > inst->prev_closed_ns ? exit_ns - inst->prev_closed_ns : 0;
+	__sync_fetch_and_add(&blamed->lasts, 1);
+	__sync_fetch_and_add(&blamed->blame_ns, lead_ns);
+	if (sb_seq_event(inst->arrivals, lead_ns,
+			 sb_lead_from_leaving(lead_ns, inst->last_excess_ns, inst->second_excess_ns), step_ns,
+			 seq_lead_share_bp))
+		__sync_fetch_and_add(&blamed->seq_events, 1);
 }
 
 /* A synchronizing return: its instance, lateness and blame. Returns when
@@ -251,44 +226,23 @@ static __always_inline __u64 place_return(__u32 tgid, __u32 probe_id, __u32 comm
 					    .probe_id = probe_id,
 					    .comm_slot = comm_slot };
 	struct sb_agg_instance *inst = bpf_map_lookup_elem(&instances, &ikey);
-	struct sb_agg_stats *blamed;
-	__u32 last_tgid;
-	__u64 closed, lead_ns;
+	struct sb_placed placed = {};
+	int where;
 
 	if (!inst)
 		return 0;
-	if (inst->first_entry_ns && entry_ns >= inst->first_entry_ns) {
-		__sync_fetch_and_add(&s->arrivals, 1);
-		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->first_entry_ns);
-		/* The first return ends the instance: every rank has arrived. Two
-		 * returns at the same instant on two CPUs: one of them closes it. */
-		closed = __sync_val_compare_and_swap(&inst->closed_ns, 0, exit_ns);
-		if (closed)
-			return closed;
+	where = sb_instance_place(inst, entry_ns, exit_ns, &placed);
+	if (where == SB_UNPLACED) {
+		__sync_fetch_and_add(&counters.unplaced, 1);
+		return 0;
+	}
+	__sync_fetch_and_add(&s->arrivals, 1);
+	__sync_fetch_and_add(&s->lateness_ns, placed.lateness_ns);
+	if (where == SB_PLACED_CLOSES) {
 		__sync_fetch_and_add(&s->instances, 1);
-		if (inst->arrivals < 2)
-			return exit_ns;
-		last_tgid = inst->last_tgid;
-		/* A rank forgotten meanwhile (it exited) is not brought back. */
-		if (last_tgid != tgid && !bpf_map_lookup_elem(&targets, &last_tgid))
-			return exit_ns;
-		blamed = last_tgid == tgid ? s : stats_of(last_tgid, probe_id, comm_slot);
-		if (blamed) {
-			lead_ns = self_caused_lead(inst);
-			__sync_fetch_and_add(&blamed->lasts, 1);
-			__sync_fetch_and_add(&blamed->blame_ns, lead_ns);
-			if (seq_event(inst, lead_ns, exit_ns))
-				__sync_fetch_and_add(&blamed->seq_events, 1);
-		}
-		return exit_ns;
+		blame_last(inst, tgid, probe_id, comm_slot, s, exit_ns);
 	}
-	if (inst->prev_first_entry_ns && entry_ns >= inst->prev_first_entry_ns) {
-		__sync_fetch_and_add(&s->arrivals, 1);
-		__sync_fetch_and_add(&s->lateness_ns, entry_ns - inst->prev_first_entry_ns);
-		return inst->prev_closed_ns ? inst->prev_closed_ns : exit_ns;
-	}
-	__sync_fetch_and_add(&counters.unplaced, 1);
-	return 0;
+	return placed.release_ns;
 }
 
 SEC("uretprobe")
@@ -337,10 +291,7 @@ int BPF_KRETPROBE(agg_exit)
 	}
 	if (cookie & SB_COOKIE_SYNC)
 		release_ns = place_return(tgid, key.probe_id, comm_slot, target, s, entry_ns, exit_ns);
-	if (!release_ns)
-		release_ns = exit_ns;
-	else if (exit_ns >= release_ns)
-		release_ns += usual_leave(tgid, key.probe_id, comm_slot, exit_ns - release_ns);
+	release_ns = let_go(tgid, key.probe_id, comm_slot, release_ns, exit_ns);
 	if (proc) {
 		if (exit_ns > proc->last_exit_ns)
 			proc->last_exit_ns = exit_ns;

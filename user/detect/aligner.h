@@ -34,7 +34,7 @@ struct RankCall {
   uint64_t seq = 0;                      // its number on (communicator, probe)
   // Set when the instance is accounted: entry - when the rank's previous
   // collective let it go (its earliest exit, plus the rank's usual time to
-  // leave it: slowburn/collagg.h's sb_leave_allowance). A rank slower than
+  // leave it: slowburn/instance_rules.h's sb_leave_allowance). A rank slower than
   // usual to leave that collective (descheduled inside it) is late by its
   // own doing; one released late with everyone else, or always a few hops
   // behind in the collective's algorithm, is not.

@@ -10,7 +10,7 @@
 #include "core/strings.h"
 #include "detect/straggler_internal.h"
 #include "detect/verdict.h"
-#include "slowburn/collagg.h"
+#include "slowburn/instance_rules.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -38,11 +38,8 @@ uint64_t leaving_excess_ns(const RankCall& call) {
 }
 
 uint64_t self_caused_lead_ns(const RankCall& last, const RankCall& second) {
-  uint64_t lead = last.entry_ns - second.entry_ns;
-  if (!last.since_release_ns || !second.since_release_ns) return lead;
-  uint64_t own =
-      *last.since_release_ns > *second.since_release_ns ? *last.since_release_ns - *second.since_release_ns : 0;
-  return std::min(lead, own);
+  return sb_self_caused_lead(last.entry_ns, second.entry_ns, last.since_release_ns.value_or(SB_AGG_UNKNOWN),
+                             second.since_release_ns.value_or(SB_AGG_UNKNOWN));
 }
 
 StragglerDetector::StragglerDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
@@ -200,15 +197,15 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
     auto& known = releases_[call.pid];
     auto it = known.find(*call.prev_exit_ns);
     uint64_t base = it != known.end() ? it->second : *call.prev_exit_ns;
-    if (call.entry_ns >= base) call.since_release_ns = call.entry_ns - base;
+    __u64 since = 0, excess = 0;  // the shared rule's types (linux/types.h)
+    sb_arrival_since(*call.prev_exit_ns, base, call.entry_ns, &since, &excess);
+    if (since != SB_AGG_UNKNOWN) call.since_release_ns = since;
   }
   // When each member was let go: the release plus its usual time to leave
-  // this collective (the same rule as the kernel's, slowburn/collagg.h).
+  // this collective (the same rule as the kernel's, slowburn/instance_rules.h).
   for (const RankCall& call : instance.calls) {
-    uint64_t delay = call.exit_ns > instance.release_ns ? call.exit_ns - instance.release_ns : 0;
-    uint64_t allowance = sb_leave_allowance(&lane.usual_leave_ns[call.pid], delay);
     auto& known = releases_[call.pid];
-    known[call.exit_ns] = instance.release_ns + allowance;
+    known[call.exit_ns] = sb_let_go(instance.release_ns, call.exit_ns, &lane.usual_leave_ns[call.pid]);
     while (known.size() > kKeptReleases) known.erase(known.begin());
   }
 
@@ -231,10 +228,8 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
   uint64_t blame = last && second ? self_caused_lead_ns(*last, *second) : 0;
   // Of that, what leaving its previous collective later than usual explains
   // (since its release, beyond its compute gap), more than the runner-up's.
-  uint64_t blame_leaving = last && second ? std::min(blame, leaving_excess_ns(*last) > leaving_excess_ns(*second)
-                                                                ? leaving_excess_ns(*last) - leaving_excess_ns(*second)
-                                                                : 0)
-                                          : 0;
+  uint64_t blame_leaving =
+      last && second ? sb_lead_from_leaving(blame, leaving_excess_ns(*last), leaving_excess_ns(*second)) : 0;
   if (last && second) {
     lane.total_blame_ns[last->pid] += blame;
     lane.total_lasts[last->pid] += 1;
@@ -296,15 +291,14 @@ void StragglerDetector::sequential_test(Lane& lane, const CollectiveInstance& in
   lane.recent.push_back(std::move(seen));
   while (lane.recent.size() > kKeptSequentialInstances) lane.recent.pop_front();
 
-  // The event: last, by a lead of its own worth the blame floor of a step,
-  // mostly from computing longer: a lead owed mostly (kMostlyLeaving) to
-  // leaving its previous collective late (descheduled: on a busy node that
-  // comes in runs of steps) is no event here; the window rule judges it
-  // (measured: a 6-rank 2-D job on 2 busy cores named partners 80% of whose
-  // blame was from there).
-  bool computed = static_cast<double>(blame_leaving_ns) < kMostlyLeaving * static_cast<double>(blame_ns);
-  bool event =
-      computed && static_cast<double>(blame_ns) >= config_.sequential_lead_share * static_cast<double>(step_ns);
+  // The event (slowburn/instance_rules.h, as the kernel counts it): last,
+  // by a lead of its own worth the blame floor of a step, mostly from
+  // computing longer: a lead owed mostly to leaving its previous collective
+  // late (descheduled: on a busy node that comes in runs of steps) is no
+  // event here; the window rule judges it (measured: a 6-rank 2-D job on 2
+  // busy cores named partners 80% of whose blame was from there).
+  bool event = sb_seq_event(static_cast<uint32_t>(instance.calls.size()), blame_ns, blame_leaving_ns, step_ns,
+                            sb_share_bp(config_.sequential_lead_share));
   if (event) lane.total_seq_events[last.pid] += 1;
   SequentialParams params{config_.seq_p0, config_.seq_p1, config_.seq_arl0};
   for (const RankCall& call : instance.calls) {

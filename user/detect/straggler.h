@@ -10,7 +10,7 @@
 // previous collective let it go explains (a rank released late by another
 // communicator's collective is late there, not here: the culprit upstream
 // carries that blame; nor is its usual time to leave that collective its
-// own: sb_leave_allowance in slowburn/collagg.h). A rank is flagged in a
+// own: sb_leave_allowance in slowburn/instance_rules.h). A rank is flagged in a
 // window when, on some lane, the tests of detect/verdict.h hold (enough instances, effect size, last
 // often or most of the blame, unique worst, robust z). A finding needs
 // persistence: flagged in persistence_m of the last persistence_n evaluated

@@ -3,7 +3,7 @@
 // the verdict). Not for use outside them.
 #pragma once
 
-#include <linux/types.h>  // __u64: the state sb_leave_allowance (slowburn/collagg.h) updates
+#include <linux/types.h>  // __u64: the state sb_leave_allowance (slowburn/instance_rules.h) updates
 
 #include <deque>
 #include <optional>

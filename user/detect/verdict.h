@@ -8,6 +8,7 @@
 
 #include "detect/report.h"
 #include "detect/straggler.h"
+#include "slowburn/instance_rules.h"
 #include "stats/sequential.h"
 
 namespace slowburn {
@@ -32,8 +33,8 @@ void set_sequential_evidence(Finding& finding, const BernoulliCusum& test, const
 
 // A finding says its culprit was late mostly by leaving its previous
 // collective late (a CPU it did not get) when this share of its blame came
-// from there.
-inline constexpr double kMostlyLeaving = 0.5;
+// from there: the share above which an instance is no sequential event.
+inline constexpr double kMostlyLeaving = SB_SEQ_MOSTLY_LEAVING_PCT / 100.0;
 
 // One line, culprit first: "rank 3 (pid 42) is the straggler: ...".
 std::string straggler_summary(const Finding& finding);

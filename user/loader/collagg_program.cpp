@@ -47,8 +47,7 @@ Result<std::unique_ptr<CollaggProgram>> CollaggProgram::load(std::optional<Attac
   if (!mode) return mode.error();
   auto skel = Skeleton<collagg_bpf>::open("the aggregation BPF programs (bpf/collagg.bpf.c)");
   if (!skel) return skel.error();
-  (*skel)->rodata->seq_lead_share_pct =
-      static_cast<uint32_t>(std::lround(std::clamp(sequential_lead_share, 0.0, 1.0) * 100));
+  (*skel)->rodata->seq_lead_share_bp = sb_share_bp(sequential_lead_share);
   prepare_program((*skel)->progs.agg_enter, *mode);
   prepare_program((*skel)->progs.agg_exit, *mode);
   if (auto loaded = skel->load(); !loaded) return loaded.error();

@@ -1,0 +1,261 @@
+// The probe mode's kernel places every call in a collective instance as the
+// call streams by (bpf/collagg.bpf.c); a trace's detector groups the calls
+// with CollectiveAligner. Both apply slowburn/instance_rules.h. Here the
+// kernel's streaming side runs in user space, on the same shared rules, over
+// the same calls as the detector, and the two must agree on every rank's
+// instances, last arrivals, blame and sequential events. No root: the
+// conformance test (tests/bpf/) checks the real programs the same way.
+#include "slowburn/instance_rules.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "detect/straggler.h"
+
+namespace slowburn {
+namespace {
+
+constexpr uint32_t kProbe = 5;
+
+// One collective call of one rank.
+struct Call {
+  int32_t pid;
+  uint64_t entry_ns, exit_ns;
+};
+
+// collagg.bpf.c's maps and programs for one job, probe and communicator:
+// agg_enter and agg_exit with the kernel's per-process bookkeeping, every
+// rule taken from slowburn/instance_rules.h.
+class KernelSide {
+ public:
+  struct Totals {
+    uint64_t arrivals = 0, instances = 0, lasts = 0, blame_ns = 0, seq_events = 0;
+  };
+
+  explicit KernelSide(double lead_share) : lead_share_bp_(sb_share_bp(lead_share)) {}
+
+  void enter(int32_t pid, uint64_t entry_ns) {
+    __u64 since = SB_AGG_UNKNOWN, excess = 0;
+    if (auto p = procs_.find(pid); p != procs_.end())
+      sb_arrival_since(p->second.last_exit_ns, p->second.last_release_ns, entry_ns, &since, &excess);
+    entries_[pid] = entry_ns;
+    sb_instance_arrive(&instance_, entry_ns, since, excess, static_cast<__u32>(pid));
+  }
+
+  void exit(int32_t pid, uint64_t exit_ns) {
+    uint64_t entry_ns = entries_.at(pid);
+    sb_placed placed{};
+    int where = sb_instance_place(&instance_, entry_ns, exit_ns, &placed);
+    __u64 release = 0;
+    if (where != SB_UNPLACED) {
+      release = placed.release_ns;
+      totals_[pid].arrivals += 1;
+      if (where == SB_PLACED_CLOSES) close(pid, exit_ns);
+    } else {
+      ++unplaced_;
+    }
+    Proc& p = procs_[pid];
+    p.last_release_ns = sb_let_go(release, exit_ns, &usual_leave_[pid]);
+    p.last_exit_ns = std::max<uint64_t>(p.last_exit_ns, exit_ns);
+  }
+
+  const Totals& totals(int32_t pid) { return totals_[pid]; }
+  uint64_t unplaced() const { return unplaced_; }
+
+ private:
+  struct Proc {
+    __u64 last_exit_ns = 0, last_release_ns = 0;
+  };
+
+  void close(int32_t pid, uint64_t exit_ns) {
+    totals_[pid].instances += 1;
+    if (instance_.arrivals < 2) return;
+    Totals& last = totals_[static_cast<int32_t>(instance_.last_tgid)];
+    __u64 lead = sb_self_caused_lead(instance_.last_entry_ns, instance_.second_entry_ns, instance_.last_since_ns,
+                                     instance_.second_since_ns);
+    __u64 step =
+        instance_.prev_closed_ns && exit_ns > instance_.prev_closed_ns ? exit_ns - instance_.prev_closed_ns : 0;
+    last.lasts += 1;
+    last.blame_ns += lead;
+    if (sb_seq_event(instance_.arrivals, lead,
+                     sb_lead_from_leaving(lead, instance_.last_excess_ns, instance_.second_excess_ns), step,
+                     lead_share_bp_))
+      last.seq_events += 1;
+  }
+
+  __u64 lead_share_bp_;
+  sb_agg_instance instance_{};
+  std::map<int32_t, uint64_t> entries_;
+  std::map<int32_t, Proc> procs_;
+  std::map<int32_t, __u64> usual_leave_;
+  std::map<int32_t, Totals> totals_;
+  uint64_t unplaced_ = 0;
+};
+
+// What both sides see: the entries and exits of every call, in time order.
+struct Job {
+  int ranks = 0;
+  std::vector<Call> calls;
+};
+
+void run_kernel(const Job& job, KernelSide& kernel) {
+  struct Hit {
+    uint64_t ts;
+    bool entry;
+    int32_t pid;
+  };
+  std::vector<Hit> hits;
+  for (const Call& c : job.calls) {
+    hits.push_back({c.entry_ns, true, c.pid});
+    hits.push_back({c.exit_ns, false, c.pid});
+  }
+  std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.ts < b.ts; });
+  for (const Hit& h : hits) h.entry ? kernel.enter(h.pid, h.ts) : kernel.exit(h.pid, h.ts);
+}
+
+StragglerDetector run_user(const Job& job) {
+  StragglerDetector d({}, {{kProbe, "rules", CallKind::synchronizing}});
+  auto comm = std::make_shared<CommunicatorInfo>();
+  comm->id = 1;
+  comm->key = "job:rules";
+  for (int r = 0; r < job.ranks; ++r) {
+    RankIdentity id;
+    id.pid = 100 + r;
+    id.rank = r;
+    id.job = "rules";
+    d.add_rank(id);
+    d.add_participant(kProbe, id.pid);
+  }
+  std::vector<Call> by_exit = job.calls;
+  std::stable_sort(by_exit.begin(), by_exit.end(), [](const Call& a, const Call& b) { return a.exit_ns < b.exit_ns; });
+  for (const Call& c : by_exit) {
+    CallEvent e;
+    e.pid = static_cast<uint32_t>(c.pid);
+    e.tid = e.pid;
+    e.probe_id = kProbe;
+    e.entry_ns = c.entry_ns;
+    e.exit_ns = c.exit_ns;
+    d.ingest(e, CallComm{comm, std::nullopt, 0, false});
+  }
+  d.finish(UINT64_MAX / 2);
+  return d;
+}
+
+void expect_agreement(const Job& job) {
+  KernelSide kernel(DetectorConfig{}.sequential_lead_share);
+  run_kernel(job, kernel);
+  StragglerDetector user = run_user(job);
+  uint64_t kernel_instances = 0;
+  for (int r = 0; r < job.ranks; ++r) kernel_instances += kernel.totals(100 + r).instances;
+  EXPECT_EQ(kernel.unplaced(), 0u);
+  EXPECT_EQ(kernel_instances, user.counters().instances);
+  EXPECT_EQ(user.counters().discarded_calls, 0u);
+  for (int r = 0; r < job.ranks; ++r) {
+    int32_t pid = 100 + r;
+    const KernelSide::Totals& k = kernel.totals(pid);
+    EXPECT_EQ(k.lasts, user.lasts(kProbe, pid)) << "rank " << r;
+    EXPECT_EQ(k.blame_ns, user.blame_ns(kProbe, pid)) << "rank " << r;
+    EXPECT_EQ(k.seq_events, user.sequential_events(kProbe, pid)) << "rank " << r;
+  }
+}
+
+// `steps` instances of a collective over `ranks` ranks: each enters after
+// its compute gap (plus `late(step, rank)`), all are released together when
+// the last arrives, each leaves `leave(step, rank)` after the release. No
+// two ranks enter at the same nanosecond: there the kernel, whose record is
+// shared without a lock, may swap last and second-to-last (instance_rules.h).
+template <typename Late, typename Leave>
+Job make_job(int ranks, int steps, Late late, Leave leave, uint64_t gap_ns = 2'000'000) {
+  Job job;
+  job.ranks = ranks;
+  std::vector<uint64_t> free_at(static_cast<size_t>(ranks), 1'000'000'000);
+  for (int s = 0; s < steps; ++s) {
+    std::vector<uint64_t> entry(static_cast<size_t>(ranks));
+    uint64_t last = 0;
+    for (int r = 0; r < ranks; ++r) {
+      entry[static_cast<size_t>(r)] = free_at[static_cast<size_t>(r)] + gap_ns + late(s, r) + static_cast<uint64_t>(r);
+      last = std::max(last, entry[static_cast<size_t>(r)]);
+    }
+    uint64_t release = last + 50'000;
+    for (int r = 0; r < ranks; ++r) {
+      uint64_t exit = release + leave(s, r);
+      job.calls.push_back({100 + r, entry[static_cast<size_t>(r)], exit});
+      free_at[static_cast<size_t>(r)] = exit;
+    }
+  }
+  return job;
+}
+
+TEST(InstanceRules, TheKernelAndTheDetectorAgreeOnARotatingLateRank) {
+  expect_agreement(make_job(
+      3, 60, [](int s, int r) -> uint64_t { return s % 3 == r ? 1'500'000 : static_cast<uint64_t>(r) * 10'000; },
+      [](int, int r) -> uint64_t { return static_cast<uint64_t>(r) * 5'000; }));
+}
+
+TEST(InstanceRules, ASteadyStragglerIsBlamedAndCountedAsSequentialEventsAlike) {
+  Job job = make_job(
+      4, 80, [](int, int r) -> uint64_t { return r == 2 ? 900'000 : static_cast<uint64_t>(r) * 20'000; },
+      [](int, int) -> uint64_t { return 10'000; });
+  expect_agreement(job);
+  KernelSide kernel(DetectorConfig{}.sequential_lead_share);
+  run_kernel(job, kernel);
+  EXPECT_GT(kernel.totals(102).seq_events, 70u) << "a 0.9 ms lead on a ~3 ms step: an event nearly every step";
+}
+
+TEST(InstanceRules, ALeadOwedToLeavingLateIsNotTheRanksOwnAlike) {
+  // Rank 1 leaves every third collective 1.2 ms after its release (descheduled
+  // inside it), and arrives late at the next one by that much.
+  Job job = make_job(
+      3, 90, [](int, int) -> uint64_t { return 0; },
+      [](int s, int r) -> uint64_t { return r == 1 && s % 3 == 0 ? 1'200'000 : 20'000; });
+  expect_agreement(job);
+  KernelSide kernel(DetectorConfig{}.sequential_lead_share);
+  run_kernel(job, kernel);
+  EXPECT_GE(kernel.totals(101).lasts, 29u) << "last after each late exit";
+  EXPECT_EQ(kernel.totals(101).seq_events, 0u) << "its lead came from leaving late, not from computing longer";
+}
+
+TEST(InstanceRules, AFastRankInTheNextInstanceBeforeASlowOneReturnsAlike) {
+  // Rank 0 leaves at once and computes briefly; rank 2 leaves 2.5 ms after
+  // the release, so rank 0 enters instance k+1 before rank 2 returns from k.
+  expect_agreement(make_job(
+      3, 50, [](int, int) -> uint64_t { return 0; },
+      [](int, int r) -> uint64_t { return r == 2 ? 2'500'000 : static_cast<uint64_t>(r) * 10'000; }, 1'000'000));
+}
+
+TEST(InstanceRules, RandomJobsAgreeCallByCall) {
+  std::mt19937_64 rng(20261204);
+  for (int trial = 0; trial < 20; ++trial) {
+    int ranks = 3 + static_cast<int>(rng() % 6);
+    std::vector<std::vector<uint64_t>> late(300, std::vector<uint64_t>(8)), leave(300, std::vector<uint64_t>(8));
+    for (auto& step : late)
+      for (uint64_t& v : step) v = rng() % 800'000;
+    for (auto& step : leave)
+      for (uint64_t& v : step) v = rng() % 100 < 5 ? rng() % 3'000'000 : rng() % 60'000;
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", " + std::to_string(ranks) + " ranks");
+    expect_agreement(make_job(
+        ranks, 300, [&](int s, int r) { return late[static_cast<size_t>(s)][static_cast<size_t>(r)]; },
+        [&](int s, int r) { return leave[static_cast<size_t>(s)][static_cast<size_t>(r)]; }));
+  }
+}
+
+TEST(InstanceRules, TheSequentialEventNeedsThreeRanksAStepAndALeadOfItsOwn) {
+  const __u64 ten_percent = sb_share_bp(0.10);
+  EXPECT_EQ(ten_percent, 1000u);
+  EXPECT_TRUE(sb_seq_event(3, 1'000'000, 0, 10'000'000, ten_percent));
+  EXPECT_FALSE(sb_seq_event(2, 1'000'000, 0, 10'000'000, ten_percent)) << "a pair has no peer to compare to";
+  EXPECT_FALSE(sb_seq_event(3, 999'999, 0, 10'000'000, ten_percent)) << "under 10% of the step";
+  EXPECT_FALSE(sb_seq_event(3, 1'000'000, 0, 0, ten_percent)) << "no step yet";
+  EXPECT_FALSE(sb_seq_event(3, 1'000'000, 500'000, 10'000'000, ten_percent)) << "half of it from leaving late";
+  EXPECT_TRUE(sb_seq_event(3, 1'000'000, 499'999, 10'000'000, ten_percent));
+  EXPECT_EQ(sb_self_caused_lead(5'000, 1'000, SB_AGG_UNKNOWN, 300), 4'000u) << "unknown: all of the lead";
+  EXPECT_EQ(sb_self_caused_lead(5'000, 1'000, 2'500, 1'000), 1'500u) << "its own delay since its release";
+  EXPECT_EQ(sb_self_caused_lead(5'000, 1'000, 900, 1'000), 0u) << "released late by another collective";
+}
+
+}  // namespace
+}  // namespace slowburn
