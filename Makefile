@@ -259,7 +259,7 @@ fuzz_run = rm -rf $(BUILD)/fuzz/corpus-$(1) && mkdir -p $(BUILD)/fuzz/corpus-$(1
 FUZZ_SRCS_xid := user/nvidia/xid.cpp user/nvidia/xid_catalog.cpp
 FUZZ_MAX_LEN_xid := 512
 # The health parsers (kernel log lines, CPU lists, taint, IB port files, the DCB netlink reply).
-FUZZ_SRCS_health := user/health/health_parsers.cpp user/core/cpu_list.cpp user/health/health_check.cpp user/net/dcb.cpp \
+FUZZ_SRCS_health := user/health/health_parsers.cpp user/core/cpu_list.cpp user/health/check_row.cpp user/net/dcb.cpp \
 		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
 FUZZ_MAX_LEN_health := 512
 # ELF images: the symbol reader of every library a probe attaches to.
@@ -269,7 +269,7 @@ FUZZ_MAX_LEN_elf := 65536
 # tracefs `format` files, and raw records decoded through them.
 # procfs and cgroup files: environ, cmdline, maps, stat, status, cgroup, cpu.*, PSI, CapEff, mounts.
 FUZZ_SRCS_procfs := user/procfs/environ.cpp user/procfs/maps.cpp user/procfs/ranks.cpp user/host/host_parsers.cpp user/core/cpu_list.cpp \
-		user/check/check_parsers.cpp user/health/health_parsers.cpp user/health/health_check.cpp \
+		user/check/check_parsers.cpp user/health/health_parsers.cpp user/health/check_row.cpp \
 		user/nvidia/xid.cpp user/core/files.cpp user/core/strings.cpp user/core/error.cpp
 # sysfs attributes (PCI link, config space, AER and RDMA counters) and the rank hints mapped on a topology.
 FUZZ_SRCS_sysfs := user/pcie/aer.cpp user/pcie/link.cpp user/rdma/counter_delta.cpp user/sysfs/pci_devices.cpp \

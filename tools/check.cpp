@@ -27,8 +27,8 @@ struct CheckArgs {
 void print_text(const std::vector<CheckRow>& rows, std::ostream& out) {
   out << fmt::format("{:<36} {:<4} {:<8} {}\n", "CHECK", "OK", "REQUIRED", "DETAIL");
   for (const CheckRow& r : rows) {
-    out << fmt::format("{:<36} {:<4} {:<8} {}\n", r.check, r.ok ? "yes" : "no", r.required ? "yes" : "-", r.detail);
-    if (!r.ok && !r.fix.empty()) out << fmt::format("{:<36} {:<4} {:<8} fix: {}\n", "", "", "", r.fix);
+    out << fmt::format("{:<36} {:<4} {:<8} {}\n", r.check, r.ok() ? "yes" : "no", r.required ? "yes" : "-", r.detail);
+    if (!r.ok() && !r.fix.empty()) out << fmt::format("{:<36} {:<4} {:<8} fix: {}\n", "", "", "", r.fix);
   }
   out << check_summary(rows) << '\n';
 }

@@ -35,21 +35,21 @@ std::string value_text(const nlohmann::json& v) {
   return v.dump();
 }
 
-void print_text(const std::vector<HealthCheck>& checks, std::ostream& out) {
+void print_text(const std::vector<CheckRow>& checks, std::ostream& out) {
   out << fmt::format("{:<27} {:<13} {:<11} {:<12} {:<12} {:<7} {}\n", "CHECK", "DEVICE", "STATE", "VALUE", "THRESHOLD",
                      "RANKS", "DETAIL");
-  for (const HealthCheck& c : checks)
+  for (const CheckRow& c : checks)
     out << fmt::format("{:<27} {:<13} {:<11} {:<12} {:<12} {:<7} {}\n", c.check, c.device.empty() ? "-" : c.device,
-                       health_state_name(c.state), value_text(c.value), value_text(c.threshold),
+                       check_state_name(c.state), value_text(c.value), value_text(c.threshold),
                        c.ranks.empty() ? "-" : format_rank_list(c.ranks), c.detail);
   out << health_summary(checks) << '\n';
   if (auto sdc = sdc_activity(checks)) out << *sdc << '\n';
 }
 
-void print_json(const std::vector<HealthCheck>& checks, std::ostream& out) {
+void print_json(const std::vector<CheckRow>& checks, std::ostream& out) {
   std::string host = hostname();
   double ts = unix_now_s();
-  for (const HealthCheck& c : checks) {
+  for (const CheckRow& c : checks) {
     nlohmann::json line = health_check_json(c);
     line["ts"] = ts;
     line["host"] = host;

@@ -173,7 +173,7 @@ TEST(CheckEvaluate, PrivilegedOnThisKernelEveryRequiredRowOkTheAbsentOnesSayWhat
     SCOPED_TRACE(required);
     ASSERT_TRUE(r.contains(required));
     EXPECT_TRUE(r[required].required);
-    EXPECT_TRUE(r[required].ok) << r[required].detail;
+    EXPECT_TRUE(r[required].ok()) << r[required].detail;
     EXPECT_TRUE(r[required].fix.empty());
   }
   // Exactly those five are required.
@@ -185,30 +185,30 @@ TEST(CheckEvaluate, PrivilegedOnThisKernelEveryRequiredRowOkTheAbsentOnesSayWhat
     SCOPED_TRACE(row.check);
     EXPECT_FALSE(row.detail.empty());
     // Every row that is not ok says what to do; an ok row has nothing to fix.
-    EXPECT_EQ(row.fix.empty(), row.ok);
+    EXPECT_EQ(row.fix.empty(), row.ok());
   }
   EXPECT_TRUE(contains(r["kernel"].detail, "6.18.44-fc-v1098"));
   EXPECT_TRUE(contains(r["bpf.uprobe"].detail, "3 record(s)"));
-  EXPECT_TRUE(r["bpf.uprobe_multi"].ok);
-  EXPECT_TRUE(r["memlock"].ok);  // 6.18: memcg accounting
+  EXPECT_TRUE(r["bpf.uprobe_multi"].ok());
+  EXPECT_TRUE(r["memlock"].ok());  // 6.18: memcg accounting
   EXPECT_TRUE(contains(r["memlock"].detail, "memory cgroup"));
-  EXPECT_TRUE(r["perf_event_paranoid"].ok);
-  EXPECT_TRUE(r["unprivileged_bpf_disabled"].ok);
-  EXPECT_TRUE(r["tracepoint.sched:sched_switch"].ok);
-  EXPECT_FALSE(r["tracepoint.ras:aer_event"].ok);
+  EXPECT_TRUE(r["perf_event_paranoid"].ok());
+  EXPECT_TRUE(r["unprivileged_bpf_disabled"].ok());
+  EXPECT_TRUE(r["tracepoint.sched:sched_switch"].ok());
+  EXPECT_FALSE(r["tracepoint.ras:aer_event"].ok());
   EXPECT_FALSE(r["tracepoint.ras:aer_event"].required);
   EXPECT_TRUE(contains(r["tracepoint.ras:aer_event"].detail, "CONFIG_PCIEAER"));
   EXPECT_TRUE(contains(r["tracepoint.ras:aer_event"].fix, "CONFIG_PCIEAER=y"));
-  EXPECT_FALSE(r["kprobes"].ok);
+  EXPECT_FALSE(r["kprobes"].ok());
   EXPECT_TRUE(contains(r["kprobes"].detail, "nvidia_isr"));
   EXPECT_TRUE(contains(r["kprobes"].fix, "CONFIG_KPROBES=y"));
-  EXPECT_FALSE(r["nvidia.driver"].ok);
-  EXPECT_FALSE(r["nvidia.xid"].ok);
-  EXPECT_FALSE(r["rdma"].ok);
+  EXPECT_FALSE(r["nvidia.driver"].ok());
+  EXPECT_FALSE(r["nvidia.xid"].ok());
+  EXPECT_FALSE(r["rdma"].ok());
   EXPECT_TRUE(contains(r["rdma"].fix, "modprobe"));
-  EXPECT_TRUE(r["clock.sync"].ok) << r["clock.sync"].detail;
+  EXPECT_TRUE(r["clock.sync"].ok()) << r["clock.sync"].detail;
   ASSERT_TRUE(r.contains("probes.pid4242"));
-  EXPECT_TRUE(r["probes.pid4242"].ok);
+  EXPECT_TRUE(r["probes.pid4242"].ok());
   EXPECT_TRUE(contains(r["probes.pid4242"].detail, "rank 0 (pid 4242)"));
   EXPECT_TRUE(contains(r["probes.pid4242"].detail, "mpi.allreduce"));
 }
@@ -217,27 +217,27 @@ TEST(CheckEvaluate, UnprivilegedTheRequiredRowsFailWithTheFix) {
   auto rows = evaluate_checks(unprivileged());
   EXPECT_TRUE(any_required_failed(rows));
   auto r = by_check(rows);
-  EXPECT_FALSE(r["capabilities"].ok);
+  EXPECT_FALSE(r["capabilities"].ok());
   EXPECT_TRUE(contains(r["capabilities"].detail, "missing CAP_BPF, CAP_PERFMON"));
   EXPECT_TRUE(contains(r["capabilities"].fix, "setcap cap_bpf,cap_perfmon"));
-  EXPECT_FALSE(r["capabilities.ptrace"].ok);
+  EXPECT_FALSE(r["capabilities.ptrace"].ok());
   EXPECT_FALSE(r["capabilities.ptrace"].required);
   for (const char* check : {"bpf.ringbuf", "bpf.uprobe"}) {
     SCOPED_TRACE(check);
-    EXPECT_FALSE(r[check].ok);
+    EXPECT_FALSE(r[check].ok());
     EXPECT_TRUE(contains(r[check].detail, "Operation not permitted"));
     EXPECT_TRUE(contains(r[check].fix, "run as root"));
   }
-  EXPECT_FALSE(r["tracefs"].ok);
+  EXPECT_FALSE(r["tracefs"].ok());
   EXPECT_TRUE(contains(r["tracefs"].detail, "Permission denied"));
   EXPECT_TRUE(contains(r["tracefs"].fix, "run as root"));
   // Without CAP_PERFMON the sysctl matters, and lowering it is not the fix.
-  EXPECT_FALSE(r["perf_event_paranoid"].ok);
+  EXPECT_FALSE(r["perf_event_paranoid"].ok());
   EXPECT_TRUE(contains(r["perf_event_paranoid"].fix, "CAP_PERFMON"));
   // Tracepoints cannot be listed: each says so, with tracefs's fix.
-  EXPECT_FALSE(r["tracepoint.sched:sched_switch"].ok);
+  EXPECT_FALSE(r["tracepoint.sched:sched_switch"].ok());
   EXPECT_TRUE(contains(r["tracepoint.sched:sched_switch"].detail, "cannot tell"));
-  EXPECT_FALSE(r["probes"].ok);
+  EXPECT_FALSE(r["probes"].ok());
   EXPECT_FALSE(r["probes"].required);
 }
 
@@ -252,20 +252,20 @@ TEST(CheckEvaluate, TracefsMissingIsRequiredAndTheFixMountsIt) {
   auto rows = evaluate_checks(s);
   EXPECT_TRUE(any_required_failed(rows));
   auto r = by_check(rows);
-  EXPECT_FALSE(r["tracefs"].ok);
+  EXPECT_FALSE(r["tracefs"].ok());
   EXPECT_TRUE(r["tracefs"].required);
   EXPECT_EQ(r["tracefs"].fix, "mount -t tracefs nodev /sys/kernel/tracing");
   EXPECT_TRUE(contains(r["tracefs"].detail, "the collective uprobes do not"));
-  EXPECT_FALSE(r["bpf.tracepoint"].ok);
+  EXPECT_FALSE(r["bpf.tracepoint"].ok());
   EXPECT_EQ(r["bpf.tracepoint"].fix, "mount -t tracefs nodev /sys/kernel/tracing");
-  EXPECT_TRUE(r["bpf.uprobe"].ok);  // uprobes need no tracefs
-  EXPECT_FALSE(r["nvidia.xid"].ok);
+  EXPECT_TRUE(r["bpf.uprobe"].ok());  // uprobes need no tracefs
+  EXPECT_FALSE(r["nvidia.xid"].ok());
 
   // Not mounted when looked at, mounted by the load (as slowburn does as root): ok, and said.
   s.tracefs.mount_point = "/sys/kernel/tracing";
   s.tracefs.events = fs::path("/sys/kernel/tracing/events");
   auto mounted = by_check(evaluate_checks(s));
-  EXPECT_TRUE(mounted["tracefs"].ok);
+  EXPECT_TRUE(mounted["tracefs"].ok());
   EXPECT_TRUE(contains(mounted["tracefs"].detail, "slowburn mounted it"));
 }
 
@@ -279,28 +279,28 @@ TEST(CheckEvaluate, LockdownConfidentialityRefusesTracefsAndKernelReadsNotUprobe
   s.tracepoint.error = "not tried: " + s.tracefs.events.error().message;
   auto rows = evaluate_checks(s);
   auto r = by_check(rows);
-  EXPECT_FALSE(r["lockdown"].ok);
+  EXPECT_FALSE(r["lockdown"].ok());
   EXPECT_FALSE(r["lockdown"].required);
   EXPECT_TRUE(contains(r["lockdown"].detail, "bpf_probe_read_kernel"));
   EXPECT_TRUE(contains(r["lockdown"].fix, "lockdown=integrity"));
-  EXPECT_FALSE(r["tracefs"].ok);
+  EXPECT_FALSE(r["tracefs"].ok());
   EXPECT_TRUE(contains(r["tracefs"].detail, "lockdown=confidentiality refuses tracefs"));
   EXPECT_TRUE(contains(r["tracefs"].fix, "lockdown=integrity"));
-  EXPECT_TRUE(r["bpf.uprobe"].ok);
+  EXPECT_TRUE(r["bpf.uprobe"].ok());
   EXPECT_TRUE(any_required_failed(rows));  // tracefs is required
 
   // Integrity refuses nothing slowburn uses.
   s = privileged();
   s.lockdown = std::string("integrity");
-  EXPECT_TRUE(by_check(evaluate_checks(s))["lockdown"].ok);
+  EXPECT_TRUE(by_check(evaluate_checks(s))["lockdown"].ok());
   // Unreadable, but a program calling bpf_probe_read_kernel loaded: not confidentiality.
   s.lockdown = make_error("no /sys/kernel/security/lockdown (securityfs not mounted ...)");
   auto unreadable = by_check(evaluate_checks(s));
-  EXPECT_TRUE(unreadable["lockdown"].ok);
+  EXPECT_TRUE(unreadable["lockdown"].ok());
   EXPECT_TRUE(contains(unreadable["lockdown"].detail, "not in confidentiality mode"));
   s.tracepoint = AttachProbe{};
   auto unknown = by_check(evaluate_checks(s));
-  EXPECT_FALSE(unknown["lockdown"].ok);
+  EXPECT_FALSE(unknown["lockdown"].ok());
   EXPECT_TRUE(contains(unknown["lockdown"].fix, "mount -t securityfs"));
 }
 
@@ -312,11 +312,11 @@ TEST(CheckEvaluate, NoBtfIsRequiredAndTheLoadFailureGetsTheBtfFix) {
   auto rows = evaluate_checks(s);
   EXPECT_TRUE(any_required_failed(rows));
   auto r = by_check(rows);
-  EXPECT_FALSE(r["btf"].ok);
+  EXPECT_FALSE(r["btf"].ok());
   EXPECT_TRUE(contains(r["btf"].fix, "CONFIG_DEBUG_INFO_BTF=y"));
   for (const char* check : {"bpf.ringbuf", "bpf.uprobe", "bpf.uprobe_multi", "bpf.tracepoint"}) {
     SCOPED_TRACE(check);
-    EXPECT_FALSE(r[check].ok);
+    EXPECT_FALSE(r[check].ok());
     EXPECT_TRUE(contains(r[check].detail, "did not load"));
     EXPECT_TRUE(contains(r[check].fix, "CONFIG_DEBUG_INFO_BTF=y"));
   }
@@ -328,16 +328,16 @@ TEST(CheckEvaluate, AnOldKernelWithoutMultiUprobesAndALimitedMemlock) {
   s.uprobe_multi = AttachProbe{};
   s.uprobe_multi.error = "this kernel has no multi-uprobe links with PID filtering (Linux 6.10+)";
   auto r = by_check(evaluate_checks(s));
-  EXPECT_FALSE(r["kernel"].ok);
+  EXPECT_FALSE(r["kernel"].ok());
   EXPECT_TRUE(contains(r["kernel"].fix, "5.15"));
-  EXPECT_FALSE(r["memlock"].ok);  // 8 MiB, and no memcg accounting before 5.11
+  EXPECT_FALSE(r["memlock"].ok());  // 8 MiB, and no memcg accounting before 5.11
   EXPECT_TRUE(contains(r["memlock"].fix, "ulimit -l unlimited"));
-  EXPECT_FALSE(r["bpf.uprobe_multi"].ok);
+  EXPECT_FALSE(r["bpf.uprobe_multi"].ok());
   EXPECT_FALSE(r["bpf.uprobe_multi"].required);
   EXPECT_EQ(r["bpf.uprobe_multi"].fix, "Linux 6.10 or later");
   EXPECT_TRUE(contains(r["bpf.uprobe_multi"].detail, "perf-event link per uprobe"));
   s.memlock = MemlockLimit{false, 8u << 20, true};  // libbpf may raise it
-  EXPECT_TRUE(by_check(evaluate_checks(s))["memlock"].ok);
+  EXPECT_TRUE(by_check(evaluate_checks(s))["memlock"].ok());
 }
 
 TEST(CheckEvaluate, RanksWithoutACollectiveAndProcessesThatAreNotRanks) {
@@ -347,13 +347,13 @@ TEST(CheckEvaluate, RanksWithoutACollectiveAndProcessesThatAreNotRanks) {
   not_rank.rank = make_error("pid 77 (sleep 30) is not a rank of a training job: none of ... is in its environment");
   s.ranks = std::vector<RankProbes>{mpi_rank(4242, 0, true), mpi_rank(4243, 1, false), not_rank};
   auto r = by_check(evaluate_checks(s));
-  EXPECT_TRUE(r["probes.pid4242"].ok);
+  EXPECT_TRUE(r["probes.pid4242"].ok());
   // Point-to-point only: traced, but no straggler can be named.
-  EXPECT_FALSE(r["probes.pid4243"].ok);
+  EXPECT_FALSE(r["probes.pid4243"].ok());
   EXPECT_TRUE(contains(r["probes.pid4243"].detail, "MPI_Allreduce not in libmpi.so.40"));
   EXPECT_TRUE(contains(r["probes.pid4243"].detail, "no straggler can be named"));
   EXPECT_TRUE(contains(r["probes.pid4243"].fix, "slowburn probes --pid 4243"));
-  EXPECT_FALSE(r["probes.pid77"].ok);
+  EXPECT_FALSE(r["probes.pid77"].ok());
   EXPECT_TRUE(contains(r["probes.pid77"].fix, "mpirun"));
   // A library-less process: nothing resolves.
   RankProbes bare = mpi_rank(5000, 2, false);
@@ -361,7 +361,7 @@ TEST(CheckEvaluate, RanksWithoutACollectiveAndProcessesThatAreNotRanks) {
   for (ProbeReading& p : *bare.probes) p.resolved = p.library_loaded = false;
   s.ranks = std::vector<RankProbes>{bare};
   auto none = by_check(evaluate_checks(s));
-  EXPECT_FALSE(none["probes.pid5000"].ok);
+  EXPECT_FALSE(none["probes.pid5000"].ok());
   EXPECT_TRUE(contains(none["probes.pid5000"].detail, "loads no communication library"));
 }
 
@@ -369,27 +369,27 @@ TEST(CheckEvaluate, NvidiaXidPathDriverTracepointElseTheKernelLog) {
   CheckSnapshot s = privileged();
   s.nvidia = NvidiaReading{true, true, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15"};
   auto old_driver = by_check(evaluate_checks(s));
-  EXPECT_TRUE(old_driver["nvidia.driver"].ok);
+  EXPECT_TRUE(old_driver["nvidia.driver"].ok());
   EXPECT_TRUE(contains(old_driver["nvidia.driver"].detail, "550.54.15"));
-  EXPECT_TRUE(old_driver["nvidia.xid"].ok);
+  EXPECT_TRUE(old_driver["nvidia.xid"].ok());
   EXPECT_TRUE(contains(old_driver["nvidia.xid"].detail, "printk:console"));
   s.tracepoints["nvidia:nvidia_dev_xid"] = true;
   auto new_driver = by_check(evaluate_checks(s));
   EXPECT_TRUE(contains(new_driver["nvidia.xid"].detail, "nvidia:nvidia_dev_xid"));
-  EXPECT_TRUE(new_driver["tracepoint.nvidia:nvidia_dev_xid"].ok);
+  EXPECT_TRUE(new_driver["tracepoint.nvidia:nvidia_dev_xid"].ok());
 }
 
 TEST(CheckEvaluate, AnUnsynchronisedClockIsHealthsVerdictWithAFix) {
   CheckSnapshot s = privileged();
   s.clock = ClockReading{STA_UNSYNC, 16000000, 16000000, 5};
   auto r = by_check(evaluate_checks(s));
-  EXPECT_FALSE(r["clock.sync"].ok);
+  EXPECT_FALSE(r["clock.sync"].ok());
   EXPECT_TRUE(contains(r["clock.sync"].detail, "not synchronised"));
   EXPECT_TRUE(contains(r["clock.sync"].fix, "chrony"));
 }
 
 TEST(CheckEvaluate, JsonLineCarriesExactlyTheContract) {
-  CheckRow row{"btf", false, true, "no /sys/kernel/btf/vmlinux", "boot a kernel with BTF"};
+  CheckRow row = check_row("btf", false, true, "no /sys/kernel/btf/vmlinux", "boot a kernel with BTF");
   nlohmann::json line = check_row_json(row);
   EXPECT_EQ(line, (nlohmann::json{{"kind", "check"},
                                   {"check", "btf"},
@@ -447,12 +447,12 @@ TEST(CheckSnapshotReader, ACapturedTreeIsReadAndNothingIsLoaded) {
   EXPECT_FALSE(s.clock.ok());
 
   auto r = by_check(evaluate_checks(s));
-  EXPECT_FALSE(r["capabilities"].ok);  // docker's default capabilities cannot load BPF
+  EXPECT_FALSE(r["capabilities"].ok());  // docker's default capabilities cannot load BPF
   EXPECT_TRUE(contains(r["capabilities"].detail, "missing CAP_BPF, CAP_PERFMON"));
-  EXPECT_FALSE(r["bpf.uprobe"].ok);
+  EXPECT_FALSE(r["bpf.uprobe"].ok());
   EXPECT_EQ(r["bpf.uprobe"].fix, "run slowburn check on the node itself");
-  EXPECT_TRUE(r["nvidia.xid"].ok);  // a driver, and printk:console for its log
-  EXPECT_TRUE(r["rdma"].ok);
+  EXPECT_TRUE(r["nvidia.xid"].ok());  // a driver, and printk:console for its log
+  EXPECT_TRUE(r["rdma"].ok());
 }
 
 // Every tracepoint a skeleton names in a SEC() is in the check's list;

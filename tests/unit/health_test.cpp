@@ -14,6 +14,7 @@
 
 #include "health/health_checks.h"
 #include "net/dcb.h"
+#include "nvidia/xid_catalog.h"
 #include "procfs/ranks.h"
 #include "support/temp_dir.h"
 
@@ -58,7 +59,7 @@ class HealthTree {
     return c;
   }
   // Two readings with `change` applied between them.
-  std::vector<HealthCheck> evaluate_around(const std::function<void()>& change) const {
+  std::vector<CheckRow> evaluate_around(const std::function<void()>& change) const {
     HealthSnapshot before = read(false);
     change();
     HealthSnapshot after = read();
@@ -72,16 +73,15 @@ class HealthTree {
   std::vector<RankIdentity> ranks_;
 };
 
-const HealthCheck& row(const std::vector<HealthCheck>& checks, const std::string& check,
-                       const std::string& device = "") {
-  for (const HealthCheck& c : checks)
+const CheckRow& row(const std::vector<CheckRow>& checks, const std::string& check, const std::string& device = "") {
+  for (const CheckRow& c : checks)
     if (c.check == check && c.device == device) return c;
-  static const HealthCheck missing{"missing", HealthState::unavailable, "", nullptr, nullptr, {}, "no such row"};
+  static const CheckRow missing{"missing", CheckState::unavailable, "", nullptr, nullptr, {}, "no such row", false, ""};
   ADD_FAILURE() << "no row " << check << " '" << device << "'";
   return missing;
 }
 
-std::string state(const HealthCheck& c) { return std::string(health_state_name(c.state)); }
+std::string state(const CheckRow& c) { return std::string(check_state_name(c.state)); }
 
 TEST(HealthParsers, CpuLists) {
   EXPECT_EQ(parse_cpu_list("0-3,8,10-11\n"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
@@ -98,9 +98,9 @@ TEST(HealthParsers, TaintBitsByTheKernelTable) {
   auto flags = decode_taint((1u << 0) | (1u << 4) | (1u << 9) | (1u << 12) | (1u << 18) | (1ull << 40));
   EXPECT_EQ(taint_letters(flags), "PMWON?");
   EXPECT_EQ(flags[1].meaning, "processor reported a Machine Check Exception (MCE)");
-  EXPECT_EQ(flags[0].severity, HealthState::ok);    // the NVIDIA driver is proprietary
-  EXPECT_EQ(flags[1].severity, HealthState::fail);  // a machine check
-  EXPECT_EQ(flags[2].severity, HealthState::warn);
+  EXPECT_EQ(flags[0].severity, CheckState::ok);    // the NVIDIA driver is proprietary
+  EXPECT_EQ(flags[1].severity, CheckState::fail);  // a machine check
+  EXPECT_EQ(flags[2].severity, CheckState::warn);
   EXPECT_EQ(flags[5].bit, 40);
   // Every letter the kernel documents, in bit order.
   EXPECT_EQ(taint_letters(decode_taint((1u << 19) - 1)), "PFSRMBUDAWCIOELKXTN");
@@ -164,13 +164,13 @@ TEST(HealthParsers, KernelLogClasses) {
 TEST(HealthParsers, XidClassesAndSdcRelevance) {
   for (int code : {48, 63, 64, 92, 94, 95}) EXPECT_TRUE(xid_sdc_relevant(code, false)) << code;
   for (int code : {13, 31, 43, 74, 79, 119, 145}) EXPECT_FALSE(xid_sdc_relevant(code, false)) << code;
-  EXPECT_EQ(xid_class(48, false), "ecc");
-  EXPECT_EQ(xid_class(63, false), "row-remap");
-  EXPECT_EQ(xid_class(74, false), "nvlink");
-  EXPECT_EQ(xid_class(147, false), "nvlink");
-  EXPECT_EQ(xid_class(79, false), "bus");
-  EXPECT_EQ(xid_class(999, false), "other");
-  EXPECT_EQ(xid_class(48, true), "nvswitch");
+  EXPECT_EQ(xid_family(48, false), "ecc");
+  EXPECT_EQ(xid_family(63, false), "row-remap");
+  EXPECT_EQ(xid_family(74, false), "nvlink");
+  EXPECT_EQ(xid_family(147, false), "nvlink");
+  EXPECT_EQ(xid_family(79, false), "bus");
+  EXPECT_EQ(xid_family(999, false), "other");
+  EXPECT_EQ(xid_family(48, true), "nvswitch");
 }
 
 TEST(HealthParsers, PortsAndProcesses) {
@@ -232,12 +232,12 @@ TEST(HealthFixture, EdacCountersRisingBetweenReadings) {
     write(mc0 / "ue_count", "1\n");
     write(mc0 / "dimm0/dimm_ue_count", "1\n");
   });
-  const HealthCheck& ce = row(checks, "memory.edac_ce", "mc0");
+  const CheckRow& ce = row(checks, "memory.edac_ce", "mc0");
   EXPECT_EQ(state(ce), "warn");
   EXPECT_EQ(ce.value, 15);
   EXPECT_NE(ce.detail.find("+3 in 1.0 s: dimm1 'CPU_SrcID#0_MC#0_Chan#1_DIMM#0' +3"), std::string::npos) << ce.detail;
   EXPECT_EQ(ce.ranks, (std::vector<int>{0, 1}));  // host memory: every rank on the node
-  const HealthCheck& ue = row(checks, "memory.edac_ue", "mc0");
+  const CheckRow& ue = row(checks, "memory.edac_ue", "mc0");
   EXPECT_EQ(state(ue), "fail");
   EXPECT_NE(ue.detail.find("dimm0 'CPU_SrcID#0_MC#0_Chan#0_DIMM#0' +1"), std::string::npos) << ue.detail;
   EXPECT_EQ(state(row(checks, "memory.edac_ce", "mc1")), "ok");  // the csrow layout, clean
@@ -251,7 +251,7 @@ TEST(HealthFixture, OneReadingMeasuresNoRise) {
   HealthTree tree;
   HealthSnapshot once = tree.read();
   auto checks = evaluate_health(once, once, tree.context());
-  const HealthCheck& ce = row(checks, "memory.edac_ce", "mc0");
+  const CheckRow& ce = row(checks, "memory.edac_ce", "mc0");
   EXPECT_EQ(state(ce), "ok");  // 12 since boot, not rising
   EXPECT_NE(ce.detail.find("one reading: no rise measured"), std::string::npos) << ce.detail;
 }
@@ -265,7 +265,7 @@ TEST(HealthFixture, ThermalThrottleCountsAndTheirRise) {
     write(cpu / "cpu2/thermal_throttle/package_throttle_count", "4\n");
     write(cpu / "cpu3/thermal_throttle/package_throttle_count", "4\n");
   });
-  const HealthCheck& t = row(checks, "cpu.thermal_throttle");
+  const CheckRow& t = row(checks, "cpu.thermal_throttle");
   EXPECT_EQ(state(t), "warn");
   EXPECT_EQ(t.value, 12 + 5 + 5 + 4);  // cores 0+7+4+6, packages 5 and 4
   EXPECT_NE(t.detail.find("+8 in 1.0 s on CPUs 1 and packages 1"), std::string::npos) << t.detail;
@@ -277,14 +277,14 @@ TEST(HealthFixture, ThermalThrottleCountsAndTheirRise) {
 TEST(HealthFixture, CpusGovernorFrequencyOfflineSmt) {
   HealthTree tree;
   auto checks = tree.evaluate_around([] {});
-  const HealthCheck& gov = row(checks, "cpu.governor");
+  const CheckRow& gov = row(checks, "cpu.governor");
   EXPECT_EQ(state(gov), "warn");
   EXPECT_EQ(gov.value, "mixed");
   EXPECT_NE(gov.detail.find("powersave on CPUs 3"), std::string::npos) << gov.detail;
-  const HealthCheck& freq = row(checks, "cpu.frequency");
+  const CheckRow& freq = row(checks, "cpu.frequency");
   EXPECT_EQ(state(freq), "ok");
   EXPECT_EQ(freq.value, 0.68);  // (3.0 + 2.9 + 2.8 + 0.8) / 4 of 3.5 GHz
-  const HealthCheck& off = row(checks, "cpu.offline");
+  const CheckRow& off = row(checks, "cpu.offline");
   EXPECT_EQ(state(off), "warn");
   EXPECT_EQ(off.value, 1);  // cpu3; 4-7 are possible, not present
   EXPECT_NE(off.detail.find("CPUs 3 present but offline"), std::string::npos) << off.detail;
@@ -294,13 +294,13 @@ TEST(HealthFixture, CpusGovernorFrequencyOfflineSmt) {
 TEST(HealthFixture, DowntrainedGpuLinkConcernsItsRank) {
   HealthTree tree;
   auto checks = tree.evaluate_around([] {});
-  const HealthCheck& gpu0 = row(checks, "pcie.link", "0000:03:00.0");
+  const CheckRow& gpu0 = row(checks, "pcie.link", "0000:03:00.0");
   EXPECT_EQ(state(gpu0), "warn");
   EXPECT_EQ(gpu0.value, "x16 16 GT/s");
   EXPECT_EQ(gpu0.threshold, "x16 32 GT/s");
   EXPECT_EQ(gpu0.ranks, std::vector<int>{0});  // rank 0's GPU by CUDA_VISIBLE_DEVICES
   EXPECT_EQ(state(row(checks, "pcie.link", "0000:05:00.0")), "ok");
-  const HealthCheck& eth2 = row(checks, "pcie.link", "0000:06:00.0");
+  const CheckRow& eth2 = row(checks, "pcie.link", "0000:06:00.0");
   EXPECT_EQ(state(eth2), "warn");  // down, but no rank uses it
   EXPECT_NE(eth2.detail.find("(no rank uses it)"), std::string::npos);
   // --expect holds the NIC to more than it can do.
@@ -318,11 +318,11 @@ TEST(HealthFixture, AerCorrectableRiseWarnsUncorrectableFails) {
           "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\n"
           "RxOF 0\nMalfTLP 2\nTOTAL_ERR_FATAL 2\n");
   });
-  const HealthCheck& aer = row(checks, "pcie.aer", "0000:03:00.0");
+  const CheckRow& aer = row(checks, "pcie.aer", "0000:03:00.0");
   EXPECT_EQ(state(aer), "fail");
   EXPECT_NE(aer.detail.find("+2 fatal MalfTLP in 1.0 s"), std::string::npos) << aer.detail;
   EXPECT_EQ(aer.ranks, std::vector<int>{0});
-  const HealthCheck& nic = row(checks, "pcie.aer", "0000:04:00.0");
+  const CheckRow& nic = row(checks, "pcie.aer", "0000:04:00.0");
   EXPECT_EQ(state(nic), "ok");  // correctable since boot, not rising
   EXPECT_NE(nic.detail.find("unreadable lines: 'Receiver Error five'"), std::string::npos) << nic.detail;
 }
@@ -330,7 +330,7 @@ TEST(HealthFixture, AerCorrectableRiseWarnsUncorrectableFails) {
 TEST(HealthFixture, NicBelowItsSpeedAndNicStates) {
   HealthTree tree;
   auto checks = tree.evaluate_around([&] { write(tree.sys() / "class/net/eth2/statistics/rx_errors", "9\n"); });
-  const HealthCheck& slow = row(checks, "rdma.port", "mlx5_1/1");
+  const CheckRow& slow = row(checks, "rdma.port", "mlx5_1/1");
   EXPECT_EQ(state(slow), "warn");
   EXPECT_EQ(slow.value, 100.0);
   EXPECT_EQ(slow.threshold, 200.0);
@@ -340,13 +340,13 @@ TEST(HealthFixture, NicBelowItsSpeedAndNicStates) {
   EXPECT_EQ(state(row(checks, "rdma.port", "mlx5_0/1")), "ok");
   EXPECT_EQ(row(checks, "rdma.errors", "mlx5_1/1").value, 2);  // symbol_error since boot
   EXPECT_EQ(state(row(checks, "nic.link", "eth2")), "warn");   // down, used by no rank
-  const HealthCheck& errors = row(checks, "nic.errors", "eth2");
+  const CheckRow& errors = row(checks, "nic.errors", "eth2");
   EXPECT_EQ(state(errors), "warn");
   EXPECT_NE(errors.detail.find("rx_errors +5 in 1.0 s"), std::string::npos) << errors.detail;
-  const HealthCheck& ib0 = row(checks, "nic.link", "ib0");
+  const CheckRow& ib0 = row(checks, "nic.link", "ib0");
   EXPECT_EQ(state(ib0), "ok");
   EXPECT_EQ(ib0.ranks, (std::vector<int>{0, 1}));
-  const HealthCheck& pfc = row(checks, "nic.pfc");
+  const CheckRow& pfc = row(checks, "nic.pfc");
   EXPECT_EQ(state(pfc), "unavailable");
   EXPECT_NE(pfc.detail.find("PFC is Ethernet's: mlx5_0/1 (InfiniBand)"), std::string::npos) << pfc.detail;
 
@@ -367,16 +367,16 @@ TEST(HealthFixture, XidsFromBothLogFormatsNameTheGpuAndItsRank) {
     auto snapshot = collect_health(sources);
     ASSERT_TRUE(snapshot.ok());
     auto checks = evaluate_health(*snapshot, *snapshot, tree.context());
-    const HealthCheck& xid = row(checks, "gpu.xid", "0000:03:00.0");
+    const CheckRow& xid = row(checks, "gpu.xid", "0000:03:00.0");
     EXPECT_EQ(state(xid), "fail") << log;  // Xid 48: reset the GPU
     EXPECT_EQ(xid.value, 2);
     EXPECT_EQ(xid.ranks, std::vector<int>{0});
     EXPECT_NE(xid.detail.find("by class: ecc 2"), std::string::npos) << xid.detail;
-    const HealthCheck& ecc = row(checks, "gpu.xid_ecc", "0000:03:00.0");
+    const CheckRow& ecc = row(checks, "gpu.xid_ecc", "0000:03:00.0");
     EXPECT_EQ(state(ecc), "fail");
     EXPECT_NE(ecc.detail.find("Xid 48 x1 (ecc: double-bit ECC error; reset the GPU)"), std::string::npos);
     EXPECT_NE(ecc.detail.find("Xid 94 x1 (ecc: contained ECC error"), std::string::npos);
-    const HealthCheck& nvlink = row(checks, "gpu.xid", "0000:05:00.0");
+    const CheckRow& nvlink = row(checks, "gpu.xid", "0000:05:00.0");
     EXPECT_EQ(state(nvlink), "warn");
     EXPECT_NE(nvlink.detail.find("nvlink 1"), std::string::npos);
     EXPECT_EQ(nvlink.ranks, std::vector<int>{1});
@@ -396,17 +396,17 @@ TEST(HealthFixture, ReplayWithoutAKernelLogOrClockSaysWhy) {
   HealthSnapshot once = tree.read(false);
   auto checks = evaluate_health(once, once, tree.context());
   for (const char* check : {"gpu.xid", "gpu.xid_ecc", "memory.mce_log", "kernel.oops", "kernel.hung_task"}) {
-    const HealthCheck& c = row(checks, check);
+    const CheckRow& c = row(checks, check);
     EXPECT_EQ(state(c), "unavailable") << check;
     EXPECT_NE(c.detail.find("pass --kmsg FILE"), std::string::npos) << c.detail;
   }
   EXPECT_EQ(row(checks, "clock.sync").detail,
             "a captured tree holds no clock state (adjtimex(2) reads the running kernel's)");
-  const HealthCheck& daemon = row(checks, "clock.daemon");
+  const CheckRow& daemon = row(checks, "clock.daemon");
   EXPECT_EQ(state(daemon), "ok");
   EXPECT_EQ(daemon.value, "chronyd");
   EXPECT_EQ(state(row(checks, "memory.mc_event_tracepoint")), "ok");
-  const HealthCheck& mce = row(checks, "memory.mce_tracepoint");
+  const CheckRow& mce = row(checks, "memory.mce_tracepoint");
   EXPECT_EQ(state(mce), "unavailable");
   EXPECT_NE(mce.detail.find("no mce:mce_record tracepoint in"), std::string::npos);
 }
@@ -432,7 +432,7 @@ TEST(HealthFixture, UnreadableAndMalformedFilesAreRowsNotCrashes) {
   fs::remove(tree.sys() / "devices/system/cpu/present");
   HealthSnapshot once = tree.read();
   auto checks = evaluate_health(once, once, tree.context());
-  const HealthCheck& ce = row(checks, "memory.edac_ce", "mc1");
+  const CheckRow& ce = row(checks, "memory.edac_ce", "mc1");
   EXPECT_EQ(state(ce), "unavailable");
   EXPECT_NE(ce.detail.find("mc1/ce_count is not a counter: 'lots'"), std::string::npos) << ce.detail;
   EXPECT_NE(row(checks, "kernel.taint").detail.find("sys/kernel/tainted is not a number: 'x'"), std::string::npos);
@@ -446,7 +446,7 @@ TEST(HealthEvaluate, UnsynchronisedClockFromATimex) {
   unsync.clock_state = TIME_ERROR;
   unsync.esterror_us = 16'000'000;
   unsync.maxerror_us = 16'000'000;
-  HealthCheck c = evaluate_clock(unsync, t);
+  CheckRow c = evaluate_clock(unsync, t);
   EXPECT_EQ(state(c), "warn");
   EXPECT_NE(c.detail.find("not synchronised"), std::string::npos);
   EXPECT_NE(c.detail.find("STA_UNSYNC"), std::string::npos);
@@ -463,15 +463,15 @@ TEST(HealthEvaluate, UnsynchronisedClockFromATimex) {
 }
 
 TEST(HealthEvaluate, TaintedKernel) {
-  HealthCheck fixture = evaluate_taint(uint64_t{12801});
+  CheckRow fixture = evaluate_taint(uint64_t{12801});
   EXPECT_EQ(state(fixture), "warn");  // W
   EXPECT_NE(fixture.detail.find("tainted 12801 (PWOE)"), std::string::npos) << fixture.detail;
   EXPECT_EQ(state(evaluate_taint(uint64_t{1 | 4096})), "ok");  // the NVIDIA driver: proprietary, out of tree
-  HealthCheck mce = evaluate_taint(uint64_t{1 | 16});
+  CheckRow mce = evaluate_taint(uint64_t{1 | 16});
   EXPECT_EQ(state(mce), "fail");
   EXPECT_EQ(evaluate_taint(uint64_t{0}).detail, "not tainted");
   // A machine-check taint is SDC activity.
-  mce.state = HealthState::fail;
+  mce.state = CheckState::fail;
   auto sdc = sdc_activity({mce});
   ASSERT_TRUE(sdc);
   EXPECT_NE(sdc->find("kernel.taint: tainted 17 (PM)"), std::string::npos) << *sdc;
@@ -479,7 +479,7 @@ TEST(HealthEvaluate, TaintedKernel) {
 }
 
 TEST(HealthEvaluate, JsonLineShape) {
-  HealthCheck c{"pcie.link", HealthState::warn, "0000:03:00.0", "x16 16 GT/s", "x16 32 GT/s", {0}, "speed"};
+  CheckRow c{"pcie.link", CheckState::warn, "0000:03:00.0", "x16 16 GT/s", "x16 32 GT/s", {0}, "speed", false, ""};
   nlohmann::json j = health_check_json(c);
   EXPECT_EQ(j.dump(),
             "{\"check\":\"pcie.link\",\"detail\":\"speed\",\"device\":\"0000:03:00.0\",\"kind\":\"health\","
@@ -499,9 +499,9 @@ TEST(HealthLive, ThisMachineEveryUnavailableRowSaysWhy) {
   auto checks = evaluate_health(*before, *before, context);
   ASSERT_GE(checks.size(), 20u);
   std::set<std::string> names;
-  for (const HealthCheck& c : checks) {
+  for (const CheckRow& c : checks) {
     names.insert(c.check);
-    if (c.state == HealthState::unavailable) {
+    if (c.state == CheckState::unavailable) {
       EXPECT_FALSE(c.detail.empty()) << c.check << " " << c.device;
     }
   }

@@ -102,8 +102,8 @@ MetricsView sample_view() {
   v.call_cost_ns = 10'000;
   v.toggle_cost_ns = 5e7;
   v.ringbuf_drops_total["kmsg_xid"] = 0;
-  v.health = {{"memory.edac_ue", HealthState::fail, "mc0", 2, 0, {3}, "mc0: +2 uncorrected"},
-              {"clock.sync", HealthState::warn, "", nullptr, 1000, {3}, "not synchronised"}};
+  v.health = {{"memory.edac_ue", CheckState::fail, "mc0", 2, 0, {3}, "mc0: +2 uncorrected", false, ""},
+              {"clock.sync", CheckState::warn, "", nullptr, 1000, {3}, "not synchronised", false, ""}};
   return v;
 }
 

@@ -118,5 +118,22 @@ TEST(XidCatalog, KnownUnknownAndRecoveryAction) {
   EXPECT_EQ(xid_info(154, "no action in this text").severity, "hardware");
 }
 
+// One table: every code the catalog grades has a family `health` counts it
+// in, and only those; the SDC ones are ECC, row remapping and DRAM/SRAM.
+TEST(XidCatalog, OneTableGradesAndGroupsEveryCode) {
+  for (int code = 0; code <= 300; ++code) {
+    XidInfo info = xid_info(code);
+    EXPECT_EQ(info.severity == "unknown", info.family == "other") << code;
+    EXPECT_EQ(xid_family(code, false), info.family) << code;
+    if (info.sdc) {
+      EXPECT_TRUE(info.family == "ecc" || info.family == "row-remap" || info.family == "memory") << code;
+    }
+  }
+  EXPECT_EQ(xid_family(62, false), "firmware");
+  EXPECT_EQ(xid_family(109, false), "engine");
+  EXPECT_EQ(xid_family(31, true), "nvswitch");
+  EXPECT_FALSE(xid_sdc_relevant(48, true)) << "an SXid is the switch's";
+}
+
 }  // namespace
 }  // namespace slowburn

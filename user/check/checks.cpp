@@ -30,7 +30,7 @@ constexpr const char* kLockdownFix =
 constexpr const char* kCapturedFix = "run slowburn check on the node itself";
 
 CheckRow row(std::string check, bool ok, bool required, std::string detail, std::string fix = "") {
-  return CheckRow{std::move(check), ok, required, std::move(detail), ok ? std::string() : std::move(fix)};
+  return check_row(std::move(check), ok, required, std::move(detail), std::move(fix));
 }
 
 bool has_capability(uint64_t effective, int cap) { return (effective >> cap) & 1u; }

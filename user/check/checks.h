@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "check/check_row.h"
 #include "check/check_snapshot.h"
+#include "health/check_row.h"
 
 namespace slowburn {
 

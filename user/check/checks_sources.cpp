@@ -16,7 +16,7 @@ namespace slowburn {
 namespace {
 
 CheckRow row(std::string check, bool ok, std::string detail, std::string fix = "") {
-  return CheckRow{std::move(check), ok, false, std::move(detail), ok ? std::string() : std::move(fix)};
+  return check_row(std::move(check), ok, false, std::move(detail), std::move(fix));
 }
 
 // "a, b, c and 4 more"
@@ -108,9 +108,9 @@ CheckRow rdma_row(const CheckSnapshot& s) {
 
 CheckRow clock_row(const CheckSnapshot& s) {
   // The same evaluator and threshold as slowburn health's clock.sync.
-  HealthCheck clock = evaluate_clock(s.clock, HealthThresholds{});
-  bool ok = clock.state == HealthState::ok;
-  std::string fix = clock.state == HealthState::unavailable
+  CheckRow clock = evaluate_clock(s.clock, HealthThresholds{});
+  bool ok = clock.state == CheckState::ok;
+  std::string fix = clock.state == CheckState::unavailable
                         ? "run slowburn check on the node itself"
                         : "start a time daemon: systemctl enable --now chrony (ptp4l and phc2sys on a PTP fabric)";
   return row("clock.sync", ok,

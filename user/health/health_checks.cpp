@@ -37,24 +37,23 @@ std::string Evaluation::quiet(std::string_view what) const {
                      : fmt::format("one reading: no {} measured", what);
 }
 
-HealthCheck& Evaluation::add(std::string check, HealthState state, std::string device, nlohmann::json value,
-                             nlohmann::json threshold, std::vector<int> ranks, std::string detail) {
+CheckRow& Evaluation::add(std::string check, CheckState state, std::string device, nlohmann::json value,
+                          nlohmann::json threshold, std::vector<int> ranks, std::string detail) {
   rows.push_back({std::move(check), state, std::move(device), std::move(value), std::move(threshold), std::move(ranks),
-                  std::move(detail)});
+                  std::move(detail), false, ""});
   return rows.back();
 }
 
-HealthCheck& Evaluation::unavailable(std::string check, std::string device, std::vector<int> ranks,
-                                     std::string reason) {
+CheckRow& Evaluation::unavailable(std::string check, std::string device, std::vector<int> ranks, std::string reason) {
   if (reason.empty()) reason = "unavailable, for no reason the reader recorded";  // never an empty reason
-  return add(std::move(check), HealthState::unavailable, std::move(device), nullptr, nullptr, std::move(ranks),
+  return add(std::move(check), CheckState::unavailable, std::move(device), nullptr, nullptr, std::move(ranks),
              std::move(reason));
 }
 
 }  // namespace health_detail
 
-std::vector<HealthCheck> evaluate_health(const HealthSnapshot& before, const HealthSnapshot& after,
-                                         const HealthContext& context) {
+std::vector<CheckRow> evaluate_health(const HealthSnapshot& before, const HealthSnapshot& after,
+                                      const HealthContext& context) {
   health_detail::Evaluation e(before, after, context);
   health_detail::evaluate_gpu_checks(e);
   health_detail::evaluate_pcie_checks(e);

@@ -1,5 +1,5 @@
 // The health checklist, evaluated: two snapshots (the same one twice for a
-// single reading) in, one HealthCheck per check and device out. Pure: no
+// single reading) in, one CheckRow per check and device out. Pure: no
 // files; the topology (roles, link partners, which rank uses what) is
 // given. README "slowburn health" lists every check, its source, its
 // threshold and its states.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/rank_identity.h"
-#include "health/health_check.h"
+#include "health/check_row.h"
 #include "health/health_snapshot.h"
 #include "pcie/link.h"
 #include "sysfs/topology.h"
@@ -44,11 +44,11 @@ struct HealthContext {
 // `before` and `after`: counters that rose between them are trends (EDAC,
 // thermal throttling, AER, NIC errors); pass the same snapshot twice for
 // one reading. The kernel log and current states come from `after`.
-std::vector<HealthCheck> evaluate_health(const HealthSnapshot& before, const HealthSnapshot& after,
-                                         const HealthContext& context);
+std::vector<CheckRow> evaluate_health(const HealthSnapshot& before, const HealthSnapshot& after,
+                                      const HealthContext& context);
 
 // The pieces, for tests and for callers that read one source.
-HealthCheck evaluate_clock(const Result<ClockReading>& clock, const HealthThresholds& thresholds);
-HealthCheck evaluate_taint(const Result<uint64_t>& tainted);
+CheckRow evaluate_clock(const Result<ClockReading>& clock, const HealthThresholds& thresholds);
+CheckRow evaluate_taint(const Result<uint64_t>& tainted);
 
 }  // namespace slowburn

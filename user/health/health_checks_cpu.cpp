@@ -70,7 +70,7 @@ void evaluate_throttle(Evaluation& e) {
   } else {
     detail += "; " + e.quiet("rise");
   }
-  e.add("cpu.thermal_throttle", rise ? HealthState::warn : HealthState::ok, "", after.core + after.package, 0,
+  e.add("cpu.thermal_throttle", rise ? CheckState::warn : CheckState::ok, "", after.core + after.package, 0,
         e.node_ranks(), detail);
 }
 
@@ -92,7 +92,7 @@ void evaluate_governor(Evaluation& e) {
   for (const auto& [gov, cpus] : by_governor) parts.push_back(fmt::format("{} on CPUs {}", gov, format_cpu_list(cpus)));
   bool all_wanted = by_governor.size() == 1 && by_governor.begin()->first == wanted;
   std::string value = by_governor.size() == 1 ? by_governor.begin()->first : std::string("mixed");
-  e.add("cpu.governor", all_wanted ? HealthState::ok : HealthState::warn, "", value, wanted, e.node_ranks(),
+  e.add("cpu.governor", all_wanted ? CheckState::ok : CheckState::warn, "", value, wanted, e.node_ranks(),
         join(parts, "; ") + (all_wanted ? "" : fmt::format(" (training nodes run '{}')", wanted)));
 }
 
@@ -120,7 +120,7 @@ void evaluate_frequency(Evaluation& e) {
   }
   double ratio = std::round(ratio_sum / static_cast<double>(n) * 100) / 100;
   double threshold = e.context.thresholds.min_cpu_frequency_ratio;
-  e.add("cpu.frequency", ratio < threshold ? HealthState::warn : HealthState::ok, "", ratio, threshold, e.node_ranks(),
+  e.add("cpu.frequency", ratio < threshold ? CheckState::warn : CheckState::ok, "", ratio, threshold, e.node_ranks(),
         fmt::format("mean {:.2f} GHz of {:.2f} GHz max ({:.0f}%) over {} CPUs; lowest CPU {} at {:.2f} GHz",
                     cur_sum / static_cast<double>(n) / 1e6, max_sum / static_cast<double>(n) / 1e6, ratio * 100, n,
                     lowest->cpu, static_cast<double>(*lowest->cur_khz) / 1e6));
@@ -143,7 +143,7 @@ void evaluate_offline(Evaluation& e) {
                         format_cpu_list(lists->online), format_cpu_list(lists->present));
   if (lists->possible.size() > lists->present.size())
     detail += fmt::format("; possible {}: slots for hotplug, not CPUs", format_cpu_list(lists->possible));
-  e.add("cpu.offline", down.empty() ? HealthState::ok : HealthState::warn, "", down.size(), 0, e.node_ranks(), detail);
+  e.add("cpu.offline", down.empty() ? CheckState::ok : CheckState::warn, "", down.size(), 0, e.node_ranks(), detail);
 }
 
 void evaluate_smt(Evaluation& e) {
@@ -155,7 +155,7 @@ void evaluate_smt(Evaluation& e) {
   std::string detail = fmt::format("SMT control '{}'", smt->control);
   if (smt->active) detail += *smt->active ? ", sibling threads active" : ", no sibling thread active";
   if (smt->control == "notsupported") detail += " (the CPU, or the hypervisor, exposes no SMT)";
-  e.add("cpu.smt", HealthState::ok, "", smt->control, nullptr, e.node_ranks(), detail);
+  e.add("cpu.smt", CheckState::ok, "", smt->control, nullptr, e.node_ranks(), detail);
 }
 
 }  // namespace

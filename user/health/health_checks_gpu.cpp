@@ -38,7 +38,7 @@ std::string describe_codes(const GpuXids& g, bool sdc_only) {
     if (sdc_only && !xid_sdc_relevant(code, g.nvswitch)) continue;
     XidInfo info = g.nvswitch ? sxid_info(code) : xid_info(code, g.message.at(code));
     parts.push_back(fmt::format("{} {} x{} ({}: {}; {})", g.nvswitch ? "SXid" : "Xid", code, n,
-                                xid_class(code, g.nvswitch), info.meaning, info.action));
+                                xid_family(code, g.nvswitch), info.meaning, info.action));
   }
   return join(parts, ", ");
 }
@@ -65,15 +65,15 @@ void evaluate_gpu_checks(Evaluation& e) {
     g.nvswitch = xid->nvswitch;
     g.by_code[xid->code] += 1;
     g.message[xid->code] = xid->message;
-    g.by_class[std::string(xid_class(xid->code, xid->nvswitch))] += 1;
+    g.by_class[std::string(xid_family(xid->code, xid->nvswitch))] += 1;
     g.last = &line;
     if (xid_sdc_relevant(xid->code, xid->nvswitch)) g.last_sdc = &line;
   }
   std::string unparsed_note = unparsed ? fmt::format("; {} Xid line(s) too damaged to parse", unparsed) : std::string();
   if (gpus.empty()) {
     std::string detail = fmt::format("no Xid in the kernel log ({} lines read){}", log->size(), unparsed_note);
-    e.add("gpu.xid", unparsed ? HealthState::warn : HealthState::ok, "", 0, 0, e.node_ranks(), detail);
-    e.add("gpu.xid_ecc", HealthState::ok, "", 0, 0, e.node_ranks(), "no ECC or row-remapping Xid in the kernel log");
+    e.add("gpu.xid", unparsed ? CheckState::warn : CheckState::ok, "", 0, 0, e.node_ranks(), detail);
+    e.add("gpu.xid_ecc", CheckState::ok, "", 0, 0, e.node_ranks(), "no ECC or row-remapping Xid in the kernel log");
     return;
   }
   bool any_sdc = false;
@@ -92,17 +92,17 @@ void evaluate_gpu_checks(Evaluation& e) {
     std::vector<std::string> classes;
     for (const auto& [cls, n] : g.by_class) classes.push_back(fmt::format("{} {}", cls, n));
     std::vector<int> ranks = e.device_ranks(bdf);
-    e.add("gpu.xid", reset ? HealthState::fail : HealthState::warn, bdf, total, 0, ranks,
+    e.add("gpu.xid", reset ? CheckState::fail : CheckState::warn, bdf, total, 0, ranks,
           fmt::format("{} Xid line(s) since boot, by class: {}: {}; last: {}{}", total, join(classes, ", "),
                       describe_codes(g, false), format_kernel_log_line(*g.last), unparsed_note));
     if (!sdc) continue;
     any_sdc = true;
-    e.add("gpu.xid_ecc", uncorrected ? HealthState::fail : HealthState::warn, bdf, sdc, 0, ranks,
+    e.add("gpu.xid_ecc", uncorrected ? CheckState::fail : CheckState::warn, bdf, sdc, 0, ranks,
           fmt::format("{} ECC/row-remapping Xid(s) since boot: {}; last: {}", sdc, describe_codes(g, true),
                       format_kernel_log_line(*g.last_sdc)));
   }
   if (!any_sdc)
-    e.add("gpu.xid_ecc", HealthState::ok, "", 0, 0, e.node_ranks(), "no ECC or row-remapping Xid in the kernel log");
+    e.add("gpu.xid_ecc", CheckState::ok, "", 0, 0, e.node_ranks(), "no ECC or row-remapping Xid in the kernel log");
 }
 
 namespace {
@@ -127,10 +127,10 @@ void evaluate_links(Evaluation& e) {
     // Down: a GPU or NVSwitch off its link is lost to the node; a NIC only to the ranks that use it.
     std::vector<int> ranks = e.device_ranks(bdf);
     bool down_matters = dev->role != DeviceRole::nic || !ranks.empty();
-    HealthState state = status == LinkStatus::ok            ? HealthState::ok
-                        : status == LinkStatus::downtrained ? HealthState::warn
-                        : down_matters                      ? HealthState::fail
-                                                            : HealthState::warn;
+    CheckState state = status == LinkStatus::ok            ? CheckState::ok
+                       : status == LinkStatus::downtrained ? CheckState::warn
+                       : down_matters                      ? CheckState::fail
+                                                           : CheckState::warn;
     std::string detail = status == LinkStatus::ok ? fmt::format("{}: trained at what it and its partner can do", who)
                                                   : fmt::format("{}: {}", who, reason);
     if (status == LinkStatus::down && dev->role == DeviceRole::nic)
@@ -184,9 +184,9 @@ void evaluate_aer(Evaluation& e) {
       (r.severity == AerSeverity::correctable ? rose_correctable : rose_uncorrectable) = true;
       rose.push_back(fmt::format("+{} {} {}", r.count, aer_severity_name(r.severity), join(r.bits, ",")));
     }
-    HealthState state = rose_uncorrectable                  ? HealthState::fail
-                        : rose_correctable || uncorrectable ? HealthState::warn
-                                                            : HealthState::ok;
+    CheckState state = rose_uncorrectable                  ? CheckState::fail
+                       : rose_correctable || uncorrectable ? CheckState::warn
+                                                           : CheckState::ok;
     std::string detail = "since boot: " + join(since_boot, ", ");
     detail += rose.empty() ? "; " + e.quiet("rise") : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
     if (!malformed.empty()) detail += "; unreadable lines: " + join(malformed, ", ");

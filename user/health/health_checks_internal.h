@@ -16,7 +16,7 @@ class Evaluation {
   const HealthSnapshot& before;
   const HealthSnapshot& after;
   const HealthContext& context;
-  std::vector<HealthCheck> rows;
+  std::vector<CheckRow> rows;
 
   // Every rank on the node (node-wide rows), sorted.
   std::vector<int> node_ranks() const { return node_ranks_; }
@@ -30,9 +30,9 @@ class Evaluation {
   // "no rise in 1.0 s" / "one reading: no rise measured"
   std::string quiet(std::string_view what) const;
 
-  HealthCheck& add(std::string check, HealthState state, std::string device, nlohmann::json value,
-                   nlohmann::json threshold, std::vector<int> ranks, std::string detail);
-  HealthCheck& unavailable(std::string check, std::string device, std::vector<int> ranks, std::string reason);
+  CheckRow& add(std::string check, CheckState state, std::string device, nlohmann::json value, nlohmann::json threshold,
+                std::vector<int> ranks, std::string detail);
+  CheckRow& unavailable(std::string check, std::string device, std::vector<int> ranks, std::string reason);
 
  private:
   std::vector<int> node_ranks_;

@@ -10,11 +10,11 @@
 
 namespace slowburn {
 
-HealthCheck evaluate_clock(const Result<ClockReading>& clock, const HealthThresholds& thresholds) {
-  HealthCheck c;
+CheckRow evaluate_clock(const Result<ClockReading>& clock, const HealthThresholds& thresholds) {
+  CheckRow c;
   c.check = "clock.sync";
   if (!clock) {
-    c.state = HealthState::unavailable;
+    c.state = CheckState::unavailable;
     c.detail = clock.error().message;
     return c;
   }
@@ -22,35 +22,35 @@ HealthCheck evaluate_clock(const Result<ClockReading>& clock, const HealthThresh
   c.threshold = thresholds.max_clock_esterror_us;
   bool unsync = (clock->status & STA_UNSYNC) != 0 || clock->clock_state == TIME_ERROR;
   if (unsync) {
-    c.state = HealthState::warn;
+    c.state = CheckState::warn;
     c.detail = fmt::format(
         "the kernel's clock is not synchronised (adjtimex: status 0x{:04x}{}, clock state {}; maximum error {} us): "
         "no time daemon disciplines it, so traces and logs of this node drift from the others'",
         clock->status, (clock->status & STA_UNSYNC) ? " has STA_UNSYNC" : "", clock->clock_state, clock->maxerror_us);
   } else if (clock->esterror_us > thresholds.max_clock_esterror_us) {
-    c.state = HealthState::warn;
+    c.state = CheckState::warn;
     c.detail = fmt::format("synchronised, but its estimated error {} us is above {} us (maximum error {} us)",
                            clock->esterror_us, thresholds.max_clock_esterror_us, clock->maxerror_us);
   } else {
-    c.state = HealthState::ok;
+    c.state = CheckState::ok;
     c.detail = fmt::format("synchronised: estimated error {} us, maximum error {} us (adjtimex status 0x{:04x})",
                            clock->esterror_us, clock->maxerror_us, clock->status);
   }
   return c;
 }
 
-HealthCheck evaluate_taint(const Result<uint64_t>& tainted) {
-  HealthCheck c;
+CheckRow evaluate_taint(const Result<uint64_t>& tainted) {
+  CheckRow c;
   c.check = "kernel.taint";
   if (!tainted) {
-    c.state = HealthState::unavailable;
+    c.state = CheckState::unavailable;
     c.detail = tainted.error().message;
     return c;
   }
   c.value = *tainted;
   c.threshold = 0;
   std::vector<TaintFlag> flags = decode_taint(*tainted);
-  c.state = HealthState::ok;
+  c.state = CheckState::ok;
   std::vector<std::string> parts;
   for (const TaintFlag& f : flags) {
     c.state = std::max(c.state, f.severity);
@@ -72,7 +72,7 @@ void evaluate_time_daemons(Evaluation& e) {
     return;
   }
   if (daemons->empty()) {
-    e.add("clock.daemon", HealthState::warn, "", nullptr, nullptr, e.node_ranks(),
+    e.add("clock.daemon", CheckState::warn, "", nullptr, nullptr, e.node_ranks(),
           fmt::format("no chronyd, ptp4l, phc2sys, ntpd or systemd-timesyncd process under {}",
                       e.after.sources.proc_root.string()));
     return;
@@ -82,7 +82,7 @@ void evaluate_time_daemons(Evaluation& e) {
     if (std::find(names.begin(), names.end(), d.name) == names.end()) names.push_back(d.name);
     with_pids.push_back(fmt::format("{} (pid {})", d.name, d.pid));
   }
-  e.add("clock.daemon", HealthState::ok, "", join(names, ","), nullptr, e.node_ranks(), "running: " + join(with_pids));
+  e.add("clock.daemon", CheckState::ok, "", join(names, ","), nullptr, e.node_ranks(), "running: " + join(with_pids));
 }
 
 void evaluate_log_class(Evaluation& e, const char* check, KernelLogClass cls, const char* what) {
@@ -101,11 +101,11 @@ void evaluate_log_class(Evaluation& e, const char* check, KernelLogClass cls, co
     last = &line;
   }
   if (!count) {
-    e.add(check, HealthState::ok, "", 0, 0, e.node_ranks(),
+    e.add(check, CheckState::ok, "", 0, 0, e.node_ranks(),
           fmt::format("no {} in the kernel log ({} lines read)", what, log->size()));
     return;
   }
-  HealthState state = cls == KernelLogClass::oops || hard ? HealthState::fail : HealthState::warn;
+  CheckState state = cls == KernelLogClass::oops || hard ? CheckState::fail : CheckState::warn;
   e.add(check, state, "", count, 0, e.node_ranks(),
         fmt::format("{} {} line(s) in the kernel log{}; last: {}", count, what,
                     hard ? ", a hard lockup among them" : "", format_kernel_log_line(*last)));
@@ -114,11 +114,11 @@ void evaluate_log_class(Evaluation& e, const char* check, KernelLogClass cls, co
 }  // namespace
 
 void evaluate_kernel_checks(Evaluation& e) {
-  HealthCheck clock = evaluate_clock(e.after.clock, e.context.thresholds);
+  CheckRow clock = evaluate_clock(e.after.clock, e.context.thresholds);
   clock.ranks = e.node_ranks();
   e.rows.push_back(std::move(clock));
   evaluate_time_daemons(e);
-  HealthCheck taint = evaluate_taint(e.after.tainted);
+  CheckRow taint = evaluate_taint(e.after.tainted);
   taint.ranks = e.node_ranks();
   e.rows.push_back(std::move(taint));
   evaluate_log_class(e, "kernel.oops", KernelLogClass::oops, "oops, BUG or panic");

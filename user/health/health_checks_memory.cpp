@@ -47,8 +47,8 @@ void edac_row(Evaluation& e, const EdacController& now, bool ue) {
     auto was = old == then->dimms.end() ? std::optional<uint64_t>(0) : dimm_count(*old, ue);
     if (was && *n > *was) risen.push_back(fmt::format("{} +{}", dimm_name(d), *n - *was));
   }
-  HealthState state =
-      rise ? (ue ? HealthState::fail : HealthState::warn) : (ue && *count ? HealthState::warn : HealthState::ok);
+  CheckState state =
+      rise ? (ue ? CheckState::fail : CheckState::warn) : (ue && *count ? CheckState::warn : CheckState::ok);
   std::string detail = fmt::format("{}: {} {} since boot", where, *count, kind);
   if (!dimms.empty()) detail += " (" + join(dimms, ", ") + ")";
   if (rise)
@@ -85,7 +85,7 @@ void evaluate_tracepoints(Evaluation& e) {
       continue;
     }
     if (e.after.tracepoints->contains(w.tracepoint))
-      e.add(w.check, HealthState::ok, "", w.tracepoint, nullptr, e.node_ranks(),
+      e.add(w.check, CheckState::ok, "", w.tracepoint, nullptr, e.node_ranks(),
             fmt::format("{} is present in {}: its events can be traced as they happen", w.tracepoint,
                         e.after.tracefs_events));
     else
@@ -110,11 +110,11 @@ void evaluate_mce_log(Evaluation& e) {
     last = &line;
   }
   if (!lines) {
-    e.add("memory.mce_log", HealthState::ok, "", 0, 0, e.node_ranks(),
+    e.add("memory.mce_log", CheckState::ok, "", 0, 0, e.node_ranks(),
           fmt::format("no machine-check line in the kernel log ({} lines read)", log->size()));
     return;
   }
-  e.add("memory.mce_log", uncorrected ? HealthState::fail : HealthState::warn, "", lines, 0, e.node_ranks(),
+  e.add("memory.mce_log", uncorrected ? CheckState::fail : CheckState::warn, "", lines, 0, e.node_ranks(),
         fmt::format("{} machine-check line(s) in the kernel log{}; last: {}", lines,
                     uncorrected ? ", some uncorrected" : "", format_kernel_log_line(*last)));
 }

@@ -56,12 +56,12 @@ SpeedExpectation expected_speed(const Evaluation& e,
 }
 
 // A port below what it is held to.
-std::pair<HealthState, std::string> speed_verdict(std::optional<double> gbps, const SpeedExpectation& expected) {
-  if (!gbps) return {HealthState::ok, "speed not reported"};
+std::pair<CheckState, std::string> speed_verdict(std::optional<double> gbps, const SpeedExpectation& expected) {
+  if (!gbps) return {CheckState::ok, "speed not reported"};
   if (!expected.gbps)
-    return {HealthState::ok, fmt::format("{:g} Gb/s; no other port of this model here to compare with", *gbps)};
-  if (*gbps < *expected.gbps) return {HealthState::warn, fmt::format("{:g} Gb/s < {}", *gbps, expected.from)};
-  return {HealthState::ok, fmt::format("{:g} Gb/s ({})", *gbps, expected.from)};
+    return {CheckState::ok, fmt::format("{:g} Gb/s; no other port of this model here to compare with", *gbps)};
+  if (*gbps < *expected.gbps) return {CheckState::warn, fmt::format("{:g} Gb/s < {}", *gbps, expected.from)};
+  return {CheckState::ok, fmt::format("{:g} Gb/s ({})", *gbps, expected.from)};
 }
 
 std::optional<double> netdev_gbps(const NetdevState& n) {
@@ -86,7 +86,7 @@ void evaluate_netdevs(Evaluation& e) {
     if (n.operstate.empty()) {
       e.unavailable("nic.link", n.name, ranks, fmt::format("{}: no operstate{}", n.name, notes));
     } else if (n.operstate == "down" || n.operstate == "lowerlayerdown" || n.operstate == "notpresent") {
-      e.add("nic.link", ranks.empty() ? HealthState::warn : HealthState::fail, n.name, nullptr, nullptr, ranks,
+      e.add("nic.link", ranks.empty() ? CheckState::warn : CheckState::fail, n.name, nullptr, nullptr, ranks,
             fmt::format("{}: operstate {}{}{}", n.name, n.operstate, ranks.empty() ? "" : " and ranks use it", notes));
     } else {
       SpeedExpectation expected = expected_speed(e, up, n.name);
@@ -119,7 +119,7 @@ void evaluate_netdevs(Evaluation& e) {
     std::string detail = fmt::format("{}: {} errors since boot{}", n.name, total,
                                      nonzero.empty() ? "" : " (" + join(nonzero, ", ") + ")");
     detail += rose.empty() ? "; " + e.quiet("rise") : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
-    e.add("nic.errors", rose.empty() ? HealthState::ok : HealthState::warn, n.name, total, 0, ranks, detail);
+    e.add("nic.errors", rose.empty() ? CheckState::ok : CheckState::warn, n.name, total, 0, ranks, detail);
   }
 }
 
@@ -156,10 +156,10 @@ void evaluate_pfc(Evaluation& e) {
     const PfcConfig& pfc = *it->second;
     std::string priorities = pfc_priorities_text(pfc);
     if (pfc.enabled)
-      e.add("nic.pfc", HealthState::ok, netdev, priorities, nullptr, ranks,
+      e.add("nic.pfc", CheckState::ok, netdev, priorities, nullptr, ranks,
             fmt::format("{}: PFC on priorities {} (up to {} lossless classes)", netdev, priorities, pfc.capability));
     else
-      e.add("nic.pfc", HealthState::warn, netdev, priorities, nullptr, ranks,
+      e.add("nic.pfc", CheckState::warn, netdev, priorities, nullptr, ranks,
             fmt::format("{}: PFC enabled on no priority: RoCE traffic is not lossless (fine only if the fabric "
                         "relies on ECN alone)",
                         netdev));
@@ -197,7 +197,7 @@ void evaluate_rdma_ports(Evaluation& e) {
     if (p.state.empty()) {
       e.unavailable("rdma.port", port, ranks, port + ": no ports/N/state file");
     } else if (p.state != "ACTIVE") {
-      e.add("rdma.port", ranks.empty() ? HealthState::warn : HealthState::fail, port,
+      e.add("rdma.port", ranks.empty() ? CheckState::warn : CheckState::fail, port,
             p.rate_gbps ? nlohmann::json(*p.rate_gbps) : nlohmann::json(nullptr), nullptr, ranks,
             fmt::format("{}: {}{}", port, states, ranks.empty() ? "" : "; ranks use it"));
     } else {
@@ -216,11 +216,11 @@ void evaluate_rdma_ports(Evaluation& e) {
       link_errors += it->second;
       nonzero.push_back(fmt::format("{} {}", name, it->second));
     }
-    HealthState state = HealthState::ok;
+    CheckState state = CheckState::ok;
     std::vector<std::string> seen;
     for (const FabricEvent& ev : events[{p.counters.nic, p.counters.port}]) {
       if (ev.severity == "info") continue;
-      state = std::max(state, ev.severity == "error" ? HealthState::fail : HealthState::warn);
+      state = std::max(state, ev.severity == "error" ? CheckState::fail : CheckState::warn);
       seen.push_back(ev.summary);
     }
     std::string detail = fmt::format("{}: {} link errors since boot{}", port, link_errors,

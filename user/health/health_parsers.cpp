@@ -31,28 +31,28 @@ struct TaintRow {
   int bit;
   char letter;
   const char* meaning;
-  HealthState severity;
+  CheckState severity;
 };
 constexpr TaintRow kTaint[] = {
-    {0, 'P', "proprietary module was loaded", HealthState::ok},
-    {1, 'F', "module was force loaded", HealthState::warn},
-    {2, 'S', "kernel running on an out of specification system", HealthState::warn},
-    {3, 'R', "module was force unloaded", HealthState::warn},
-    {4, 'M', "processor reported a Machine Check Exception (MCE)", HealthState::fail},
-    {5, 'B', "bad page referenced or some unexpected page flags", HealthState::fail},
-    {6, 'U', "taint requested by userspace application", HealthState::warn},
-    {7, 'D', "kernel died recently, i.e. there was an OOPS or BUG", HealthState::fail},
-    {8, 'A', "ACPI table overridden by user", HealthState::warn},
-    {9, 'W', "kernel issued warning", HealthState::warn},
-    {10, 'C', "staging driver was loaded", HealthState::warn},
-    {11, 'I', "workaround for bug in platform firmware applied", HealthState::ok},
-    {12, 'O', "externally-built (\"out-of-tree\") module was loaded", HealthState::ok},
-    {13, 'E', "unsigned module was loaded", HealthState::ok},
-    {14, 'L', "soft lockup occurred", HealthState::warn},
-    {15, 'K', "kernel has been live patched", HealthState::ok},
-    {16, 'X', "auxiliary taint, defined for and used by distros", HealthState::ok},
-    {17, 'T', "kernel was built with the struct randomization plugin", HealthState::ok},
-    {18, 'N', "an in-kernel test has been run", HealthState::warn},
+    {0, 'P', "proprietary module was loaded", CheckState::ok},
+    {1, 'F', "module was force loaded", CheckState::warn},
+    {2, 'S', "kernel running on an out of specification system", CheckState::warn},
+    {3, 'R', "module was force unloaded", CheckState::warn},
+    {4, 'M', "processor reported a Machine Check Exception (MCE)", CheckState::fail},
+    {5, 'B', "bad page referenced or some unexpected page flags", CheckState::fail},
+    {6, 'U', "taint requested by userspace application", CheckState::warn},
+    {7, 'D', "kernel died recently, i.e. there was an OOPS or BUG", CheckState::fail},
+    {8, 'A', "ACPI table overridden by user", CheckState::warn},
+    {9, 'W', "kernel issued warning", CheckState::warn},
+    {10, 'C', "staging driver was loaded", CheckState::warn},
+    {11, 'I', "workaround for bug in platform firmware applied", CheckState::ok},
+    {12, 'O', "externally-built (\"out-of-tree\") module was loaded", CheckState::ok},
+    {13, 'E', "unsigned module was loaded", CheckState::ok},
+    {14, 'L', "soft lockup occurred", CheckState::warn},
+    {15, 'K', "kernel has been live patched", CheckState::ok},
+    {16, 'X', "auxiliary taint, defined for and used by distros", CheckState::ok},
+    {17, 'T', "kernel was built with the struct randomization plugin", CheckState::ok},
+    {18, 'N', "an in-kernel test has been run", CheckState::warn},
 };
 
 // Kernel log patterns per class, checked in this order (a soft lockup's
@@ -80,20 +80,6 @@ constexpr LogPattern kLogPatterns[] = {
     {KernelLogClass::machine_check, "Machine check events logged", false},
     {KernelLogClass::machine_check, "[Hardware Error]", false},
     {KernelLogClass::machine_check, "mce: ", true},
-};
-
-struct XidClassRow {
-  int first, last;
-  std::string_view name;
-  bool sdc;
-};
-constexpr XidClassRow kXidClasses[] = {
-    {13, 13, "application", false}, {31, 31, "application", false}, {43, 43, "application", false},
-    {45, 45, "application", false}, {48, 48, "ecc", true},          {63, 64, "row-remap", true},
-    {68, 69, "application", false}, {74, 74, "nvlink", false},      {79, 79, "bus", false},
-    {92, 92, "ecc", true},          {94, 95, "ecc", true},          {119, 120, "gsp", false},
-    {140, 140, "ecc", true},        {144, 150, "nvlink", false},    {167, 167, "bus", false},
-    {171, 172, "memory", true},     {176, 176, "bus", false},
 };
 
 constexpr std::pair<std::string_view, std::string_view> kTimeDaemons[] = {
@@ -147,7 +133,7 @@ std::vector<TaintFlag> decode_taint(uint64_t tainted) {
     if (row != std::end(kTaint))
       flags.push_back({bit, row->letter, row->meaning, row->severity});
     else
-      flags.push_back({bit, '?', fmt::format("bit {} (not in this slowburn's table)", bit), HealthState::warn});
+      flags.push_back({bit, '?', fmt::format("bit {} (not in this slowburn's table)", bit), CheckState::warn});
   }
   return flags;
 }
@@ -205,20 +191,6 @@ bool is_hard_lockup_message(std::string_view message) { return contains(message,
 bool is_uncorrected_machine_check(std::string_view message) {
   return contains_nocase(message, "uncorrected") || contains_nocase(message, "fatal") ||
          contains(message, "Kernel panic");
-}
-
-std::string_view xid_class(int code, bool nvswitch) {
-  if (nvswitch) return "nvswitch";
-  for (const XidClassRow& row : kXidClasses)
-    if (code >= row.first && code <= row.last) return row.name;
-  return "other";
-}
-
-bool xid_sdc_relevant(int code, bool nvswitch) {
-  if (nvswitch) return false;
-  for (const XidClassRow& row : kXidClasses)
-    if (code >= row.first && code <= row.last) return row.sdc;
-  return false;
 }
 
 std::optional<double> parse_ib_rate_gbps(std::string_view text) {

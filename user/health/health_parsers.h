@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/cpu_list.h"
-#include "health/health_check.h"
+#include "health/check_row.h"
 
 namespace slowburn {
 
@@ -26,7 +26,7 @@ struct TaintFlag {
   int bit = 0;
   char letter = '?';    // '?' for a bit this table does not name
   std::string meaning;  // "processor reported a Machine Check Exception (MCE)"
-  HealthState severity = HealthState::warn;
+  CheckState severity = CheckState::warn;
 };
 std::vector<TaintFlag> decode_taint(uint64_t tainted);
 // "PWO": the letters of the set bits, in bit order ('?' for unnamed ones).
@@ -53,14 +53,6 @@ KernelLogClass classify_kernel_log_message(std::string_view message);
 bool is_hard_lockup_message(std::string_view message);
 // Within machine_check: a line that says the error was not corrected.
 bool is_uncorrected_machine_check(std::string_view message);
-
-// Xid classes (NVIDIA's Xid catalog, shared/FACTS.md): "ecc" (48, 92, 94,
-// 95, 140), "row-remap" (63, 64), "nvlink" (74, 144-150), "bus" (79, 167,
-// 176), "gsp" (119, 120), "memory" (171, 172: uncorrectable DRAM/SRAM),
-// "application" (13, 31, 43, 45, 68, 69), "nvswitch" (SXid), "other".
-std::string_view xid_class(int code, bool nvswitch);
-// Silent-data-corruption relevant: the ECC, row-remapping and DRAM/SRAM classes.
-bool xid_sdc_relevant(int code, bool nvswitch);
 
 // InfiniBand port attributes (drivers/infiniband/core/sysfs.c): rate
 // "200 Gb/sec (4X HDR)" -> 200; state "4: ACTIVE" -> ACTIVE; phys_state

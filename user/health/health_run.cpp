@@ -11,7 +11,7 @@
 
 namespace slowburn {
 
-Result<std::vector<HealthCheck>> run_health_checklist(const HealthRunOptions& options) {
+Result<std::vector<CheckRow>> run_health_checklist(const HealthRunOptions& options) {
   const HealthSources& sources = options.sources;
   HealthContext context;
   context.link_rules = options.link_rules;

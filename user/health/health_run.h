@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "health/health_check.h"
+#include "health/check_row.h"
 #include "health/health_snapshot.h"
 #include "pcie/link.h"
 
@@ -23,6 +23,6 @@ struct HealthRunOptions {
 
 // An error only when a source root itself cannot be read (the collector's
 // errors); every unreadable check is a row in state unavailable.
-Result<std::vector<HealthCheck>> run_health_checklist(const HealthRunOptions& options);
+Result<std::vector<CheckRow>> run_health_checklist(const HealthRunOptions& options);
 
 }  // namespace slowburn

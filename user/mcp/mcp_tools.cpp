@@ -190,7 +190,7 @@ McpTool health_tool(const McpToolContext& context) {
     if (!checks) return checks.error();
     json rows = json::array();
     double ts = unix_now_s();
-    for (const HealthCheck& c : *checks) {
+    for (const CheckRow& c : *checks) {
       json row = health_check_json(c);
       row["ts"] = ts;
       row["host"] = context.host;

@@ -32,12 +32,12 @@ HealthWatch::Reading HealthWatch::poll(uint64_t now_ns, const std::vector<RankId
     own->assign_ranks(context.ranks);
   }
   context.topology = topology ? topology : &*own;
-  std::vector<HealthCheck> rows = evaluate_health(last_ ? *last_ : *snapshot, *snapshot, context);
-  std::map<std::pair<std::string, std::string>, HealthState> previous;
-  for (const HealthCheck& c : rows_) previous[{c.check, c.device}] = c.state;
-  for (const HealthCheck& c : rows) {
+  std::vector<CheckRow> rows = evaluate_health(last_ ? *last_ : *snapshot, *snapshot, context);
+  std::map<std::pair<std::string, std::string>, CheckState> previous;
+  for (const CheckRow& c : rows_) previous[{c.check, c.device}] = c.state;
+  for (const CheckRow& c : rows) {
     auto was = previous.find({c.check, c.device});
-    if (was == previous.end() ? c.state != HealthState::ok : was->second != c.state) out.changed.push_back(c);
+    if (was == previous.end() ? c.state != CheckState::ok : was->second != c.state) out.changed.push_back(c);
   }
   last_ = std::move(*snapshot);
   rows_ = std::move(rows);

@@ -12,7 +12,7 @@
 
 #include "core/rank_identity.h"
 #include "core/roots.h"
-#include "health/health_check.h"
+#include "health/check_row.h"
 #include "health/health_snapshot.h"
 
 namespace slowburn {
@@ -25,14 +25,14 @@ class HealthWatch {
   HealthWatch(double interval_s, const Roots& roots);
 
   struct Reading {
-    std::vector<HealthCheck> changed;
+    std::vector<CheckRow> changed;
     std::optional<std::string> error;  // the checklist could not be read (said once)
   };
   // When due: a new reading graded against the last. `topology` may be null
   // (no hardware sources): the watch reads its own.
   Reading poll(uint64_t now_ns, const std::vector<RankIdentity>& ranks, const Topology* topology);
 
-  const std::vector<HealthCheck>& rows() const { return rows_; }
+  const std::vector<CheckRow>& rows() const { return rows_; }
   std::optional<std::string> sdc_activity() const { return slowburn::sdc_activity(rows_); }
 
  private:
@@ -40,7 +40,7 @@ class HealthWatch {
   Roots roots_;
   uint64_t next_ns_ = 0;
   std::optional<HealthSnapshot> last_;
-  std::vector<HealthCheck> rows_;
+  std::vector<CheckRow> rows_;
   bool error_said_ = false;
 };
 

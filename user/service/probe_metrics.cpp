@@ -193,10 +193,10 @@ void render_health(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_health_check", "gauge",
            "1 for the node health check's current state (ok, warn, fail, unavailable); device is \"\" for "
            "node-wide checks");
-  for (const HealthCheck& c : v.health)
-    for (HealthState s : kHealthStates)
+  for (const CheckRow& c : v.health)
+    for (CheckState s : kCheckStates)
       m.sample("slowburn_health_check",
-               {{"check", c.check}, {"device", c.device}, {"state", std::string(health_state_name(s))}}, c.state == s);
+               {{"check", c.check}, {"device", c.device}, {"state", std::string(check_state_name(s))}}, c.state == s);
 }
 
 // The service's own health: losses, its log, the process.

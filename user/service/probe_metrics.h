@@ -14,7 +14,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/report.h"
-#include "health/health_check.h"
+#include "health/check_row.h"
 #include "loader/collagg_program.h"
 #include "service/metrics_endpoint.h"
 #include "service/self_stats.h"
@@ -59,7 +59,7 @@ struct MetricsView {
   SelfStats self;
   std::optional<EndpointStats> endpoint;  // none: no --listen
   double start_time_seconds = 0;
-  std::vector<HealthCheck> health;  // the latest evaluation of the health checklist
+  std::vector<CheckRow> health;  // the latest evaluation of the health checklist
 };
 
 std::string render_metrics(const MetricsView& view);

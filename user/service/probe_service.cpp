@@ -329,9 +329,9 @@ void ProbeService::add_device_event(DeviceEvent e) {
 void ProbeService::watch_health(uint64_t now_ns) {
   HealthWatch::Reading r = health_.poll(now_ns, tracker_->identities(), sources_->topology());
   if (r.error) note(*r.error);
-  for (const HealthCheck& c : r.changed) {
+  for (const CheckRow& c : r.changed) {
     if (log_) log_->line(health_check_json(c));
-    if (c.state == HealthState::fail)
+    if (c.state == CheckState::fail)
       console_ << fmt::format("slowburn probe: health {}{}{} fails: {}\n", c.check, c.device.empty() ? "" : " ",
                               c.device, c.detail);
   }

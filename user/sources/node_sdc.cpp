@@ -1,6 +1,6 @@
 #include "sources/node_sdc.h"
 
-#include "health/health_check.h"
+#include "health/check_row.h"
 #include "health/health_checks.h"
 
 namespace slowburn {
