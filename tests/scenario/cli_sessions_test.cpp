@@ -157,7 +157,7 @@ TEST(Trace, NothingTracedIsAnErrorThatSaysWhatTheRanksLoad) {
   EXPECT_NE(ran.output.find("nothing traced: rank 0 loads"), std::string::npos) << ran.output;
   EXPECT_NE(ran.output.find("libgloo.so.0"), std::string::npos) << ran.output;
   EXPECT_NE(ran.output.find("libtorch_cpu.so"), std::string::npos) << ran.output;
-  EXPECT_NE(ran.output.find("slowburn probes --pid"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("slowburn catalog --pid"), std::string::npos) << ran.output;
   EXPECT_EQ(ran.output.find("no straggler found"), std::string::npos) << "never an all-clear";
 }
 

@@ -78,7 +78,7 @@ struct StandinRank {
 };
 
 TEST(Cli, HelpShowsExamplesForEverySubcommand) {
-  for (const char* sub : {"trace", "probes", "ranks", "funclat", "demo", "xid", "aer", "pcie", "gpuirq", "ib", "qp",
+  for (const char* sub : {"trace", "catalog", "ranks", "funclat", "demo", "xid", "aer", "pcie", "gpuirq", "ib", "qp",
                           "fabric", "analyze", "health", "check"}) {
     Ran ran = run_slowburn({sub, "--help"});
     EXPECT_EQ(ran.status, 0) << sub;
@@ -196,9 +196,12 @@ TEST(Cli, RanksFromACapturedProcfs) {
   EXPECT_EQ(ranks, (std::vector<int>{4, 0, 1, 2, 6, 5}));
 }
 
-TEST(Cli, ProbesInALibraryFile) {
-  Ran ran = run_slowburn({"probes", "--lib", testing::target_path("standin/libmpi.so.99").string(), "--json"});
+TEST(Cli, TheCatalogInALibraryFileUnderItsNameAndItsOldOne) {
+  Ran ran = run_slowburn({"catalog", "--lib", testing::target_path("standin/libmpi.so.99").string(), "--json"});
   ASSERT_EQ(ran.status, 0);
+  Ran old = run_slowburn({"probes", "--lib", testing::target_path("standin/libmpi.so.99").string(), "--json"});
+  EXPECT_EQ(old.status, 0);
+  EXPECT_EQ(old.output, ran.output) << "'probes' stays an alias for a release";
   std::map<std::string, std::string> state;
   std::istringstream lines(ran.output);
   for (std::string line; std::getline(lines, line);) {

@@ -133,8 +133,8 @@ TEST(ContainerSymlink, ATracedProcessCannotPointSlowburnAtAHostFile) {
   ASSERT_TRUE(rank.shadow_library());
   OpenWatch watch(rank.canary);
 
-  // Resolution alone (slowburn probes --pid) reads symbol tables.
-  testing::Ran probes = testing::run_slowburn({"probes", "--pid", rank.pid(), "--json"});
+  // Resolution alone (slowburn catalog --pid) reads symbol tables.
+  testing::Ran probes = testing::run_slowburn({"catalog", "--pid", rank.pid(), "--json"});
   EXPECT_EQ(probes.status, 0) << probes.output;
   std::string resolved_library;
   for (const auto& j : testing::json_lines(probes.output))

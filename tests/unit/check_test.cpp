@@ -352,7 +352,7 @@ TEST(CheckEvaluate, RanksWithoutACollectiveAndProcessesThatAreNotRanks) {
   EXPECT_FALSE(r["probes.pid4243"].ok());
   EXPECT_TRUE(contains(r["probes.pid4243"].detail, "MPI_Allreduce not in libmpi.so.40"));
   EXPECT_TRUE(contains(r["probes.pid4243"].detail, "no straggler can be named"));
-  EXPECT_TRUE(contains(r["probes.pid4243"].fix, "slowburn probes --pid 4243"));
+  EXPECT_TRUE(contains(r["probes.pid4243"].fix, "slowburn catalog --pid 4243"));
   EXPECT_FALSE(r["probes.pid77"].ok());
   EXPECT_TRUE(contains(r["probes.pid77"].fix, "mpirun"));
   // A library-less process: nothing resolves.

@@ -121,7 +121,7 @@ CheckRow clock_row(const CheckSnapshot& s) {
 
 std::string probes_fix(int32_t pid) {
   return fmt::format(
-      "slowburn probes --pid {} says why each probe does not resolve; slowburn probes lists the supported "
+      "slowburn catalog --pid {} says why each probe does not resolve; slowburn catalog lists the supported "
       "libraries and symbols",
       pid);
 }

@@ -64,7 +64,7 @@ Command add_probe_command(CLI::App& app) {
   sub->add_flag("!--no-sampling", o.sampling,
                 "Trap every call of every probe: no sampling of the collectives that follow another at once (they "
                 "start synchronised and carry little of the straggler's signal)");
-  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
+  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn catalog')");
   sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)")
       ->check(process_id());
   sub->add_option("-d,--duration", o.duration_s, "Seconds to run (default: until SIGTERM)")->check(seconds());

@@ -116,7 +116,7 @@ Command add_trace_command(CLI::App& app) {
       "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
   TraceOptions& o = args->options;
   sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)")->check(process_id());
-  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn probes')");
+  sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn catalog')");
   sub->add_option("--lib", args->library, "Attach in this library file instead of the one each rank loaded");
   sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")

@@ -21,22 +21,25 @@ struct Command {
   std::function<int()> run;
 };
 
+// One file a subcommand, of one shape: user/cli/cmd_NAME.cpp for the
+// sessions, tools/cmd_NAME.cpp for the one-liner tools; each registers its
+// options and hands back what to run.
 Command add_trace_command(CLI::App& app);
-Command add_probes_command(CLI::App& app);
+Command add_catalog_command(CLI::App& app);  // alias: probes, for a release
 Command add_analyze_command(CLI::App& app);
 Command add_investigate_command(CLI::App& app);
 Command add_ranks_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
-Command add_funclat_command(CLI::App& app);  // tools/funclat.cpp
-Command add_xid_command(CLI::App& app);      // tools/xid.cpp
-Command add_aer_command(CLI::App& app);      // tools/aer.cpp
-Command add_pcie_command(CLI::App& app);     // tools/pcie.cpp
-Command add_gpuirq_command(CLI::App& app);   // tools/gpuirq.cpp
-Command add_fabric_command(CLI::App& app);   // tools/fabric.cpp
-Command add_qp_command(CLI::App& app);       // tools/qp.cpp
-Command add_ib_command(CLI::App& app);       // tools/ib.cpp
-Command add_health_command(CLI::App& app);   // tools/health.cpp
-Command add_check_command(CLI::App& app);    // tools/check.cpp
+Command add_funclat_command(CLI::App& app);  // tools/cmd_funclat.cpp
+Command add_xid_command(CLI::App& app);      // tools/cmd_xid.cpp
+Command add_aer_command(CLI::App& app);      // tools/cmd_aer.cpp
+Command add_pcie_command(CLI::App& app);     // tools/cmd_pcie.cpp
+Command add_gpuirq_command(CLI::App& app);   // tools/cmd_gpuirq.cpp
+Command add_fabric_command(CLI::App& app);   // tools/cmd_fabric.cpp
+Command add_qp_command(CLI::App& app);       // tools/cmd_qp.cpp
+Command add_ib_command(CLI::App& app);       // tools/cmd_ib.cpp
+Command add_health_command(CLI::App& app);   // tools/cmd_health.cpp
+Command add_check_command(CLI::App& app);    // tools/cmd_check.cpp
 
 Command add_probe_command(CLI::App& app);  // the continuous service
 Command add_mcp_command(CLI::App& app);    // the MCP server on stdio

@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
       "ones that wait longest) from eBPF uprobes on collective-library calls.\n\n"
       "Examples:\n"
       "  slowburn ranks                          # rank processes on this node\n"
-      "  slowburn probes --pid 4242              # where each probe attaches in a rank\n"
+      "  slowburn catalog --pid 4242             # where each probe attaches in a rank\n"
       "  slowburn trace -d 30                    # trace every rank for 30 s, name the straggler\n"
       "  slowburn trace --probe 'mpi.*' --json   # JSON lines\n"
       "  slowburn funclat /usr/lib/x86_64-linux-gnu/libmpi.so.40:MPI_Allreduce\n"
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "slowburn " + std::string(slowburn::cli::kSlowburnVersion));
 
   std::vector<slowburn::cli::Command> commands = {
-      slowburn::cli::add_trace_command(app),  slowburn::cli::add_probes_command(app),
+      slowburn::cli::add_trace_command(app),  slowburn::cli::add_catalog_command(app),
       slowburn::cli::add_ranks_command(app),  slowburn::cli::add_funclat_command(app),
       slowburn::cli::add_demo_command(app),   slowburn::cli::add_xid_command(app),
       slowburn::cli::add_aer_command(app),    slowburn::cli::add_pcie_command(app),

@@ -84,7 +84,7 @@ Error nothing_traced_error(const std::vector<RankIdentity>& ranks, const std::fi
                                 rank_numbers.size() > 1 ? "" : "s", libs));
   return make_error(
       "nothing traced: {}; no collective probe (mpi.*, nccl.*, gloo.*) attached, so no straggler can be named. "
-      "Try `slowburn probes --pid {}` to see why each probe did not attach",
+      "Try `slowburn catalog --pid {}` to see why each probe did not attach",
       join(parts, "; "), ranks.empty() ? 0 : ranks.front().pid);
 }
 

@@ -310,7 +310,7 @@ Result<std::vector<const ProbeSpec*>> select_probes(const std::vector<std::strin
       std::vector<std::string> known;
       for (const ProbeSpec& spec : probe_catalog())
         if (spec.program == program) known.push_back(spec.name);
-      return make_error("no probe matches '{}'; known probes: {} (see 'slowburn probes')", pattern, join(known));
+      return make_error("no probe matches '{}'; known probes: {} (see 'slowburn catalog')", pattern, join(known));
     }
   }
   return selected;

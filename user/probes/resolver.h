@@ -50,7 +50,7 @@ class SymbolCache {
   std::map<std::tuple<dev_t, ino_t, std::string>, std::shared_ptr<const ElfSymbols>> by_file_;
 };
 
-// In a library or executable file the user named (slowburn probes --lib,
+// In a library or executable file the user named (slowburn catalog --lib,
 // funclat). Targets whose soname matches the file's name come first; if none
 // matches, the probe's symbols are still looked for in the file, so a
 // renamed copy or a stand-in library works.

@@ -6,7 +6,7 @@
 // of the service's CPU under the demo job: bench/RESULTS.md 8c). A scrape
 // takes a reference to the latest page.
 //
-// Not cpp-httplib (used here before): its 0.11 server hands each connection
+// Not cpp-httplib: its 0.11 server hands each connection
 // to a worker thread that blocks in recv with a per-call timeout, so four
 // clients trickling a byte a second kept both workers busy and a real
 // scrape timed out after 15 s; its queue of accepted connections has no

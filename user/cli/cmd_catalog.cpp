@@ -1,4 +1,4 @@
-// slowburn probes: the catalog, and where each probe resolves in a process
+// slowburn catalog: the probe catalog, and where each probe resolves in a process
 // or a library file.
 #include <fmt/format.h>
 
@@ -43,7 +43,7 @@ nlohmann::json resolution_json(const ProbeResolution& r) {
 
 }  // namespace
 
-Command add_probes_command(CLI::App& app) {
+Command add_catalog_command(CLI::App& app) {
   struct Args {
     int32_t pid = 0;
     std::string library;
@@ -52,11 +52,12 @@ Command add_probes_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = app.add_subcommand(
-      "probes",
+      "catalog",
       "List the probe catalog; with --pid or --lib, where each probe attaches (library, symbol, offset) or why "
-      "it cannot.\n\nExamples:\n"
-      "  slowburn probes\n  slowburn probes --pid 4242\n"
-      "  slowburn probes --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
+      "it cannot. (Its old name, 'probes', one letter from 'probe', still works for this release.)\n\nExamples:\n"
+      "  slowburn catalog\n  slowburn catalog --pid 4242\n"
+      "  slowburn catalog --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
+  sub->alias("probes");
   auto* pid =
       sub->add_option("--pid", args->pid, "Resolve in this process (the libraries it loaded)")->check(process_id());
   sub->add_option("--lib", args->library, "Resolve in this library file")->excludes(pid);
