@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analyze/clock_placement.h"
+#include "analyze/merged_replay.h"
+#include "analyze/recording_set.h"
 #include "probes/catalog.h"
 #include "record/recorder.h"
 #include "record/recording_reader.h"
@@ -407,6 +410,85 @@ TEST(PerfettoTimeline, TraceNamesItsNodeAsHostSaysAndAFullDiskIsAnError) {
   auto closed = (*full)->close();
   ASSERT_FALSE(closed);
   EXPECT_NE(closed.error().message.find("is the disk full?"), std::string::npos) << closed.error().message;
+}
+
+// The stages of analyze, each on its own.
+
+TEST(RecordingSet, TheJobsRanksAndTheirMergedPidsInTheOrderGiven) {
+  TempDir dir;
+  auto events = job_events(-1, 400);
+  record(dir, events, {"node-a", {0, 1}});
+  record(dir, events, {"node-b", {2, 3}});
+  record(dir, events, {"node-c", {0}, 0, "other-job"});
+  auto nodes = read_job_recordings({dir.path() / "node-b.sbr", dir.path() / "node-a.sbr"}, std::nullopt);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].info.host, "node-b") << "the first given is the clock reference";
+  EXPECT_EQ((*nodes)[0].pids, (std::set<int32_t>{SyntheticJob::pid(2), SyntheticJob::pid(3)}));
+  auto two_jobs = read_job_recordings({dir.path()}, std::nullopt);
+  ASSERT_FALSE(two_jobs);
+  EXPECT_NE(two_jobs.error().message.find("pick one with --job"), std::string::npos) << two_jobs.error().message;
+  auto other = read_job_recordings({dir.path()}, "other-job");
+  ASSERT_TRUE(other) << other.error().message;
+  ASSERT_EQ(other->size(), 1u) << "recordings without a rank of the job are not its nodes";
+  EXPECT_EQ((*other)[0].info.host, "node-c");
+}
+
+TEST(ClockPlacement, EveryNodesOffsetToTheFirstFromTheReleasesAlone) {
+  TempDir dir;
+  auto events = job_events(-1, 1500);
+  record(dir, events, {"node-a", {0}, 7'000'000});
+  record(dir, events, {"node-b", {1}, -900'000'000}, 40);
+  record(dir, events, {"node-c", {2, 3}, 3'000'000'000}, 100);
+  auto nodes = read_job_recordings({dir.path()}, std::nullopt);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  auto placed = place_nodes(*nodes, {});
+  ASSERT_TRUE(placed) << placed.error().message;
+  ASSERT_EQ(placed->size(), 3u);
+  EXPECT_EQ((*placed)[0].offset->offset_ns, 0) << "the reference";
+  ASSERT_TRUE((*placed)[1].offset) << (*placed)[1].unknown_reason;
+  ASSERT_TRUE((*placed)[2].offset) << (*placed)[2].unknown_reason;
+  EXPECT_NEAR(static_cast<double>((*placed)[1].offset->offset_ns), 907'000'000.0, 100'000);
+  EXPECT_NEAR(static_cast<double>((*placed)[2].offset->offset_ns), -2'993'000'000.0, 100'000);
+  EXPECT_GE((*placed)[2].offset->matched, 20u);
+}
+
+TEST(MergedReplay, EveryCallOnceInExitOrderOnTheReferenceClock) {
+  TempDir dir;
+  auto events = job_events(1, 600);
+  record(dir, events, {"node-a", {0, 1}});
+  record(dir, events, {"node-b", {2, 3}, 250'000'000});
+  auto nodes = read_job_recordings({dir.path()}, std::nullopt);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  std::vector<PlacedNode> placed = {{&(*nodes)[0], 0}, {&(*nodes)[1], -250'000'000}};
+  std::vector<RankIdentity> ranks;
+  for (int r = 0; r < 4; ++r) {
+    RankIdentity id;
+    id.pid = SyntheticJob::pid(r);
+    id.rank = r;
+    id.job = "77";
+    ranks.push_back(id);
+  }
+  const ProbeSpec* allreduce = find_probe("mpi.allreduce");
+  JobJudges judges({}, {allreduce}, ranks);
+  for (const RankIdentity& r : ranks) judges.attached(allreduce->id, r.pid);
+  uint64_t last_exit = 0;
+  bool in_order = true;
+  judges.set_call_tap([&](const CallEvent& e, const CallComm&) {
+    in_order = in_order && e.exit_ns >= last_exit;
+    last_exit = e.exit_ns;
+  });
+  MergedReplay replay(placed);
+  size_t outputs = 0;
+  auto span = replay.replay(judges, nullptr, [&](DetectorOutput) { ++outputs; });
+  ASSERT_TRUE(span) << span.error().message;
+  EXPECT_TRUE(in_order);
+  EXPECT_EQ(judges.counters().calls, 2400u);
+  EXPECT_EQ(judges.counters().instances, 600u) << "the nodes' calls meet in every instance";
+  EXPECT_LT(span->first_ns, span->last_ns);
+  EXPECT_GT(outputs, 10u) << "advanced every 100 ms of job time";
+  ASSERT_EQ(replay.communicators().size(), 1u) << "one job-wide communicator, matched by its key";
+  EXPECT_EQ(replay.communicators()[0]->id, 0u);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ Result<void> NodeSources::start_hardware() {
   hw.fabric = o_.rdma;
   hw.sysfs_root = o_.roots.sysfs_root;
   hw.proc_root = o_.roots.proc_root;
+  hw.kernel_sources = o_.kernel;
   auto started = HwMonitor::start(hw, topology_);
   if (!started) return started.error();
   hw_ = std::move(*started);
@@ -47,12 +48,14 @@ Result<void> NodeSources::start_hardware() {
 
 void NodeSources::start_host(const std::vector<RankIdentity>& ranks) {
   HostMonitorOptions host;
+  host.sched = o_.kernel;
   host.files = {o_.roots.proc_root, o_.roots.cgroup_root};
   host.topology = topology_;
   host.sysfs_root = o_.roots.sysfs_root;
   host_ = std::make_unique<HostMonitor>(host);
-  for (const ProbeStatus& s : host_->statuses()) new_statuses_.push_back(s);
+  // Its states once it follows the ranks: where their cgroups are read is known then.
   for (const RankIdentity& rank : ranks) host_->add_rank(rank);
+  for (const ProbeStatus& s : host_->statuses()) new_statuses_.push_back(s);
 }
 
 void NodeSources::set_ranks(const std::vector<RankIdentity>& ranks) {

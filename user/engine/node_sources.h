@@ -35,6 +35,7 @@ struct NodeSourcesOptions {
   bool hardware = true;  // Xid, AER, PCIe links, and the topology
   bool rdma = true;      // RDMA NIC counters; attach_rdma adds the ranks' libibverbs and NCCL IB
   bool host = true;      // each rank's CPU, cgroup, memory and I/O (sources/host_monitor.h)
+  bool kernel = true;    // the BPF programs (Xid, AER, link tracepoints; sched); off: sysfs and procfs only
   // The node's ECC/EDAC/MCE activity from start() to finish() (a trace;
   // the service's health watch reads the same rows on its own period).
   bool sdc = false;
