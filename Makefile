@@ -390,7 +390,7 @@ run-tests:
 # docs/kernel-support.md. SB_KERNELS=bookworm boots only 6.1.
 test-kernels:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer $(BPF_TEST_BIN) $(SCEN_BIN)
 	$(Q)tests/kernels/matrix.sh $(BUILD)
 
 # The part of the matrix CI runs (.ci/run; the whole takes ~4-5 min, which
@@ -399,8 +399,8 @@ test-kernels:
 # UCX on it), without hotplug.
 test-kernels-ci:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer
-	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,aer,kprobe,mpi,ucx,rxe tests/kernels/matrix.sh $(BUILD)
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer $(BPF_TEST_BIN) $(SCEN_BIN)
+	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,kernel_log,aer,kprobe,mpi,ucx,rxe tests/kernels/matrix.sh $(BUILD)
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps

@@ -183,10 +183,15 @@ int BPF_KPROBE(agg_enter)
 static __always_inline __u64 let_go(__u32 tgid, __u32 probe_id, __u32 comm_slot, __u64 release_ns, __u64 exit_ns)
 {
 	struct sb_agg_key key = { .tgid = tgid, .probe_id = probe_id, .comm_slot = comm_slot };
-	__u64 *usual = lookup_or_try_init(&leaving, &key, &zero_u64);
-	__u64 none = 0;
+	__u64 *usual;
 
-	return sb_let_go(release_ns, exit_ns, usual ? usual : &none);
+	/* Not placed (a call that releases nobody): no map touched on its way. */
+	if (!release_ns)
+		return exit_ns;
+	usual = lookup_or_try_init(&leaving, &key, &zero_u64);
+	if (!usual)
+		return release_ns;
+	return sb_let_go(release_ns, exit_ns, usual);
 }
 
 /* The instance a return closes: its last arrival is blamed for its lead,

@@ -224,12 +224,15 @@ SB_INLINE __u64 sb_leave_allowance(__u64 *usual_ns, __u64 delay_ns)
 
 /* When a return's collective let it go, for its next arrival: the release
  * plus its usual time to leave that collective; its own exit when it was
- * not placed (release_ns 0). */
+ * not placed (release_ns 0). A return before its release (another CPU closed
+ * the instance at a later instant) teaches nothing about leaving. */
 SB_INLINE __u64 sb_let_go(__u64 release_ns, __u64 exit_ns, __u64 *usual_ns)
 {
 	if (!release_ns)
 		return exit_ns;
-	return release_ns + sb_leave_allowance(usual_ns, exit_ns > release_ns ? exit_ns - release_ns : 0);
+	if (exit_ns < release_ns)
+		return release_ns;
+	return release_ns + sb_leave_allowance(usual_ns, exit_ns - release_ns);
 }
 
 #endif /* SLOWBURN_INSTANCE_RULES_H */

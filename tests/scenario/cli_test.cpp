@@ -239,8 +239,8 @@ TEST(Cli, FunclatCountsEveryCallInTheKernel) {
   EXPECT_EQ(count, 777u);
 }
 
-TEST(Cli, XidToolReportsKernelLogXidsAsJsonEvents) {
-  SKIP_UNLESS_ROOT();
+TEST(GuestKernelLog, XidToolReportsKernelLogXidsAsJsonEvents) {
+  SKIP_UNLESS_KERNEL_MATRIX_GUEST();
   TempDir dir;
   auto xid = Subprocess::spawn({testing::slowburn_binary().string(), "xid", "--json", "-d", "20"},
                                {(dir / "out").string(), {}});

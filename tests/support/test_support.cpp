@@ -64,6 +64,8 @@ size_t bpf_links_of_program(const std::string& name) {
   return n;
 }
 
+bool in_kernel_matrix_guest() { return (" " + read_text("/proc/cmdline")).find(" sb_suite=") != std::string::npos; }
+
 std::string read_text(const std::filesystem::path& path) {
   auto text = read_file(path);
   return text ? *text : std::string();

@@ -22,6 +22,23 @@ namespace slowburn::testing {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_BPF, CAP_PERFMON) to load BPF programs"; \
   } while (0)
 
+// This kernel was booted by the kernel matrix (tests/kernels: "sb_suite=" on
+// its command line): a throwaway guest whose kernel log no monitor reads.
+bool in_kernel_matrix_guest();
+
+// Tests that write fake hardware errors (NVIDIA Xid lines) into the kernel
+// log run only there: on a node, every health monitor reads that log (DCGM,
+// node-problem-detector, slowburn's own health) and would report a dying GPU.
+// The host's run-tests.sh leaves them out (GuestKernelLog.*); the guests of
+// make test-kernels-ci run them (tests/kernels/guest/kernel_log.sh).
+#define SKIP_UNLESS_KERNEL_MATRIX_GUEST()                                                                   \
+  do {                                                                                                      \
+    SKIP_UNLESS_ROOT();                                                                                     \
+    if (!::slowburn::testing::in_kernel_matrix_guest())                                                     \
+      GTEST_SKIP() << "writes fake NVIDIA Xid lines into this kernel's log, which a node's monitors read: " \
+                      "runs only in the kernel matrix's guests (make test-kernels-ci)";                     \
+  } while (0)
+
 // A clear straggler's slowdown for tests whose claim is not how weak a
 // straggler can be (a cause, SIGTERM, an alert): with two busy processes on
 // the 2 cores the demo's 1.5x rank was sometimes not named (README, Known limits).

@@ -91,7 +91,7 @@ TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
 }
 
 TEST(FindingExplainer, AnEventOlderThanItKeepsExplainsNothing) {
-  FindingExplainer explainer({.keep_ns = 1'000'000'000, .max_events = 2, .name_nodes = false});
+  FindingExplainer explainer({.keep_ns = 1'000'000'000, .max_events = 2, .by_node = false});
   DeviceEvent old_event = event("xid", "0000:03:00.0", {2});
   old_event.ts_ns = 1'000'000'000;
   explainer.add(old_event);
@@ -117,7 +117,7 @@ TEST(FindingExplainer, ASessionKeepsEveryEventAndSaysTheNodesSdcActivity) {
 }
 
 TEST(FindingExplainer, AMergedJobsCulpritIsExplainedByItsOwnNodesEventsAndNamedWithIt) {
-  FindingExplainer explainer({.keep_ns = 0, .max_events = 0, .name_nodes = true});
+  FindingExplainer explainer({.keep_ns = 0, .max_events = 0, .by_node = true});
   explainer.add(event("link.downtrained", "0000:03:00.0", {2}), "node-a");  // rank 2 on node-a is not the culprit
   explainer.add(event("xid", "0000:05:00.0", {2}), "node-b");
   Finding f = finding_for(2);

@@ -156,7 +156,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
     if (options.timeline) options.timeline->rank(r);
   }
   // The culprit's node's recorded events explain it, as trace explains its own.
-  FindingExplainer explainer({.keep_ns = 0, .max_events = 0, .name_nodes = true});
+  FindingExplainer explainer({.keep_ns = 0, .max_events = 0, .by_node = true});
   for (const PlacedNode& p : placed)
     for (const DeviceEvent& e : p.node->info.device_events) explainer.add(e, p.node->info.host);
 

@@ -39,17 +39,17 @@ void FindingExplainer::forget_before(uint64_t now_ns) {
 
 void FindingExplainer::explain(Finding& finding, uint64_t now_ns) {
   forget_before(now_ns);
-  if (o_.name_nodes) name_node(finding.culprit, finding.summary);
+  if (o_.by_node) name_node(finding.culprit, finding.summary);
   std::vector<DeviceEvent> mine;
   for (const Kept& k : events_)
-    if (k.host.empty() || k.host == finding.culprit.host) mine.push_back(k.event);
+    if (!o_.by_node || k.host == finding.culprit.host) mine.push_back(k.event);
   attach_likely_causes(finding, mine, concerns_through(topology_));
   attach_sdc_activity(finding, sdc_activity_);
 }
 
 void FindingExplainer::explain(Episode& episode, uint64_t now_ns) {
   explain(episode.finding, now_ns);
-  if (o_.name_nodes) name_node(episode.finding.culprit, episode.summary);
+  if (o_.by_node) name_node(episode.finding.culprit, episode.summary);
 }
 
 void FindingExplainer::explain(SessionVerdict& verdict, uint64_t now_ns) {

@@ -29,16 +29,18 @@ class Topology;
 ConcernsCulprit concerns_through(const Topology* topology);
 
 struct ExplainerOptions {
-  uint64_t keep_ns = 0;     // an event older than this at explain time is history; 0: kept for the session
-  size_t max_events = 0;    // 0: no bound
-  bool name_nodes = false;  // "rank 3 (pid 4242 on node-b)": the culprits of a merged job
+  uint64_t keep_ns = 0;   // an event older than this at explain time is history; 0: kept for the session
+  size_t max_events = 0;  // 0: no bound
+  // A merged job (analyze): an event explains only the culprits of its own
+  // node, and findings name their node ("rank 3 (pid 4242 on node-b)").
+  bool by_node = false;
 };
 
 class FindingExplainer {
  public:
   explicit FindingExplainer(ExplainerOptions options = {}) : o_(options) {}
 
-  // An event of the node `host` (in a merged job; "": the node of every culprit).
+  // An event of the node `host` (a merged job's; on one node: any culprit's).
   void add(DeviceEvent event, std::string host = {});
   // May be null (hardware sources off): then by the events' ranks.
   void set_topology(const Topology* topology) { topology_ = topology; }

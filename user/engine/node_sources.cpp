@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "core/clock.h"
 #include "sources/host_monitor.h"
 #include "sources/hw_monitor.h"
 #include "sources/node_sdc.h"
@@ -98,6 +99,7 @@ size_t NodeSources::rdma_attached() const { return rdma_ ? rdma_->attached() : 0
 
 Result<std::vector<DeviceEvent>> NodeSources::poll(int timeout_ms, uint64_t now_ns) {
   std::vector<DeviceEvent> events;
+  uint64_t waited_from = timeout_ms > 0 ? monotonic_ns() : 0;
   if (hw_) {
     auto polled = hw_->poll(timeout_ms, now_ns);
     if (!polled) return polled.error();
@@ -106,6 +108,8 @@ Result<std::vector<DeviceEvent>> NodeSources::poll(int timeout_ms, uint64_t now_
   } else if (timeout_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
   }
+  // The readings below are taken after the wait: their time moves with it.
+  if (waited_from) now_ns += monotonic_ns() - waited_from;
   if (host_) {
     for (DeviceEvent& e : host_->poll(now_ns)) events.push_back(std::move(e));
     for (std::string& note : host_->take_notes()) notes_.push_back(std::move(note));

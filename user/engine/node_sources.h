@@ -60,8 +60,9 @@ class NodeSources {
   size_t rdma_attached() const;
 
   // Events since the last call: the kernel's records (waiting up to
-  // timeout_ms; without hardware sources it sleeps that long), the sysfs
-  // pollers, the host and RDMA readings when due. An error stops the
+  // timeout_ms; without hardware sources it sleeps that long), then the
+  // sysfs pollers, the host and RDMA readings when due, at now_ns plus the
+  // time waited. An error stops the
   // hardware sources (stop_hardware) for a caller that goes on without them.
   Result<std::vector<DeviceEvent>> poll(int timeout_ms, uint64_t now_ns);
   void stop_hardware();

@@ -103,7 +103,7 @@ class ProbeService {
   std::unique_ptr<ServiceComms> comms_;
   std::unique_ptr<RankTracker> tracker_;
   std::unique_ptr<NodeSources> sources_;
-  FindingExplainer explainer_{{.keep_ns = kCauseKeepNs, .max_events = kCauseMaxEvents, .name_nodes = false}};
+  FindingExplainer explainer_{{.keep_ns = kCauseKeepNs, .max_events = kCauseMaxEvents, .by_node = false}};
   HealthWatch health_;
   ServiceTotals totals_;
   std::vector<WindowReport> last_windows_;

@@ -108,6 +108,7 @@ Result<void> TraceSession::start_sources() {
   sources_->set_ranks(result_.ranks);
   result_.topology = sources_->shared_topology();
   explainer_.set_topology(sources_->topology());
+  for (const std::string& note : sources_->take_notes()) sink_.note(note);
   return {};
 }
 

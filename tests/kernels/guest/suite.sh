@@ -8,7 +8,7 @@ if [ "${SB_GUEST:-}" = 1 ]; then
 	ip link set lo up             # mpirun's own connections
 	hostname sb-guest             # OpenMPI refuses the kernel's "(none)"
 fi
-for t in $(echo "${sb_tests:-check,formats,aer,kprobe,mpi,ucx,hotplug,rxe}" | tr , " "); do
+for t in $(echo "${sb_tests:-check,formats,kernel_log,aer,kprobe,mpi,ucx,hotplug,rxe}" | tr , " "); do
 	start=$(cut -d' ' -f1 /proc/uptime)
 	( . "$here/$t.sh" ) >"$OUT/$t.log" 2>&1 || fail "$t" "the test script exited $? (log: $t.log)"
 	grep '^SB-RESULT' "$OUT/$t.log" >/dev/null || fail "$t" "no result (log: $t.log)"
