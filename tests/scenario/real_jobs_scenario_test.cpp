@@ -107,16 +107,6 @@ double runq_share_of(const Traced& t, int rank) {
   return 0.0;
 }
 
-// How much longer than its communicator's other members `f`'s culprit
-// waited in run queues, as a share of the trace's span.
-double runq_excess(const Traced& t, const Finding& f) {
-  double peers = 0;
-  if (f.comm)
-    for (int m : f.comm->members)
-      if (m != f.culprit.rank) peers = std::max(peers, runq_share_of(t, m));
-  return runq_share_of(t, f.culprit.rank) - peers;
-}
-
 // How much longer than the median of the job's other ranks `rank` waited.
 double runq_excess_over_median(const Traced& t, int rank) {
   std::vector<double> others;
@@ -125,6 +115,19 @@ double runq_excess_over_median(const Traced& t, int rank) {
   if (others.empty()) return 0.0;
   std::sort(others.begin(), others.end());
   return runq_share_of(t, rank) - others[others.size() / 2];
+}
+
+// How much longer than its communicator's other members `f`'s culprit
+// waited in run queues, as a share of the trace's span; a finding without
+// known members is held to the job's median rank instead (never to 0: with
+// 6 ranks on 2 cores every rank waits a few percent).
+double runq_excess(const Traced& t, const Finding& f) {
+  std::vector<double> peers;
+  if (f.comm)
+    for (int m : f.comm->members)
+      if (m != f.culprit.rank) peers.push_back(runq_share_of(t, m));
+  if (peers.empty()) return runq_excess_over_median(t, f.culprit.rank);
+  return runq_share_of(t, f.culprit.rank) - *std::max_element(peers.begin(), peers.end());
 }
 
 std::string runq_shares(const Traced& t) {
@@ -252,8 +255,7 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
   Traced t = trace(job->pids(), {"mpi.*"}, 12);
   job->stop();
   EXPECT_TRUE(t.result.verdict.judged) << t.summaries;
-  // Nobody on an idle node; on a loaded one, only a rank starved of its CPU.
-  expect_others_slow_by_themselves(t, -1);
+  EXPECT_TRUE(t.named.empty()) << "a healthy job: nobody is the straggler\n" << runq_shares(t) << t.summaries;
   expect_communicators_told_apart(t, 2);
 }
 
