@@ -259,7 +259,7 @@ fuzz_run = rm -rf $(BUILD)/fuzz/corpus-$(1) && mkdir -p $(BUILD)/fuzz/corpus-$(1
 FUZZ_SRCS_xid := user/nvidia/xid.cpp user/nvidia/xid_catalog.cpp
 FUZZ_MAX_LEN_xid := 512
 # The health parsers (kernel log lines, CPU lists, taint, IB port files, the DCB netlink reply).
-FUZZ_SRCS_health := user/health/health_parsers.cpp user/core/cpu_list.cpp user/health/check_row.cpp user/net/dcb.cpp \
+FUZZ_SRCS_health := user/health/health_parsers.cpp user/core/cpu_list.cpp user/health/check_row.cpp user/net/dcb.cpp user/nvidia/xid_catalog.cpp \
 		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
 FUZZ_MAX_LEN_health := 512
 # ELF images: the symbol reader of every library a probe attaches to.
@@ -367,7 +367,7 @@ build: all
 deps:
 	$(Q)scripts/deps.sh $(BUILD)
 
-tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS)
+tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS) $(FUZZ_BINS)
 
 # The build sub-makes use every core unless make was given -j (JOBS=1 for
 # one): a plain `make test` on a 2-core CI machine built on one before.

@@ -29,6 +29,23 @@ for suite in unit_tests bpf_tests scenario_tests; do
 		break
 	fi
 done
+# The fuzz targets (make fuzz runs them for long) on their saved corpora, the
+# inputs that found bugs included: a parser change that breaks a harness or
+# reopens a found crash fails here, in seconds.
+if [ $status -eq 0 ]; then
+	echo "=== fuzz corpora"
+	for fuzzer in "$build"/fuzz/*_fuzz; do
+		[ -x "$fuzzer" ] || continue
+		name=$(basename "$fuzzer" _fuzz)
+		if ! out=$("$fuzzer" -runs=0 "tests/fuzz/corpus/$name" 2>&1); then
+			echo "$out" | tail -20
+			echo "=== fuzz corpus $name FAILED" >&2
+			status=1
+			break
+		fi
+		echo "$name: $(ls "tests/fuzz/corpus/$name" | wc -l) inputs, $(echo "$out" | sed -n 's/^Done \([0-9]*\) runs.*/\1/p') runs"
+	done
+fi
 python3 - "$build/test-results" <<'PY' || true
 import collections, pathlib, sys, xml.etree.ElementTree as ET
 times, skips = [], collections.defaultdict(list)

@@ -14,6 +14,7 @@
 #include "health/health_parsers.h"
 #include "net/dcb.h"
 #include "nvidia/xid.h"
+#include "nvidia/xid_catalog.h"
 
 using namespace slowburn;
 
@@ -38,7 +39,7 @@ void check_log_line(std::string_view text) {
   KernelLogClass cls = classify_kernel_log_message(line->message);
   if (cls == KernelLogClass::xid && !looks_like_xid_line(line->message)) std::abort();
   if (cls == KernelLogClass::xid)
-    if (auto xid = parse_xid_line(line->message)) (void)xid_class(xid->code, xid->nvswitch);
+    if (auto xid = parse_xid_line(line->message)) (void)xid_family(xid->code, xid->nvswitch);
   (void)is_hard_lockup_message(line->message);
   (void)is_uncorrected_machine_check(line->message);
 }
