@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
@@ -26,6 +27,13 @@ std::string format_ns(double ns, bool sign) {
 }
 
 std::string format_ns(const std::optional<double>& ns, bool sign) { return ns ? format_ns(*ns, sign) : "-"; }
+
+std::string format_duration_s(double seconds) {
+  if (seconds < 120) return fmt::format("{:.0f} s", std::max(seconds, 0.0));
+  if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
+  if (seconds < 2 * 86400) return fmt::format("{:.1f} h", seconds / 3600);
+  return fmt::format("{:.1f} days", seconds / 86400);
+}
 
 std::string format_rank_list(const std::vector<int>& ranks) {
   std::string out;

@@ -16,6 +16,9 @@ std::string format_bytes_per_s(double bytes_per_s);
 // 4 KiB, 1.5 MiB, 12 B: binary units, as buffer sizes are.
 std::string format_bytes(double bytes);
 
+// 42 s, 12 min, 3.2 h, 4.1 days: how long ago something was.
+std::string format_duration_s(double seconds);
+
 // "0,1,3": a list of ranks; empty for none.
 std::string format_rank_list(const std::vector<int>& ranks);
 

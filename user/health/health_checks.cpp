@@ -37,6 +37,10 @@ std::string Evaluation::quiet(std::string_view what) const {
                      : fmt::format("one reading: no {} measured", what);
 }
 
+CheckState error_count_state(uint64_t uncorrectable, uint64_t correctable) {
+  return uncorrectable ? CheckState::fail : correctable ? CheckState::warn : CheckState::ok;
+}
+
 CheckRow& Evaluation::add(std::string check, CheckState state, std::string device, nlohmann::json value,
                           nlohmann::json threshold, std::vector<int> ranks, std::string detail) {
   rows.push_back({std::move(check), state, std::move(device), std::move(value), std::move(threshold), std::move(ranks),

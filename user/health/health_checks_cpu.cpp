@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/format.h"
 #include "core/strings.h"
 #include "health/health_checks_internal.h"
 
@@ -34,6 +35,22 @@ ThrottleTotals totals(const std::vector<CpuThrottle>& cpus) {
   }
   for (const auto& [id, n] : t.package_by_id) t.package += n;
   return t;
+}
+
+// When the kernel last said it throttled ("CPU3: Core temperature above
+// threshold, cpu clock throttled", "Package temperature/speed high"): the
+// counters give no time, the log's timestamp does where it was read.
+std::string last_throttle_logged(const Evaluation& e) {
+  if (!e.after.kernel_log) return "when it last throttled is unknown (" + e.after.kernel_log.error().message + ")";
+  std::optional<uint64_t> last_us;
+  for (const KernelLogLine& line : *e.after.kernel_log)
+    if (line.ts_us && line.message.find("temperature") != std::string::npos &&
+        line.message.find("throttl") != std::string::npos)
+      last_us = *line.ts_us;
+  if (!last_us) return "the kernel log has no throttling line (it logs few of them)";
+  double at_s = static_cast<double>(*last_us) / 1e6;
+  if (!e.after.uptime_s) return fmt::format("the last one logged {:.0f} s after boot", at_s);
+  return fmt::format("the last one logged {} ago", format_duration_s(*e.after.uptime_s - at_s));
 }
 
 void evaluate_throttle(Evaluation& e) {
@@ -70,8 +87,11 @@ void evaluate_throttle(Evaluation& e) {
   } else {
     detail += "; " + e.quiet("rise");
   }
-  e.add("cpu.thermal_throttle", rise ? CheckState::warn : CheckState::ok, "", after.core + after.package, 0,
-        e.node_ranks(), detail);
+  if (after.core + after.package) detail += "; " + last_throttle_logged(e);
+  // History warns, as correctable errors do: a CPU that throttled since boot
+  // may throttle under the next job's load.
+  e.add("cpu.thermal_throttle", after.core + after.package ? CheckState::warn : CheckState::ok, "",
+        after.core + after.package, 0, e.node_ranks(), detail);
 }
 
 void evaluate_governor(Evaluation& e) {

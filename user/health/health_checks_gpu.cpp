@@ -178,15 +178,11 @@ void evaluate_aer(Evaluation& e) {
           fmt::format("{} {}{}", aer_severity_name(severity), n, names.empty() ? "" : " (" + join(names, ", ") + ")"));
       for (const std::string& line : c.malformed_lines) malformed.push_back("'" + line + "'");
     }
-    bool rose_uncorrectable = false, rose_correctable = false;
+    // A rise is counted in the totals: the same rule judges it.
     std::vector<std::string> rose;
-    for (const AerEvent& r : rises) {
-      (r.severity == AerSeverity::correctable ? rose_correctable : rose_uncorrectable) = true;
+    for (const AerEvent& r : rises)
       rose.push_back(fmt::format("+{} {} {}", r.count, aer_severity_name(r.severity), join(r.bits, ",")));
-    }
-    CheckState state = rose_uncorrectable                  ? CheckState::fail
-                       : rose_correctable || uncorrectable ? CheckState::warn
-                                                           : CheckState::ok;
+    CheckState state = error_count_state(uncorrectable, total - uncorrectable);
     std::string detail = "since boot: " + join(since_boot, ", ");
     detail += rose.empty() ? "; " + e.quiet("rise") : fmt::format("; {} {}", join(rose, ", "), e.over_interval());
     if (!malformed.empty()) detail += "; unreadable lines: " + join(malformed, ", ");

@@ -38,6 +38,12 @@ class Evaluation {
   std::vector<int> node_ranks_;
 };
 
+// One severity rule for every error counter of every device (GPU ECC
+// Xids, host EDAC, PCIe AER): an uncorrectable error counted since boot
+// fails, correctable history warns (the row says its count), none is ok. A
+// rise during the reading is judged by the same rule, and said.
+CheckState error_count_state(uint64_t uncorrectable, uint64_t correctable);
+
 // One file per domain.
 void evaluate_gpu_checks(Evaluation& e);     // gpu.xid, gpu.xid_ecc
 void evaluate_pcie_checks(Evaluation& e);    // pcie.link, pcie.aer

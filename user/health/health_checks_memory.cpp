@@ -47,8 +47,7 @@ void edac_row(Evaluation& e, const EdacController& now, bool ue) {
     auto was = old == then->dimms.end() ? std::optional<uint64_t>(0) : dimm_count(*old, ue);
     if (was && *n > *was) risen.push_back(fmt::format("{} +{}", dimm_name(d), *n - *was));
   }
-  CheckState state =
-      rise ? (ue ? CheckState::fail : CheckState::warn) : (ue && *count ? CheckState::warn : CheckState::ok);
+  CheckState state = ue ? error_count_state(*count, 0) : error_count_state(0, *count);
   std::string detail = fmt::format("{}: {} {} since boot", where, *count, kind);
   if (!dimms.empty()) detail += " (" + join(dimms, ", ") + ")";
   if (rise)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 
 #include "core/clock.h"
@@ -259,6 +260,16 @@ Result<uint64_t> read_tainted(const fs::path& proc_root) {
   return *value;
 }
 
+Result<double> read_uptime(const fs::path& proc_root) {
+  fs::path path = proc_root / "uptime";
+  auto text = read_file(path);
+  if (!text) return text.error();
+  char* end = nullptr;
+  double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || !(seconds >= 0)) return make_error("{} does not start with seconds", path.string());
+  return seconds;
+}
+
 Result<std::vector<TimeDaemon>> read_time_daemons(const fs::path& proc_root) {
   std::vector<TimeDaemon> out;
   std::error_code ec;
@@ -389,6 +400,7 @@ Result<HealthSnapshot> collect_health(const HealthSources& sources) {
     for (const std::string& netdev : roce) s.pfc.emplace(netdev, read_pfc_config(netdev));
 
   s.tainted = read_tainted(sources.proc_root);
+  s.uptime_s = read_uptime(sources.proc_root);
   if (!sources.kernel_log)
     s.kernel_log = make_error("the kernel log was not read for this reading");
   else if (sources.kmsg_file || sources.live())

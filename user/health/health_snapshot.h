@@ -114,6 +114,7 @@ struct HealthSnapshot {
   std::map<std::string, Result<PfcConfig>> pfc;  // by RoCE netdev
 
   Result<uint64_t> tainted = make_error("not read");
+  Result<double> uptime_s = make_error("not read");  // /proc/uptime: how long since boot, at the reading
   Result<std::vector<KernelLogLine>> kernel_log = make_error("not read");
   // Of mce:mce_record and ras:mc_event, the ones tracefs lists ("mce:mce_record").
   Result<std::set<std::string>> tracepoints = make_error("not read");
