@@ -21,6 +21,7 @@ enum sb_event_type {
 	SB_EVENT_KMSG = 2,	/* a kernel log line that passed the in-kernel filter */
 	SB_EVENT_TP_RECORD = 3, /* a raw tracepoint record */
 	SB_EVENT_VERBS = 4,	/* a libibverbs control-path call (QP lifecycle, async event) */
+	SB_EVENT_LIFECYCLE = 5, /* a traced process exited, was sent a signal, or was chosen by the OOM killer */
 };
 
 struct sb_event_header {

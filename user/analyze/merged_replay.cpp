@@ -157,7 +157,17 @@ DetectorOutput MergedReplay::check_in_flight(JobJudges& judges, ReplaySpan& span
   }
   if (!read_at) return {};
   span.last_ns = std::max(span.last_ns, *read_at);
-  return judges.check_in_flight(*read_at, std::move(in_flight));
+  // The kernel's view of each rank as its node recorded it at that reading.
+  std::map<int32_t, ProcessView> views;
+  for (const PlacedNode& placed : nodes_)
+    for (const auto& [pid, view] : placed.node->info.process_states)
+      if (auto merged = placed.node->merged_pid.find(pid); merged != placed.node->merged_pid.end())
+        views[merged->second] = view;
+  auto lookup = [&views](int32_t pid, uint64_t) -> std::optional<ProcessView> {
+    auto it = views.find(pid);
+    return it == views.end() ? std::nullopt : std::optional<ProcessView>(it->second);
+  };
+  return judges.check_in_flight(*read_at, std::move(in_flight), lookup);
 }
 
 std::vector<CommunicatorRef> MergedReplay::communicators() const {

@@ -73,10 +73,14 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
       if (const ProbeSpec* spec = find_probe(static_cast<uint16_t>(call.probe_id)))
         timeline->call(call, comm, spec->name);
   };
-  if (recorder)
+  if (recorder) {
     args.options.on_in_flight = [&](uint64_t now_ns, const std::vector<InFlightCall>& calls) {
       recorder->in_flight(now_ns, calls);
     };
+    args.options.on_process_views = [&](uint64_t now_ns, const std::map<int32_t, ProcessView>& views) {
+      recorder->process_views(now_ns, views);
+    };
+  }
   FanOutSink sink(sinks);
   auto result = run_trace(args.options, sink, stop);
   Result<void> timeline_closed = timeline ? timeline->close() : Result<void>{};

@@ -39,6 +39,7 @@ struct RankCall {
   // own doing; one released late with everyone else, or always a few hops
   // behind in the collective's algorithm, is not.
   std::optional<uint64_t> since_release_ns;
+  uint64_t comm_count = 0;  // the rank's completed collectives on the communicator, this one included
 };
 
 struct CollectiveInstance {

@@ -10,6 +10,7 @@
 #include "core/rank_identity.h"
 #include "detect/clock_check.h"
 #include "events/communicator.h"
+#include "events/process_view.h"
 #include "probes/catalog.h"
 
 namespace slowburn {
@@ -55,9 +56,17 @@ struct WindowReport {
   std::vector<RankWindowStats> ranks;
 };
 
+// Where one member stands on a communicator (a mismatch's evidence): the
+// collective it is in and its position there.
+struct MemberCall {
+  int rank = -1;
+  std::string probe;
+  uint64_t position = 0;
+};
+
 struct Finding {
-  std::string type;      // "straggler" or "hang"
-  std::string detector;  // "persistence", "cusum", "sequential" or "in-flight"
+  std::string type;      // "straggler", "hang", "mismatch" or "failure"
+  std::string detector;  // "persistence", "cusum", "sequential", "in-flight" or "lifecycle"
   RankIdentity culprit;
   std::string probe;             // the collective carrying the signal
   CommunicatorRef comm;          // on which communicator
@@ -87,6 +96,23 @@ struct Finding {
   // Evidence (hang): who waits, for how long.
   std::vector<int> waiting_ranks;
   uint64_t waited_ns = 0;
+  // Evidence (hang, mismatch): the wavefront, the instance the waiting ranks
+  // wait in (its position on the communicator: the collectives completed
+  // there, counted across its probes); the ranks inside an earlier instance
+  // the others completed, waiting for the culprit's last message; and
+  // (mismatch) what each member at that position called.
+  std::optional<uint64_t> position;
+  bool position_by_sequence = false;  // numbered by the library (else counted from attach and aligned)
+  std::vector<int> blocked_behind;
+  std::vector<MemberCall> calls;
+  // Evidence (hang, failure): the kernel's view of the culprit's process
+  // (hang: since the wait began; failure: how it ended).
+  std::optional<ProcessView> process;
+  // Failure: when the process ended, and the ranks that ended after it
+  // (and how long after): what it likely brought down.
+  uint64_t ended_ns = 0;
+  std::vector<int> followed_by;
+  uint64_t followed_within_ns = 0;
   // Cost: how much sooner the collectives would have started without it.
   uint64_t cost_ns = 0;
   double cost_share = 0;  // of the traced time
@@ -114,13 +140,28 @@ struct Episode {
   std::string summary;
 };
 
+// Ranks that wait inside a collective, not yet for --hang-s, when the
+// session ended or now: who waits, since when, and who they wait for.
+struct PendingHang {
+  std::string probe;
+  CommunicatorRef comm;
+  uint64_t position = 0;
+  std::vector<int> waiting_ranks;
+  std::vector<int> behind_ranks;  // the members the wavefront names so far
+  uint64_t since_ns = 0;
+  uint64_t waited_ns = 0;
+  std::string summary;
+};
+
 // The closing verdict of a session: the stragglers that held, the hangs,
 // the episodes; or why there was not enough to judge.
 struct SessionVerdict {
   bool judged = false;
   std::string reason;  // why not judged ("only 3 aligned instances")
   std::vector<Finding> stragglers;
-  std::vector<Finding> hangs;
+  std::vector<Finding> hangs;     // type hang and mismatch
+  std::vector<Finding> failures;  // ranks that failed (signal, exit status, OOM), first first
+  std::vector<PendingHang> pending_hangs;
   std::vector<Episode> episodes;
   uint64_t instances = 0;
   int windows_judged = 0;

@@ -64,9 +64,13 @@ void StragglerDetector::add_participant(uint32_t probe_id, int32_t pid) {
 
 const RankIdentity& StragglerDetector::identity(int32_t pid) const { return identities_.at(pid); }
 
-void StragglerDetector::remove_rank(int32_t pid, DetectorOutput& out) {
+void StragglerDetector::remove_rank(int32_t pid, DetectorOutput& out, const std::optional<ProcessEnd>& end) {
   if (!alive_.erase(pid)) return;
-  out.notes.push_back(fmt::format("{} exited", rank_label(identity(pid))));
+  if (end && end->failed())
+    raise_failure(pid, *end, out);
+  else
+    out.notes.push_back(fmt::format("{} {}", rank_label(identity(pid)), end ? describe_end(*end) : "exited"));
+  if (end) follow_failures(pid, end->ts_ns);
   for (auto& [key, lane] : lanes_)
     if (lane->aligner) {
       // Its calls still queued on a settling lane complete instances first.
@@ -170,12 +174,14 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
   }
 
   if (!lane.aligner) return;
+  uint64_t comm_count =
+      lane.info.kind == CallKind::synchronizing ? count_completed(key.comm_id, pid, call.exit_ns) : 0;
   // A rank left out as idle rejoins when it calls again.
   if (!lane.aligner->has_participant(pid)) {
     if (!eligible(lane, pid)) return;
     lane.aligner->add_participant(pid);
   }
-  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, prev_exit_ns, comm.seq, std::nullopt});
+  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, prev_exit_ns, comm.seq, std::nullopt, comm_count});
   take_instances(key, lane, call.exit_ns);
 }
 
@@ -209,7 +215,10 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
     while (known.size() > kKeptReleases) known.erase(known.begin());
   }
 
-  if (instance_tap_ && lane.info.kind == CallKind::synchronizing) instance_tap_(instance);
+  if (lane.info.kind == CallKind::synchronizing) {
+    learn_positions(key.comm_id, instance);
+    if (instance_tap_) instance_tap_(instance);
+  }
 
   // The last to arrive is blamed for how much later than the second-to-last
   // it came (how much sooner the collective would have started without it),

@@ -30,9 +30,15 @@
 // whose runs were flagged in at least sustained_fraction of the windows
 // since they began; shorter runs are episodes (when, how long, the cost).
 //
-// Hangs: when ranks sit inside a synchronizing collective for hang_ns while
-// other members of its communicator never entered it, the absent ranks are
-// named ("in-flight").
+// Hangs (straggler_hangs.cpp): each member's position on each communicator
+// (its completed collectives there, across probes, aligned by the
+// instances) and the calls in flight give the wavefront (detect/wavefront.h):
+// once ranks have waited in it for hang_ns, the members behind it, gone, or
+// whose process does not run are named ("in-flight"), the ranks blocked
+// behind them in an earlier instance said, and ranks at one position in
+// different collectives named as a mismatch. A rank that ends by a signal,
+// an OOM kill or a non-zero status is a failure ("lifecycle"), the first one
+// named with the ranks that ended after it.
 #pragma once
 
 #include <cstdint>
@@ -137,16 +143,22 @@ class StragglerDetector {
   // shows it does not.
   void add_participant(uint32_t probe_id, int32_t pid);
   // The process exited: it leaves every alignment; its identity and findings
-  // stay (its last windows are still evaluated).
-  void remove_rank(int32_t pid, DetectorOutput& out);
+  // stay (its last windows are still evaluated). `end`: how, where the
+  // kernel said (a failure when it failed).
+  void remove_rank(int32_t pid, DetectorOutput& out, const std::optional<ProcessEnd>& end = std::nullopt);
 
   // A completed call and the communicator it ran on.
   void ingest(const CallEvent& call, const CallComm& comm);
 
   // Closes the windows that ended at least grace_ns before now_ns.
   DetectorOutput advance(uint64_t now_ns);
+  // The kernel's view of a rank's process now, its CPU time counted since
+  // `since_ns` (nullopt: not known). Live: read from /proc; analyze: the
+  // recorded states.
+  using ProcessLookup = std::function<std::optional<ProcessView>(int32_t pid, uint64_t since_ns)>;
   // Hang check on the calls the kernel reports in flight.
-  DetectorOutput check_in_flight(uint64_t now_ns, const std::vector<InFlightCall>& calls);
+  DetectorOutput check_in_flight(uint64_t now_ns, const std::vector<InFlightCall>& calls,
+                                 const ProcessLookup& kernel = {});
   // Closes every open window, the last one partial.
   DetectorOutput finish(uint64_t now_ns);
 
@@ -223,8 +235,16 @@ class StragglerDetector {
   Finding lane_finding(const Lane& lane, int32_t pid, const char* type, const char* detector) const;
   void emit_pending(uint64_t now_ns, DetectorOutput& out);
   void track_runs(int32_t pid, const Mark& mark, bool cleared);
-  void check_lane_hang(const LaneKey& key, Lane& lane, uint64_t now_ns, const std::vector<InFlightCall>& calls,
-                       DetectorOutput& out);
+  struct CommHang;
+  void check_comm_hang(uint32_t comm_id, const std::vector<const InFlightCall*>& calls, uint64_t now_ns,
+                       const ProcessLookup& kernel, DetectorOutput& out);
+  // Each member's count of completed collectives on a communicator, and the
+  // offset that puts it on the instances' common scale.
+  uint64_t count_completed(uint32_t comm_id, int32_t pid, uint64_t exit_ns);
+  void learn_positions(uint32_t comm_id, const CollectiveInstance& instance);
+  void raise_failure(int32_t pid, const ProcessEnd& end, DetectorOutput& out);
+  // A rank ended after a failure: the first failure's followers.
+  void follow_failures(int32_t pid, uint64_t ended_ns);
   uint64_t total_blame_ns(int32_t pid) const;
   // A per-rank total of the lanes of one probe (every probe: none).
   uint64_t sum_lanes(std::optional<uint32_t> probe_id, int32_t pid, std::map<int32_t, uint64_t> Lane::*total) const;
@@ -245,7 +265,16 @@ class StragglerDetector {
   std::map<int32_t, std::deque<Mark>> history_;          // per rank: the last persistence_n evaluated windows
   std::set<int32_t> active_findings_;                    // ranks with a standing finding (either test)
   std::map<int32_t, std::vector<Run>> runs_;             // per rank: its findings' lives
-  std::map<LaneKey, std::set<int32_t>> reported_hangs_;  // lane -> absent ranks already reported
+  struct MemberProgress {
+    uint64_t completed = 0;  // its completed synchronizing calls on the communicator, counted here
+    int64_t offset = 0;      // + this: its position on the instances' scale
+    uint64_t last_exit_ns = 0;
+  };
+  std::map<uint32_t, std::map<int32_t, MemberProgress>> progress_;  // communicator -> member -> progress
+  std::map<uint32_t, std::unique_ptr<CommHang>> hangs_;             // communicator -> its standing hang
+  std::map<uint32_t, PendingHang> pending_;                         // communicator -> its wait below hang_ns
+  std::map<int32_t, std::string> last_inside_;  // at the latest in-flight check: rank -> the collective it was in
+  std::vector<size_t> failures_;                // findings_ of type failure, in the order they ended
   std::vector<Finding> findings_;
   std::vector<size_t> pending_findings_;  // raised between advances (sequential): emitted by the next one
   DetectorCounters counters_;

@@ -47,6 +47,13 @@ struct StragglerDetector::Lane {
   bool members_known() const { return !comm || comm->source == CommSource::job || comm->local_pids.has_value(); }
 };
 
+// A communicator's standing hang: whom it named, and its findings.
+struct StragglerDetector::CommHang {
+  std::set<int32_t> named;             // culprits and mismatched members reported
+  std::map<int32_t, size_t> findings;  // member -> its finding in findings_
+  bool noted = false;                  // said that nobody could be named
+};
+
 struct StragglerDetector::RankAccum {
   uint64_t calls = 0;
   std::vector<double> waits_ns;

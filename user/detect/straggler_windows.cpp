@@ -282,7 +282,9 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   v.windows_judged = windows_judged_;
   std::vector<Finding> all = findings();
   for (const Finding& f : all)
-    if (f.type == "hang") v.hangs.push_back(f);
+    if (f.type == "hang" || f.type == "mismatch") v.hangs.push_back(f);
+  for (size_t i : failures_) v.failures.push_back(all[i]);
+  for (const auto& [comm_id, pending] : pending_) v.pending_hangs.push_back(pending);
   for (const auto& [pid, runs] : runs_) {
     const Run* held = nullptr;
     for (const Run& run : runs) {
@@ -309,7 +311,8 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   }
   std::sort(v.stragglers.begin(), v.stragglers.end(),
             [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
-  v.judged = windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.hangs.empty();
+  v.judged = windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.hangs.empty() ||
+              !v.failures.empty();
   if (!v.judged)
     v.reason = fmt::format(
         "only {} window(s) had {} or more aligned collective instances ({} instances in all); {} are needed to "

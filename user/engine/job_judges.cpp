@@ -1,5 +1,7 @@
 #include "engine/job_judges.h"
 
+#include <algorithm>
+
 namespace slowburn {
 
 namespace {
@@ -73,7 +75,8 @@ DetectorOutput JobJudges::advance(uint64_t now_ns) {
   return each([&](StragglerDetector& d) { return d.advance(now_ns); });
 }
 
-DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls) {
+DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls,
+                                          const StragglerDetector::ProcessLookup& kernel) {
   for (InFlightCall& call : calls) {
     auto spec = probes_.find(call.probe_id);
     if (!registry_ || call.communicator || spec == probes_.end()) continue;
@@ -81,12 +84,12 @@ DetectorOutput JobJudges::check_in_flight(uint64_t now_ns, std::vector<InFlightC
     call.communicator = registry_->lookup(static_cast<int32_t>(call.tgid), backend, call.comm);
   }
   if (in_flight_tap_) in_flight_tap_(now_ns, calls);
-  return each([&](StragglerDetector& d) { return d.check_in_flight(now_ns, calls); });
+  return each([&](StragglerDetector& d) { return d.check_in_flight(now_ns, calls, kernel); });
 }
 
-DetectorOutput JobJudges::retire(int32_t pid, const Drained&) {
+DetectorOutput JobJudges::retire(int32_t pid, const Drained&, const std::optional<ProcessEnd>& end) {
   DetectorOutput out;
-  if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out);
+  if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->remove_rank(pid, out, end);
   if (registry_) registry_->remove_rank(pid);
   return out;
 }
@@ -107,8 +110,12 @@ SessionVerdict JobJudges::verdict(uint64_t now_ns) const {
     all.windows_judged += v.windows_judged;
     for (auto& f : v.stragglers) all.stragglers.push_back(std::move(f));
     for (auto& f : v.hangs) all.hangs.push_back(std::move(f));
+    for (auto& f : v.failures) all.failures.push_back(std::move(f));
+    for (auto& p : v.pending_hangs) all.pending_hangs.push_back(std::move(p));
     for (auto& e : v.episodes) all.episodes.push_back(std::move(e));
   }
+  std::stable_sort(all.failures.begin(), all.failures.end(),
+                   [](const Finding& a, const Finding& b) { return a.ended_ns < b.ended_ns; });
   return all;
 }
 

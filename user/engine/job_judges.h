@@ -44,9 +44,13 @@ class JobJudges {
   DetectorOutput advance(uint64_t now_ns);
   // Calls in flight (the kernel's, or a recording's), their communicators
   // named by the registry where they are not yet.
-  DetectorOutput check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls);
-  // The rank exited: after its last records were consumed.
-  DetectorOutput retire(int32_t pid, const Drained& drained);
+  // `kernel` reads the ranks' processes (the engine's ProcessWatch, or a
+  // recording's states).
+  DetectorOutput check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls,
+                                 const StragglerDetector::ProcessLookup& kernel = {});
+  // The rank exited: after its last records were consumed. `end`: how, where
+  // the kernel said.
+  DetectorOutput retire(int32_t pid, const Drained& drained, const std::optional<ProcessEnd>& end = std::nullopt);
   DetectorOutput finish(uint64_t now_ns);
   std::vector<std::string> take_notes() { return registry_ ? registry_->take_notes() : std::vector<std::string>{}; }
   // Sees every aligned instance of a synchronizing collective (analyze's clock check).

@@ -5,6 +5,7 @@
 
 #include "slowburn/callpair.h"
 #include "slowburn/hwevents.h"
+#include "slowburn/lifecycle.h"
 #include "slowburn/verbs.h"
 
 namespace slowburn {
@@ -12,6 +13,7 @@ namespace slowburn {
 static_assert(sizeof(sb_event_header) == 24, "event header layout changed: bump versions");
 static_assert(sizeof(sb_call_event) == 112, "call event layout changed: bump SB_CALL_EVENT_VERSION");
 static_assert(sizeof(sb_verbs_event) == 168, "verbs event layout changed: bump SB_VERBS_EVENT_VERSION");
+static_assert(sizeof(sb_lifecycle_event) == 64, "lifecycle event layout changed: bump SB_LIFECYCLE_VERSION");
 
 bool EventDecoder::check(std::span<const std::byte> record, uint16_t type, uint16_t version, size_t size) {
   if (record.size() < sizeof(sb_event_header)) {
@@ -64,6 +66,35 @@ std::optional<KmsgLine> EventDecoder::decode_kmsg(std::span<const std::byte> rec
   const auto* raw = reinterpret_cast<const sb_kmsg_event*>(record.data());
   size_t len = std::min<size_t>(raw->len, sizeof(raw->text));
   return KmsgLine{raw->hdr.ts_ns, std::string(raw->text, strnlen(raw->text, len))};
+}
+
+std::optional<LifecycleRecord> EventDecoder::decode_lifecycle(std::span<const std::byte> record) {
+  if (!check(record, SB_EVENT_LIFECYCLE, SB_LIFECYCLE_VERSION, sizeof(sb_lifecycle_event))) return std::nullopt;
+  const auto* raw = reinterpret_cast<const sb_lifecycle_event*>(record.data());
+  LifecycleRecord r;
+  switch (raw->kind) {
+    case SB_LIFE_EXIT:
+      r.kind = LifecycleRecord::Kind::exit;
+      break;
+    case SB_LIFE_SIGNAL:
+      r.kind = LifecycleRecord::Kind::signal;
+      break;
+    case SB_LIFE_OOM:
+      r.kind = LifecycleRecord::Kind::oom;
+      break;
+    default:  // a kind newer than this decoder: counted as a type it does not know
+      --stats_.decoded;
+      ++stats_.unknown_type;
+      return std::nullopt;
+  }
+  r.ts_ns = raw->hdr.ts_ns;
+  r.pid = static_cast<int32_t>(raw->hdr.pid);
+  r.signal = raw->sig;
+  r.exit_code = raw->exit_code;
+  r.group_exit_code = raw->group_exit_code;
+  r.sender_pid = raw->sender_tgid;
+  r.sender_comm.assign(raw->sender_comm, strnlen(raw->sender_comm, sizeof(raw->sender_comm)));
+  return r;
 }
 
 std::optional<TpRecord> EventDecoder::decode_tp_record(std::span<const std::byte> record) {

@@ -36,12 +36,27 @@ struct TpRecord {
   std::vector<std::byte> data;
 };
 
+// A traced process exited, was sent a signal that stops or ends it, or was
+// chosen by the OOM killer (lifecycle.bpf.c).
+struct LifecycleRecord {
+  enum class Kind { exit, signal, oom };
+  Kind kind = Kind::exit;
+  uint64_t ts_ns = 0;
+  int32_t pid = 0;
+  int signal = 0;           // signal: the signal
+  int exit_code = 0;        // exit: task->exit_code (status << 8, or the signal | 0x80 with a core)
+  int group_exit_code = 0;  // exit: the thread group's, when a group exit ended it
+  uint32_t sender_pid = 0;  // signal: who sent it (its process)
+  std::string sender_comm;
+};
+
 class EventDecoder {
  public:
   std::optional<CallEvent> decode_call(std::span<const std::byte> record);
   std::optional<KmsgLine> decode_kmsg(std::span<const std::byte> record);
   std::optional<TpRecord> decode_tp_record(std::span<const std::byte> record);
   std::optional<VerbsCall> decode_verbs(std::span<const std::byte> record);
+  std::optional<LifecycleRecord> decode_lifecycle(std::span<const std::byte> record);
   const DecodeStats& stats() const { return stats_; }
 
  private:

@@ -144,6 +144,37 @@ void Recorder::in_flight(uint64_t read_ns, const std::vector<InFlightCall>& call
   });
 }
 
+void Recorder::process_views(uint64_t read_ns, const std::map<int32_t, ProcessView>& views) {
+  write([read_ns, views](SQLite::Database& db) {
+    db.exec("DELETE FROM process_states");
+    SQLite::Statement s(db,
+                        "INSERT INTO process_states(read_ns, pid, state, syscall, waits_on, wchan, threads, since_ns, "
+                        "on_cpu_ns, off_cpu_ns, signal, exit_code) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (const auto& [pid, v] : views) {
+      s.bind(1, static_cast<int64_t>(read_ns));
+      s.bind(2, pid);
+      s.bind(3, std::string(process_state_name(v.state)));
+      s.bind(4, v.syscall);
+      s.bind(5, v.waits_on);
+      s.bind(6, v.wchan);
+      s.bind(7, v.threads);
+      s.bind(8, static_cast<int64_t>(v.since_ns));
+      s.bind(9, static_cast<int64_t>(v.on_cpu_ns));
+      s.bind(10, static_cast<int64_t>(v.off_cpu_ns));
+      if (v.signal)
+        s.bind(11, *v.signal);
+      else
+        s.bind(11);
+      if (v.exit_code)
+        s.bind(12, *v.exit_code);
+      else
+        s.bind(12);
+      s.exec();
+      s.reset();
+    }
+  });
+}
+
 void Recorder::write(Rows rows) {
   std::lock_guard lock(mutex_);
   rows_.push_back(std::move(rows));

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "events/call_event.h"
 #include "events/communicator.h"
+#include "events/process_view.h"
 
 namespace SQLite {
 class Database;
@@ -53,6 +54,8 @@ class Recorder {
   // The calls in flight as read at `read_ns`: the latest reading replaces
   // the one before (what a hang looks like when the recording ends).
   void in_flight(uint64_t read_ns, const std::vector<InFlightCall>& calls);
+  // The ranks' processes at that reading (the latest kept).
+  void process_views(uint64_t read_ns, const std::map<int32_t, ProcessView>& views);
   // Any other rows, written in order in the writer's transaction.
   void write(Rows rows);
 

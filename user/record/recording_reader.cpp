@@ -169,6 +169,25 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
                                 static_cast<uint32_t>(flight.getColumn(2).getInt64()),
                                 static_cast<uint64_t>(flight.getColumn(3).getInt64()),
                                 static_cast<uint32_t>(flight.getColumn(4).getInt64())});
+    if (db.execAndGet("PRAGMA user_version").getInt() >= 4) {
+      SQLite::Statement states(db,
+                               "SELECT pid, state, syscall, waits_on, wchan, threads, since_ns, on_cpu_ns, off_cpu_ns, "
+                               "signal, exit_code FROM process_states");
+      while (states.executeStep()) {
+        ProcessView v;
+        v.state = process_state_named(states.getColumn(1).getString());
+        v.syscall = states.getColumn(2).getString();
+        v.waits_on = states.getColumn(3).getString();
+        v.wchan = states.getColumn(4).getString();
+        v.threads = states.getColumn(5).getInt();
+        v.since_ns = static_cast<uint64_t>(states.getColumn(6).getInt64());
+        v.on_cpu_ns = static_cast<uint64_t>(states.getColumn(7).getInt64());
+        v.off_cpu_ns = static_cast<uint64_t>(states.getColumn(8).getInt64());
+        if (!states.getColumn(9).isNull()) v.signal = states.getColumn(9).getInt();
+        if (!states.getColumn(10).isNull()) v.exit_code = states.getColumn(10).getInt();
+        info.process_states[states.getColumn(0).getInt()] = std::move(v);
+      }
+    }
   } catch (const std::exception& e) {
     return damaged(path, e);
   }

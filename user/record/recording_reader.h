@@ -16,6 +16,7 @@
 #include "core/rank_identity.h"
 #include "events/communicator.h"
 #include "events/device_event.h"
+#include "events/process_view.h"
 #include "probes/probe_status.h"
 
 namespace slowburn {
@@ -71,6 +72,7 @@ struct RecordingInfo {
   std::map<std::string, uint64_t> counters;   // the session's loss counters, as its summary wrote them
   std::optional<uint64_t> in_flight_read_ns;  // when the calls in flight were last read
   std::vector<RecordedInFlight> in_flight;
+  std::map<int32_t, ProcessView> process_states;  // pid -> its process at that reading (schema 4)
   // The node's hardware, fabric and host events, with the cause rank they were recorded with.
   std::vector<DeviceEvent> device_events;
   // Its node-wide sources (pid 0: nvidia.xid, pcie.link, host.sched, ...) as they reported their state.

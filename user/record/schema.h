@@ -20,7 +20,10 @@ namespace slowburn::recording {
 // 3: device_events.cause_rank and .pid (how strong a cause the event is, the
 // process a host cause is about: what analyze needs to name likely causes;
 // v2 events are judged by their type alone).
-inline constexpr int kSchemaVersion = 3;
+// 4: process_states (the kernel's view of each rank at the last reading of
+// the calls in flight: what analyze judges a hang's culprit by; v3 hangs
+// are judged by position alone).
+inline constexpr int kSchemaVersion = 4;
 inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
 
 inline constexpr const char* kSchema = R"sql(
@@ -38,6 +41,10 @@ CREATE TABLE calls(pid INTEGER NOT NULL, tid INTEGER NOT NULL, probe_id INTEGER 
                    comm_rank INTEGER, seq INTEGER NOT NULL, seq_absolute INTEGER NOT NULL, thread_seq INTEGER);
 CREATE TABLE in_flight(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
                        probe_id INTEGER NOT NULL, entry_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL);
+CREATE TABLE process_states(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL,
+                            syscall TEXT NOT NULL, waits_on TEXT NOT NULL, wchan TEXT NOT NULL,
+                            threads INTEGER NOT NULL, since_ns INTEGER NOT NULL, on_cpu_ns INTEGER NOT NULL,
+                            off_cpu_ns INTEGER NOT NULL, signal INTEGER, exit_code INTEGER);
 CREATE TABLE windows(start_ns INTEGER NOT NULL, probe TEXT NOT NULL, comm_id INTEGER, pid INTEGER NOT NULL,
                      rank INTEGER NOT NULL, calls INTEGER NOT NULL, lateness_median_ns REAL, gap_median_ns REAL,
                      blame_ns REAL NOT NULL, last_fraction REAL NOT NULL, flagged INTEGER NOT NULL);

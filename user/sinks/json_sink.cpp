@@ -161,11 +161,43 @@ json clock_check_json(const ClockCheck& c) {
   return j;
 }
 
+json process_json(const ProcessView& p) {
+  auto text = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  return json{{"state", process_state_name(p.state)},
+              {"syscall", text(p.syscall)},
+              {"waits_on", text(p.waits_on)},
+              {"wchan", text(p.wchan)},
+              {"threads", p.threads},
+              {"on_cpu_ns", p.on_cpu_ns},
+              {"off_cpu_ns", p.off_cpu_ns},
+              {"signal", p.signal ? json(signal_name(*p.signal)) : json(nullptr)},
+              {"exit_code", p.exit_code ? json(*p.exit_code) : json(nullptr)},
+              {"oom_killed", p.oom_killed},
+              {"summary", describe_process(p)}};
+}
+
 json finding_json(const Finding& f) {
   json evidence{{"detector", f.detector}, {"probe", f.probe}};
-  if (f.type == "hang") {
+  if (f.type == "hang" || f.type == "mismatch") {
     evidence["waiting_ranks"] = f.waiting_ranks;
     evidence["waited_ns"] = f.waited_ns;
+    evidence["position"] = f.position ? json{{"communicator", f.comm ? json(f.comm->label) : json(nullptr)},
+                                             {"position", *f.position},
+                                             {"by", f.position_by_sequence ? "sequence" : "instance"}}
+                                      : json(nullptr);
+    evidence["blocked_behind"] = f.blocked_behind;
+    evidence["process"] = f.process ? process_json(*f.process) : json(nullptr);
+    if (f.type == "mismatch") {
+      json calls = json::array();
+      for (const MemberCall& c : f.calls)
+        calls.push_back({{"rank", c.rank}, {"probe", c.probe}, {"position", c.position}});
+      evidence["calls"] = std::move(calls);
+    }
+  } else if (f.type == "failure") {
+    evidence["process"] = f.process ? process_json(*f.process) : json(nullptr);
+    evidence["ended_ns"] = f.ended_ns;
+    evidence["followed_by"] = f.followed_by;
+    evidence["followed_within_ns"] = f.followed_within_ns;
   } else {
     evidence["lateness_median_ns"] = f.lateness_median_ns;
     evidence["blame_share"] = f.blame_share;
@@ -235,6 +267,17 @@ void JsonSink::verdict(const SessionVerdict& v) {
   json stragglers = json::array(), hangs = json::array(), episodes = json::array();
   for (const Finding& f : v.stragglers) stragglers.push_back(finding_json(f));
   for (const Finding& f : v.hangs) hangs.push_back(finding_json(f));
+  json failures = json::array(), pending = json::array();
+  for (const Finding& f : v.failures) failures.push_back(finding_json(f));
+  for (const PendingHang& p : v.pending_hangs)
+    pending.push_back({{"probe", p.probe},
+                       {"communicator", communicator_json(p.comm, std::nullopt)},
+                       {"position", p.position},
+                       {"waiting_ranks", p.waiting_ranks},
+                       {"behind_ranks", p.behind_ranks},
+                       {"since", static_cast<double>(static_cast<int64_t>(p.since_ns) + wall_offset_ns_) / 1e9},
+                       {"waited_ns", p.waited_ns},
+                       {"summary", p.summary}});
   for (const Episode& e : v.episodes) {
     json j = finding_json(e.finding);
     j["start"] = static_cast<double>(static_cast<int64_t>(e.start_ns) + wall_offset_ns_) / 1e9;
@@ -255,6 +298,8 @@ void JsonSink::verdict(const SessionVerdict& v) {
          {"windows_judged", v.windows_judged},
          {"stragglers", std::move(stragglers)},
          {"hangs", std::move(hangs)},
+         {"failures", std::move(failures)},
+         {"pending_hang", std::move(pending)},
          {"episodes", std::move(episodes)}};
   if (!v.nodes_left_out.empty()) j["nodes_left_out"] = v.nodes_left_out;
   if (v.clock_check) j["clock_check"] = clock_check_json(*v.clock_check);

@@ -185,13 +185,15 @@ void TextSink::verdict(const SessionVerdict& v) {
     out_ << fmt::format("Verdict: undetermined: {}.\n", v.reason);
     return;
   }
-  if (v.stragglers.empty() && v.hangs.empty())
+  if (v.stragglers.empty() && v.hangs.empty() && v.failures.empty())
     out_ << fmt::format("Verdict: no straggler found ({} aligned collective instances in {} judged windows).\n",
                         v.instances, v.windows_judged);
   else
     out_ << "Verdict:\n";
   if (!v.reason.empty()) out_ << fmt::format("  not judged: {}\n", v.reason);
-  for (const Finding& f : v.hangs) out_ << fmt::format("  hang: {}\n", f.summary);
+  for (const Finding& f : v.failures) out_ << fmt::format("  failure: {}\n", f.summary);
+  for (const Finding& f : v.hangs) out_ << fmt::format("  {}: {}\n", f.type, f.summary);
+  for (const PendingHang& p : v.pending_hangs) out_ << fmt::format("  pending hang: {}\n", p.summary);
   for (const Finding& f : v.stragglers) out_ << fmt::format("  straggler: {}\n", f.summary);
   for (const Episode& e : v.episodes) out_ << fmt::format("  episode: {}\n", e.summary);
   if (v.clock_check) out_ << fmt::format("  clocks: {}\n", v.clock_check->summary);

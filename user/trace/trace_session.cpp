@@ -12,6 +12,7 @@
 #include "engine/finding_explainer.h"
 #include "engine/job_judges.h"
 #include "engine/periodic.h"
+#include "engine/rank_watch.h"
 #include "loader/attach_probes.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
@@ -62,6 +63,7 @@ class TraceSession {
   std::unique_ptr<CallpairProgram> program_;
   std::unique_ptr<NodeSources> sources_;
   std::unique_ptr<JobJudges> judges_;
+  std::unique_ptr<RankWatch> watch_;  // its ring buffer is read by the stream: outlives it
   std::unique_ptr<CallStream> stream_;
   std::map<int32_t, bool> alive_;
   uint64_t start_ns_ = 0;
@@ -149,7 +151,13 @@ Result<void> TraceSession::open_stream() {
   auto added = sources_->add_rdma_to(
       [this](int fd, RingBufferReader::Handler handler) { return stream_->add(fd, std::move(handler)); });
   if (!added) return added.error();
-  for (const RankIdentity& rank : result_.ranks) alive_[rank.pid] = true;
+  watch_ = std::make_unique<RankWatch>(o_.node.roots.proc_root);
+  for (const RankIdentity& rank : result_.ranks) {
+    alive_[rank.pid] = true;
+    watch_->follow(rank.pid);
+  }
+  sink_.probe_status(watch_->attach_lifecycle(
+      [this](int fd, RingBufferReader::Handler handler) { return stream_->add(fd, std::move(handler)); }));
   start_ns_ = monotonic_ns();
   return {};
 }
@@ -181,19 +189,37 @@ Result<void> TraceSession::poll_sources(uint64_t now_ns) {
 }
 
 Result<bool> TraceSession::check_ranks(uint64_t now_ns) {
-  emit(judges_->check_in_flight(now_ns, program_->in_flight()), now_ns);
-  size_t alive_count = 0;
-  for (auto& [pid, is_alive] : alive_) {
-    if (is_alive && !process_alive(o_.node.roots.proc_root, pid)) {
-      // Its last records first, while it still counts as a rank.
-      auto drained = stream_->drain();
-      if (!drained) return drained.error();
-      is_alive = false;
-      sources_->rank_exited(pid);
-      emit(judges_->retire(pid, *drained), now_ns);
-    }
-    alive_count += is_alive;
+  watch_->sample(now_ns);
+  std::vector<InFlightCall> in_flight = program_->in_flight();
+  if (o_.on_process_views) {
+    uint64_t since = now_ns;
+    for (const InFlightCall& call : in_flight) since = std::min(since, call.entry_ns);
+    std::map<int32_t, ProcessView> views;
+    for (const auto& [pid, is_alive] : alive_)
+      if (auto v = watch_->view(pid, since, now_ns)) views[pid] = *v;
+    o_.on_process_views(now_ns, views);
   }
+  emit(judges_->check_in_flight(now_ns, std::move(in_flight), watch_->lookup(now_ns)), now_ns);
+  // The ranks that exited, in the order they ended (the first failure is the one that matters).
+  std::vector<std::pair<uint64_t, int32_t>> ended;
+  for (const auto& [pid, is_alive] : alive_)
+    if (is_alive && !process_alive(o_.node.roots.proc_root, pid)) {
+      auto end = watch_->end_of(pid);
+      ended.emplace_back(end ? end->ts_ns : now_ns, pid);
+    }
+  std::sort(ended.begin(), ended.end());
+  if (!ended.empty()) {
+    // Their last records first, while they still count as ranks.
+    auto drained = stream_->drain();
+    if (!drained) return drained.error();
+    for (const auto& [ts, pid] : ended) {
+      alive_[pid] = false;
+      sources_->rank_exited(pid);
+      emit(judges_->retire(pid, *drained, watch_->end_of(pid)), now_ns);
+    }
+  }
+  size_t alive_count = 0;
+  for (const auto& [pid, is_alive] : alive_) alive_count += is_alive;
   if (alive_count == 0) sink_.note("every traced rank has exited");
   return alive_count > 0;
 }

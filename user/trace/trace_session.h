@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "engine/node_sources.h"
 #include "events/call_event.h"
 #include "events/device_event.h"
+#include "events/process_view.h"
 #include "sinks/sink.h"
 
 namespace slowburn {
@@ -51,6 +53,9 @@ struct TraceOptions {
   // reading of the calls in flight (a recording, a timeline); unset: nowhere.
   std::function<void(const CallEvent&, const CallComm&)> on_call;
   std::function<void(uint64_t now_ns, const std::vector<InFlightCall>&)> on_in_flight;
+  // And, at each such reading, the kernel's view of every live rank (CPU
+  // counted since the oldest call in flight): what analyze judges a hang by.
+  std::function<void(uint64_t now_ns, const std::map<int32_t, ProcessView>&)> on_process_views;
 };
 
 struct TraceResult {
