@@ -281,7 +281,7 @@ FUZZ_MAX_LEN_mcp := 16384
 # `ethtool -S` captures (slowburn fabric --ethtool-dir).
 FUZZ_SRCS_ethtool := user/net/ethtool_dump.cpp user/core/strings.cpp user/core/error.cpp
 # Recordings (slowburn analyze): SQLite files, or SQL scripts that write one.
-FUZZ_SRCS_recording := user/record/recording_reader.cpp user/probes/probe_status.cpp user/probes/catalog.cpp \
+FUZZ_SRCS_recording := user/record/recording_reader.cpp user/probes/probe_status.cpp user/probes/catalog.cpp user/events/process_view.cpp user/core/format.cpp \
 		user/events/communicator.cpp user/core/rank_identity.cpp user/core/strings.cpp user/core/error.cpp
 FUZZ_LIBS_recording := -lSQLiteCpp -lsqlite3
 FUZZ_MAX_LEN_recording := 16384

@@ -145,7 +145,9 @@ int BPF_KPROBE(agg_enter)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct sb_agg_call_state state = { .entry_ns = bpf_ktime_get_ns(), .since_release_ns = SB_AGG_UNKNOWN };
+	struct sb_agg_call_state state = { .entry_ns = bpf_ktime_get_ns(),
+					   .since_release_ns = SB_AGG_UNKNOWN,
+					   .tgid = tgid };
 	struct sb_call_key key = { .tid = (__u32)pid_tgid, .probe_id = cookie & SB_COOKIE_PROBE_MASK };
 	struct sb_agg_instance_key ikey = {};
 	struct sb_agg_instance *inst;

@@ -41,7 +41,7 @@ struct sb_agg_call_state {
 	__u64 entry_ns;
 	__u64 since_release_ns; /* entry - the process's previous release, SB_AGG_UNKNOWN */
 	__u32 comm_slot;
-	__u32 _pad;
+	__u32 tgid; /* its process: user space reads the calls in flight per rank (hangs) */
 };
 
 /* Per process: where its next compute gap and its own delay begin. */

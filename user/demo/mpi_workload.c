@@ -35,6 +35,15 @@
  * MPI's UCX connects the ranks on one node (their RDMA QPs are created and
  * brought up there): a tracer attached first sees that too.
  *
+ * Three faults the hang tests inject at step S (0 = off), each in one rank:
+ *   --freeze-inside R:S  rank R stops itself (SIGSTOP, 50 ms into its
+ *       MPI_Allgather of step S: the others enter it 300 ms late, so it is
+ *       inside when it stops, having completed step S-1);
+ *   --read-pipe R:S      rank R reads a pipe nobody writes before that
+ *       MPI_Allgather (a data loader waiting for input that never comes);
+ *   --mismatch R:S       rank R calls MPI_Bcast (root 0) where the others
+ *       call that MPI_Allgather (the ranks disagree on the collective).
+ *
  * --progress-s P makes rank 0 print "progress STEP MONOTONIC_S" every P
  * seconds: bench/alternate.py measures the step rate of one long job while it
  * turns slowburn on and off, so the comparison carries no job-to-job noise.
@@ -45,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +70,26 @@ static void on_stall(int sig)
 {
 	(void)sig;
 	stall_requested = !stall_requested;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	kill(getpid(), SIGSTOP);
+}
+
+/* "R:S" -> rank and step; step 0 when absent or malformed. */
+static void parse_fault(const char *arg, int *rank, long *step)
+{
+	if (sscanf(arg, "%d:%ld", rank, step) != 2)
+		*step = 0;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec pause = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	nanosleep(&pause, NULL);
 }
 
 static void stall_while_asked(void)
@@ -136,6 +166,8 @@ int main(int argc, char **argv)
 	long steps = -1;
 	const char *wait_file = NULL, *init_wait_file = NULL;
 	uint64_t per_us, iterations, acc = 0;
+	int freeze_rank = -1, pipe_rank = -1, mismatch_rank = -1;
+	long freeze_step = 0, pipe_step = 0, mismatch_step = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--slow-rank") && i + 1 < argc)
@@ -160,10 +192,17 @@ int main(int argc, char **argv)
 			wait_file = argv[++i];
 		else if (!strcmp(argv[i], "--init-wait-file") && i + 1 < argc)
 			init_wait_file = argv[++i];
+		else if (!strcmp(argv[i], "--freeze-inside") && i + 1 < argc)
+			parse_fault(argv[++i], &freeze_rank, &freeze_step);
+		else if (!strcmp(argv[i], "--read-pipe") && i + 1 < argc)
+			parse_fault(argv[++i], &pipe_rank, &pipe_step);
+		else if (!strcmp(argv[i], "--mismatch") && i + 1 < argc)
+			parse_fault(argv[++i], &mismatch_rank, &mismatch_step);
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
 					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P] "
-					"[--wait-file F] [--init-wait-file F]\n", argv[0]);
+					"[--wait-file F] [--init-wait-file F] [--freeze-inside R:S] "
+					"[--read-pipe R:S] [--mismatch R:S]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -211,7 +250,26 @@ int main(int argc, char **argv)
 		if (tp > 1) {
 			MPI_Allreduce(&mine, &part, 1, MPI_DOUBLE, MPI_SUM, tp_comm);
 			MPI_Allgather(&part, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, dp_comm);
+		} else if (mismatch_step && step == mismatch_step && rank == mismatch_rank) {
+			MPI_Bcast(&mine, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 		} else {
+			if (freeze_step && step == freeze_step) {
+				if (rank == freeze_rank) {
+					struct itimerval in50ms = { { 0, 0 }, { 0, 50 * 1000 } };
+
+					signal(SIGALRM, on_alarm);
+					setitimer(ITIMER_REAL, &in50ms, NULL);
+				} else {
+					sleep_s(0.3);
+				}
+			}
+			if (pipe_step && step == pipe_step && rank == pipe_rank) {
+				int fds[2];
+				char c;
+
+				if (pipe(fds) == 0)
+					(void)!read(fds[0], &c, 1);
+			}
 			MPI_Allgather(&mine, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, MPI_COMM_WORLD);
 		}
 		/* Any rank asked to stop (or rank 0's clock ran out): everyone

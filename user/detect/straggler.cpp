@@ -173,9 +173,9 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
     accum.waits_ns.push_back(static_cast<double>(call.duration_ns()));
   }
 
+  // Its position on the communicator: every collective all members call counts.
+  uint64_t comm_count = counts_position(lane.info.kind) ? count_completed(key.comm_id, pid, call.exit_ns) : 0;
   if (!lane.aligner) return;
-  uint64_t comm_count =
-      lane.info.kind == CallKind::synchronizing ? count_completed(key.comm_id, pid, call.exit_ns) : 0;
   // A rank left out as idle rejoins when it calls again.
   if (!lane.aligner->has_participant(pid)) {
     if (!eligible(lane, pid)) return;

@@ -64,7 +64,7 @@ DetectorOutput StragglerDetector::check_in_flight(uint64_t now_ns, const std::ve
     if (probe == probes_.end() || !identities_.contains(pid)) continue;
     last_inside_[pid] = probe->second.name;
     // A call entered after now_ns was read is not waiting yet (and would underflow).
-    if (probe->second.kind != CallKind::synchronizing || call.entry_ns > now_ns || !alive_.contains(pid)) continue;
+    if (!counts_position(probe->second.kind) || call.entry_ns > now_ns || !alive_.contains(pid)) continue;
     // A hang seen before any call returned (attached during it) has no lane yet.
     lane_for(call.probe_id, CallComm{call.communicator, std::nullopt, 0, false});
     by_comm[call.communicator ? call.communicator->id : 0].push_back(&call);

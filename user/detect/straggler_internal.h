@@ -26,6 +26,11 @@ struct SequentialInstance {
   std::vector<std::pair<int32_t, double>> lateness_ns;  // every member's entry - median entry
 };
 
+// The collectives that give a member its position on a communicator (and
+// that a hang can wait in): those every member calls and that wait for the
+// others (a broadcast's receivers wait for its root).
+inline bool counts_position(CallKind kind) { return kind == CallKind::synchronizing || kind == CallKind::rooted; }
+
 struct StragglerDetector::Lane {
   ProbeInfo info;
   CommunicatorRef comm;

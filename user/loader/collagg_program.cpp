@@ -146,6 +146,17 @@ CollaggCounters CollaggProgram::counters() const {
           __atomic_load_n(&c.stats_full, __ATOMIC_RELAXED), __atomic_load_n(&c.unplaced, __ATOMIC_RELAXED)};
 }
 
+std::vector<InFlightCall> CollaggProgram::in_flight() const {
+  std::vector<InFlightCall> calls;
+  int fd = bpf_map__fd(skel_->maps.call_states);
+  for (const sb_call_key& key : map_keys<sb_call_key>(fd)) {
+    sb_agg_call_state state;
+    if (bpf_map_lookup_elem(fd, &key, &state) != 0) continue;  // returned meanwhile
+    calls.push_back({state.tgid, key.tid, key.probe_id, state.entry_ns, state.comm_slot, nullptr});
+  }
+  return calls;
+}
+
 size_t CollaggProgram::map_entries() const {
   return map_keys<uint32_t>(bpf_map__fd(skel_->maps.targets)).size() +
          map_keys<sb_agg_key>(bpf_map__fd(skel_->maps.stats)).size() +

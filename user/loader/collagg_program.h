@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "events/agg_counts.h"
+#include "events/call_event.h"
 #include "loader/skeleton.h"
 #include "loader/uprobe_links.h"
 #include "slowburn/callpair.h"
@@ -80,6 +81,9 @@ class CollaggProgram {
   // The set of traced probes changed (a probe throttled or restored): a gap
   // from a return before now would span calls that were or were not traced.
   void restart_gaps();
+  // The calls entered and not returned (comm: the communicator's slot):
+  // what a hang looks like.
+  std::vector<InFlightCall> in_flight() const;
   CollaggCounters counters() const;
   size_t map_entries() const;  // targets + statistics + instances: what forget_* must bring back down
 

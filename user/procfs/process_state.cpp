@@ -50,7 +50,7 @@ std::string syscall_name(long nr) {
       {47, "recvmsg"},    {61, "wait4"},         {202, "futex"},       {230, "clock_nanosleep"}, {232, "epoll_wait"},
       {270, "pselect6"},  {271, "ppoll"},        {281, "epoll_pwait"}, {288, "accept4"},     {441, "epoll_pwait2"},
       {44, "sendto"},     {46, "sendmsg"},       {20, "writev"},       {247, "waitid"},      {16, "ioctl"},
-      {72, "fcntl"},      {74, "fsync"},         {3, "close"},         {257, "openat"}};
+      {72, "fcntl"},      {74, "fsync"},         {62, "kill"},         {3, "close"},         {257, "openat"}};
 #elif defined(__aarch64__)
   static constexpr std::pair<long, const char*> kNames[] = {
       {63, "read"},      {64, "write"},   {65, "readv"},     {66, "writev"},      {67, "pread64"},

@@ -84,6 +84,10 @@ MetricsView gather_metrics(const ServiceParts& p, const std::vector<AggStats>& s
   v.device_events_total = p.totals->device_events;
   add_losses(p, v);
   v.health = p.health->rows();
+  if (p.hangs) {
+    v.hangs = p.hangs->hangs();
+    v.job_waiting_s = p.hangs->job_waiting_s();
+  }
   return v;
 }
 

@@ -13,6 +13,7 @@
 #include "engine/node_sources.h"
 #include "service/budget_keeper.h"
 #include "service/event_log.h"
+#include "service/hang_watch.h"
 #include "service/health_watch.h"
 #include "service/probe_metrics.h"
 #include "service/rank_tracker.h"
@@ -40,6 +41,7 @@ struct ServiceParts {
   const HealthWatch* health = nullptr;
   const std::vector<WindowReport>* windows = nullptr;  // the last closed window's
   const ServiceTotals* totals = nullptr;
+  const HangWatch* hangs = nullptr;
 };
 
 // `active_findings`: the standing ones, explained as of now. `self` is left

@@ -125,6 +125,18 @@ void render_findings(MetricsText& m, const MetricsView& v) {
     labels.emplace_back("cause", f.likely_cause_type.empty() ? "none" : f.likely_cause_type);
     m.sample("slowburn_straggler", labels, 1);
   }
+  m.family("slowburn_hang_seconds", "gauge",
+           "While the rank stops its job (outside every collective, stopped, gone) and its peers on this node wait "
+           "inside one past --hang-s: how long they have waited; state: its process's");
+  for (const RankHang& h : v.hangs) {
+    MetricLabels labels = rank_labels(h.rank, v.node, h.probe, nullptr);
+    labels.emplace_back("state", h.state);
+    m.sample("slowburn_hang_seconds", labels, h.waited_s);
+  }
+  m.family("slowburn_job_waiting_seconds", "gauge",
+           "The longest a rank of the job on this node has now waited inside one collective (0: none inside)");
+  for (const auto& [job, waited] : v.job_waiting_s)
+    m.sample("slowburn_job_waiting_seconds", {{"job", job}, {"node", v.node}}, waited);
   m.family("slowburn_findings_total", "counter", "Findings raised by this node's detector");
   for (const auto& [key, n] : v.findings_total) {
     const auto& [job, rank, type] = key;

@@ -16,6 +16,7 @@
 #include "detect/report.h"
 #include "health/check_row.h"
 #include "loader/collagg_program.h"
+#include "service/hang_watch.h"
 #include "service/metrics_endpoint.h"
 #include "service/self_stats.h"
 
@@ -60,6 +61,8 @@ struct MetricsView {
   std::optional<EndpointStats> endpoint;  // none: no --listen
   double start_time_seconds = 0;
   std::vector<CheckRow> health;  // the latest evaluation of the health checklist
+  std::vector<RankHang> hangs;   // the ranks named as stopping their job now
+  std::map<std::string, double> job_waiting_s;  // job -> its longest wait inside a collective now
 };
 
 std::string render_metrics(const MetricsView& view);

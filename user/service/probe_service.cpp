@@ -18,6 +18,7 @@
 #include "service/calibrate.h"
 #include "service/counts_baseline.h"
 #include "service/event_log.h"
+#include "service/hang_watch.h"
 #include "service/health_watch.h"
 #include "service/metrics_endpoint.h"
 #include "service/metrics_view.h"
@@ -76,6 +77,7 @@ class ProbeService {
   std::vector<AggWindowInput> detector_inputs(const std::vector<AggStats>& stats,
                                               const std::vector<AggCounts>& deltas) const;
   void report_findings(std::vector<Finding>& findings);
+  void check_hangs(uint64_t now_ns, const std::vector<AggStats>& stats);
   void close_window(uint64_t now_ns, const std::vector<AggStats>& stats);
   void poll_sources(uint64_t now_ns);
   void add_device_event(DeviceEvent e);
@@ -102,6 +104,8 @@ class ProbeService {
   std::unique_ptr<AggregateDetector> detector_;
   std::unique_ptr<ServiceComms> comms_;
   std::unique_ptr<RankTracker> tracker_;
+  std::unique_ptr<HangWatch> hangs_;
+  uint64_t restored_ns_ = 0;  // a probe's latest restore: calls in flight from before it are stale
   std::unique_ptr<NodeSources> sources_;
   FindingExplainer explainer_{{.keep_ns = kCauseKeepNs, .max_events = kCauseMaxEvents, .by_node = false}};
   HealthWatch health_;
@@ -132,6 +136,9 @@ Result<void> ProbeService::start_program() {
   detector_ = std::make_unique<AggregateDetector>(o_.detector, infos);
   comms_ = std::make_unique<ServiceComms>(o_.node.roots.proc_root);
   tracker_ = std::make_unique<RankTracker>(*program_, probes_, o_.node.roots.proc_root, o_.pids);
+  std::map<uint32_t, const ProbeSpec*> by_id;
+  for (const ProbeSpec* spec : probes_) by_id[spec->id] = spec;
+  hangs_ = std::make_unique<HangWatch>(o_.detector.hang_ns, o_.node.roots.proc_root, by_id);
   return {};
 }
 
@@ -211,6 +218,7 @@ void ProbeService::log_status(const ProbeStatus& s) {
 
 void ProbeService::on_rank_start(const RankIdentity& id) {
   comms_->add_rank(id);
+  hangs_->add_rank(id);
   if (!log_) return;
   json j{{"kind", "rank"}, {"event", "start"}, {"command", id.command}};
   j.update(identity_json(id));
@@ -220,6 +228,7 @@ void ProbeService::on_rank_start(const RankIdentity& id) {
 void ProbeService::on_rank_end(const RankIdentity& id, const std::vector<AggStats>* final_stats) {
   detector_->remove_rank(id.pid);
   comms_->remove_rank(id.pid);
+  hangs_->remove_rank(id.pid);
   json calls = json::object();
   if (final_stats)
     for (const AggStats& s : *final_stats) {
@@ -256,6 +265,7 @@ void ProbeService::on_tracker_changes(const TrackerChanges& changes) {
 
 void ProbeService::throttle(const std::string& probe, bool throttled, double estimated_ratio) {
   for (const ProbeStatus& s : tracker_->set_throttled(probe, throttled)) log_status(s);
+  if (!throttled) restored_ns_ = monotonic_ns();
   if (log_)
     log_->line({{"kind", "budget"},
                 {"event", throttled ? "throttle" : "restore"},
@@ -305,6 +315,19 @@ void ProbeService::report_findings(std::vector<Finding>& findings) {
     note(f.summary);
     if (log_) log_->sink().finding(f);
   }
+}
+
+// Ranks that stop their job while the others wait (service/hang_watch.h).
+void ProbeService::check_hangs(uint64_t now_ns, const std::vector<AggStats>& stats) {
+  std::set<int32_t> stepping;
+  for (const AggStats& s : stats) stepping.insert(static_cast<int32_t>(s.tgid));
+  bool complete = std::none_of(probes_.begin(), probes_.end(), [&](const ProbeSpec* spec) {
+    return (spec->kind == CallKind::synchronizing || spec->kind == CallKind::rooted) && tracker_->throttled(spec->name);
+  });
+  std::vector<InFlightCall> calls = program_->in_flight();
+  std::erase_if(calls, [&](const InFlightCall& c) { return c.entry_ns < restored_ns_; });
+  std::vector<Finding> found = hangs_->check(now_ns, calls, stepping, complete);
+  report_findings(found);
 }
 
 // Waits for the kernel's records up to kSourcesPollMs: the loop's pace.
@@ -357,6 +380,7 @@ void ProbeService::interval(uint64_t now, bool window_due) {
   last_read_ns_ = read_ns;
   interval_start_ns_ = now;
   if (window_due) close_window(now, stats);
+  check_hangs(read_ns, stats);
   publish(stats);
 }
 
@@ -443,7 +467,8 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
     active.emplace(pid, std::move(with_cause));
   }
   ServiceParts parts{host_,          kVersion,       start_unix_, budget_.get(), tracker_.get(), comms_.get(),
-                     program_.get(), sources_.get(), log_.get(),  &health_,      &last_windows_, &totals_};
+                     program_.get(), sources_.get(), log_.get(),  &health_,      &last_windows_, &totals_,
+                     hangs_.get()};
   MetricsView v = gather_metrics(parts, stats, std::move(active));
   if (endpoint_) v.endpoint = endpoint_->stats();
   return v;
