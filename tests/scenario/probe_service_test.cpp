@@ -227,6 +227,63 @@ TEST_P(StragglerAlert, FiresForTheInjectedRank) {
 INSTANTIATE_TEST_SUITE_P(ProbeServiceWithPrometheus, StragglerAlert, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "BudgetOff" : "DefaultBudget"; });
 
+TEST(ProbeServiceWithPrometheus, AStoppedRankRaisesTheHangMetricAndAlert) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  if (!have_prometheus()) GTEST_SKIP() << "prometheus not installed (Debian package prometheus; make deps)";
+  Service service;
+  std::vector<std::string> args = kServiceArgs;
+  args.insert(args.end(), {"--hang-s", "2"});
+  ASSERT_NO_FATAL_FAILURE(service.start(args));
+  Prometheus prometheus;
+  ASSERT_NO_FATAL_FAILURE(prometheus.start(service.port));
+  // The ranks wait 2 s before their first collective (the service finds
+  // them on its 1 s timer), then rank 2 stops itself inside step 300's allgather.
+  MpiJobOptions options;
+  options.program = demo_workload_argv(workload(), -1, 1.0, 3000, 90);
+  options.program.insert(options.program.end(), {"--warmup-s", "2", "--freeze-inside", "2:300"});
+  options.ranks = 4;
+  options.log_path = (service.dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  ASSERT_TRUE(job) << job.error().message;
+  pid_t stopped = 0;
+  for (const RankIdentity& r : job->ranks())
+    if (r.rank == 2) stopped = r.pid;
+  std::vector<json> firing;
+  std::string page;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const json& a : prometheus.alerts("SlowburnJobHung"))
+      if (a.value("state", "") == "firing") firing.push_back(a);
+    if (!firing.empty()) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  page = service.metrics();
+  kill(stopped, SIGKILL);
+  job->stop();
+  ASSERT_FALSE(firing.empty()) << "no SlowburnJobHung alert within 60 s\nmetrics:\n" << page << "\nservice:\n"
+                               << service.output();
+  for (const json& a : firing) {
+    EXPECT_EQ(a["labels"].value("rank", ""), "2") << a.dump();
+    EXPECT_EQ(a["labels"].value("state", ""), "stopped") << a.dump();
+    EXPECT_EQ(a["labels"].value("job", ""), job->ranks().front().job) << a.dump();
+  }
+  // Only rank 2 is named; its peers wait.
+  EXPECT_NE(page.find("slowburn_hang_seconds{"), std::string::npos) << page;
+  for (const char* other : {"0", "1", "3"})
+    EXPECT_EQ(page.find(fmt::format("slowburn_hang_seconds{{job=\"{}\",rank=\"{}\"", job->ranks().front().job, other)),
+              std::string::npos)
+        << page;
+  EXPECT_NE(page.find("slowburn_job_waiting_seconds{"), std::string::npos) << page;
+  bool logged = false;
+  for (const json& line : log_lines(service.log_dir()))
+    if (line.value("kind", "") == "finding" && line.value("type", "") == "hang") {
+      logged = true;
+      EXPECT_EQ(line.value("rank", -1), 2) << line.dump();
+    }
+  EXPECT_TRUE(logged) << "the hang finding in the event log";
+}
+
 TEST(ProbeServiceWithPrometheus, AHealthyJobRaisesNoAlert) {
   SKIP_UNLESS_ROOT();
   SKIP_UNLESS_MPI();
@@ -367,7 +424,10 @@ TEST(ProbeService, ADegradedLinkIsTheLikelyCauseOfItsRanksFinding) {
   auto job = launch_job(4, 0, 120, (service.dir / "mpirun.log").string());
   ASSERT_TRUE(job) << job.error().message;
   json finding = first_finding(service, 90s);
-  std::string metrics = service.metrics();
+  // The page is published once an interval: the finding's log line can come first.
+  std::string metrics;
+  testing::wait_until(
+      [&] { return (metrics = service.metrics()).find("cause=\"link.downtrained\"") != std::string::npos; }, 5s);
   job->stop();
   ASSERT_FALSE(finding.is_null()) << "no finding in 90 s:\n" << service.output();
   EXPECT_EQ(finding["rank"], 0) << finding.dump();

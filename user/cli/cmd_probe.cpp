@@ -19,6 +19,7 @@ struct ProbeArgs {
   std::string persistence = "3/5";
   double budget_percent = 1.0;
   double window_s = 5.0;
+  double hang_s = 10.0;
   double log_max_mb = 64;
   double call_cost_ns = 0;
   double toggle_cost_ns = 0;
@@ -84,11 +85,18 @@ Command add_probe_command(CLI::App& app) {
   detector->add_flag("!--no-sequential", o.detector.sequential,
                      "Judge by the windows only (no per-instance sequential test: a strong straggler is then named "
                      "after M windows, not within an interval)");
+  detector
+      ->add_option("--hang-s", args->hang_s,
+                   "A hang: ranks inside a collective this long while a rank of their job on this node is outside "
+                   "every collective, stopped or gone (slowburn_hang_seconds names it)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
 
   return {sub, [args] {
             ProbeServiceOptions& o = args->options;
             if (auto ok = parse_persistence(args->persistence, o.detector); !ok) return fail(ok.error());
             o.detector.window_ns = static_cast<uint64_t>(args->window_s * 1e9);
+            o.detector.hang_ns = static_cast<uint64_t>(args->hang_s * 1e9);
             o.overhead_budget = args->budget_percent / 100.0;
             o.log_max_bytes = static_cast<uint64_t>(args->log_max_mb * (1 << 20));
             if (args->call_cost_ns > 0) o.call_cost_ns = args->call_cost_ns;

@@ -190,10 +190,13 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
       for (const auto& in : other.inside)
         if (in.position == j.position) f.calls.push_back({rank(other.pid), in.probe, in.position});
     std::sort(f.calls.begin(), f.calls.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+    std::vector<int> majority;
+    for (const MemberCall& c : f.calls)
+      if (c.probe == j.probe) majority.push_back(c.rank);
     f.summary = fmt::format(
         "{} called {} where rank(s) {} called {}, at position {}{}: the ranks disagree on the collective, and "
         "each side waits for the other; for {}",
-        rank_label(f.culprit), probe, rank_list(waiting), j.probe, j.position, communicator_phrase(f),
+        rank_label(f.culprit), probe, rank_list(majority), j.probe, j.position, communicator_phrase(f),
         format_ns(static_cast<double>(j.waited_ns)));
     now[pid] = std::move(f);
   }

@@ -153,13 +153,17 @@ std::optional<ProcessView> RankWatch::view(int32_t pid, uint64_t since_ns, uint6
   v.threads = s->threads;
   if (auto sig = last_signal_.find(pid); sig != last_signal_.end() && v.state == ProcessView::State::stopped)
     v.signal = sig->second.signal;
-  // CPU time since `since_ns`: from the latest sample at or before it (the
-  // oldest one when none is that old).
+  // CPU time since `since_ns`: from the first sample at or after it (a
+  // second's sampling: what ran before the wait began is not counted), or
+  // the latest one when none is that recent.
   v.since_ns = since_ns;
   if (auto samples = cpu_.find(pid); samples != cpu_.end() && !samples->second.empty()) {
-    const CpuSample* base = &samples->second.front();
+    const CpuSample* base = &samples->second.back();
     for (const CpuSample& c : samples->second)
-      if (c.ts_ns <= since_ns) base = &c;
+      if (c.ts_ns >= since_ns) {
+        base = &c;
+        break;
+      }
     uint64_t span = now_ns > base->ts_ns ? now_ns - base->ts_ns : 0;
     v.since_ns = base->ts_ns;
     v.on_cpu_ns = std::min(span, s->cpu_ns > base->cpu_ns ? s->cpu_ns - base->cpu_ns : 0);
