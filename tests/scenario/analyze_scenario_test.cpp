@@ -49,8 +49,10 @@ struct FakeNode {
   std::string skew;
 };
 
-// `stall_rank` (>= 0) is stalled 3 s after the others start, outside any collective.
-Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int stall_rank = -1) {
+// `freeze_rank` (>= 0) is frozen (SIGSTOP) 3 s after the others start,
+// wherever it is: inside a collective or between two, as the user
+// froze one.
+Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int freeze_rank = -1) {
   Traced out;
   TempDir dir;
   MpiJobOptions options;
@@ -83,12 +85,12 @@ Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int stall_
       ran[i] = run_slowburn(tracer(nodes[i], i == 0 ? 13 : 11), std::chrono::seconds(60), wrapper);
     });
   }
-  if (stall_rank >= 0) {
+  if (freeze_rank >= 0) {
     std::this_thread::sleep_for(std::chrono::seconds(3));
-    kill(pid_of[stall_rank], SIGUSR1);  // the workload stalls between two steps
+    kill(pid_of[freeze_rank], SIGSTOP);
   }
   for (std::thread& t : tracers) t.join();
-  if (stall_rank >= 0) kill(pid_of[stall_rank], SIGUSR1);
+  if (freeze_rank >= 0) kill(pid_of[freeze_rank], SIGCONT);
   job->stop();
   for (const Ran& r : ran) EXPECT_NE(r.status, 1) << r.output;
   auto timeline = (dir / "timeline.json").string();
@@ -115,8 +117,8 @@ Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int stall_
 }
 
 // Ranks 0-1 traced as node-a, ranks 2-3 as node-b on a clock `skew` ahead.
-Traced trace_two_nodes(int slow_rank, const std::string& skew, int stall_rank = -1) {
-  return trace_nodes(slow_rank, {{"node-a", {0, 1}, ""}, {"node-b", {2, 3}, skew}}, stall_rank);
+Traced trace_two_nodes(int slow_rank, const std::string& skew, int freeze_rank = -1) {
+  return trace_nodes(slow_rank, {{"node-a", {0, 1}, ""}, {"node-b", {2, 3}, skew}}, freeze_rank);
 }
 
 double offset_of(const Traced& t, const std::string& host = "node-b") {
@@ -199,9 +201,12 @@ TEST(AnalyzeAcrossNodes, OneRankPerNodeOnClocksOffBothWaysNamesTheSlowRankOnTheR
   EXPECT_EQ(t.timeline_nodes, (std::set<std::string>{"node-a", "node-b", "node-c", "node-d"}));
 }
 
-TEST(AnalyzeAcrossNodes, ARankStalledOnOneNodeIsTheHangOfTheWholeJob) {
-  // Rank 2 (node-b) stops calling; ranks 0 and 1 wait on node-a, where
+TEST(AnalyzeAcrossNodes, ARankFrozenOnOneNodeIsTheHangOfTheWholeJob) {
+  // Rank 2 (node-b) is frozen mid-run; ranks 0 and 1 wait on node-a, where
   // their tracer alone sees two ranks inside a collective and nobody absent.
+  // Its peers wait in the collective it stopped in, or in the next one, or
+  // are blocked behind it: only rank 2 is named, by node-b's recorded view
+  // of its process (stopped) or by its position.
   SKIP_UNLESS_MPI();
   SKIP_UNLESS_FAKETIME();
   Traced t = trace_two_nodes(-1, "+2s", 2);
@@ -210,8 +215,12 @@ TEST(AnalyzeAcrossNodes, ARankStalledOnOneNodeIsTheHangOfTheWholeJob) {
   const auto& hang = t.hangs[0];
   EXPECT_EQ(hang["rank"], 2) << hang.dump();
   EXPECT_EQ(hang["node"], "node-b") << hang.dump();
-  auto waiting = hang["evidence"]["waiting_ranks"].get<std::vector<int>>();
-  for (int r : {0, 1, 3}) EXPECT_NE(std::find(waiting.begin(), waiting.end(), r), waiting.end()) << hang.dump();
+  std::set<int> peers;
+  for (const char* role : {"waiting_ranks", "blocked_behind"})
+    for (const auto& r : hang["evidence"][role]) peers.insert(r.get<int>());
+  EXPECT_EQ(peers, (std::set<int>{0, 1, 3})) << hang.dump();
+  ASSERT_FALSE(hang["evidence"]["process"].is_null()) << hang.dump();
+  EXPECT_EQ(hang["evidence"]["process"]["state"], "stopped") << hang.dump();
 }
 
 TEST(AnalyzeAcrossNodes, ATracerKilledMidWriteLeavesARecordingAnalyzeReads) {

@@ -178,6 +178,38 @@ TEST(Investigate, AHangComesBeforeAStragglerAndTheSdcRiskIsShown) {
   EXPECT_NE(all(layer(inv, "host").evidence).find("memory.edac_ce mc0"), std::string::npos);
 }
 
+TEST(Investigate, TheFirstFailureLeadsAndItsFollowersAreNotCulprits) {
+  InvestigationInput in;
+  in.verdict.judged = true;
+  Finding first = straggler(2, 0);
+  first.type = "failure";
+  first.detector = "lifecycle";
+  ProcessEnd killed;
+  killed.signal = 9;
+  first.process = ended_view(killed);
+  first.followed_by = {1, 0, 3};
+  first.followed_within_ns = 70'000'000;
+  Finding follower = straggler(1, 0);
+  follower.type = "failure";
+  in.verdict.failures = {first, follower};
+  Finding mismatch = straggler(3, 0);
+  mismatch.type = "mismatch";
+  mismatch.probe = "mpi.bcast";
+  in.verdict.hangs = {mismatch};
+  in.sources = every_source_attached();
+  Investigation inv = investigate(in);
+  ASSERT_GE(inv.graph.edges.size(), 2u);
+  EXPECT_EQ(inv.graph.edges[0].to, "rank2");
+  EXPECT_EQ(inv.graph.edges[0].evidence, "ranks 1,0,3 ended within 0.07 s after it");
+  EXPECT_EQ(inv.graph.edges[1].to, "rank3");
+  for (const GraphEdge& e : inv.graph.edges) EXPECT_NE(e.to, "rank1") << "a follower is a victim";
+  EXPECT_EQ(layer(inv, "collective").state, LayerState::ruled_in);
+  EXPECT_NE(all(layer(inv, "collective").evidence).find("failure: "), std::string::npos);
+  bool named = false;
+  for (const GraphNode& n : inv.graph.nodes) named |= n.label.find("killed by SIGKILL") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST(InvestigationOutput, JsonLinesAndDotCarryTheGraph) {
   InvestigationInput in;
   in.verdict.judged = true;

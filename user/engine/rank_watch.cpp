@@ -90,6 +90,12 @@ void RankWatch::follow(int32_t pid) {
   if (program_) (void)program_->follow(pid);
 }
 
+void RankWatch::forget(int32_t pid) {
+  cpu_.erase(pid);
+  last_signal_.erase(pid);
+  ends_.erase(pid);
+}
+
 void RankWatch::on_record(const LifecycleRecord& r) {
   switch (r.kind) {
     case LifecycleRecord::Kind::signal:

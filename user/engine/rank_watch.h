@@ -35,6 +35,8 @@ class RankWatch {
   using AddRing = std::function<Result<void>(int fd, RingBufferReader::Handler)>;
   ProbeStatus attach_lifecycle(const AddRing& add);
   void follow(int32_t pid);
+  // Its history goes (a long-running service sees thousands of ranks come and go).
+  void forget(int32_t pid);
   // A lifecycle record (also fed by tests and replays).
   void on_record(const LifecycleRecord& record);
 

@@ -52,6 +52,7 @@ std::map<int32_t, std::vector<std::string>> devices_of(const SessionVerdict& v, 
   };
   for (const Finding& f : v.stragglers) add(f);
   for (const Finding& f : v.hangs) add(f);
+  for (const Finding& f : v.failures) add(f);
   return out;
 }
 

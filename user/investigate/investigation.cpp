@@ -33,9 +33,16 @@ std::string rank_words(const Finding& f) { return fmt::format("rank {} (pid {})"
 // The symptom the whole job shows: what the culprits cost it.
 std::string symptom_label(const SessionVerdict& v, double traced_s) {
   std::vector<std::string> parts;
+  if (!v.failures.empty())
+    parts.push_back(fmt::format("failure: rank {} ended first, {} rank(s) after it", v.failures.front().culprit.rank,
+                                v.failures.front().followed_by.size()));
   for (const Finding& f : v.hangs) {
-    parts.push_back(
-        fmt::format("hang: {} rank(s) wait in {} for rank {}", f.waiting_ranks.size(), f.probe, f.culprit.rank));
+    if (f.type == "mismatch")
+      parts.push_back(fmt::format("mismatch: rank {} in {} where its peers wait in another collective", f.culprit.rank,
+                                  f.probe));
+    else
+      parts.push_back(
+          fmt::format("hang: {} rank(s) wait in {} for rank {}", f.waiting_ranks.size(), f.probe, f.culprit.rank));
   }
   for (const Finding& f : v.stragglers)
     parts.push_back(fmt::format("job slowed: lost {:.2f} s ({:.1f}% of {:.0f} s traced) waiting for rank {}",
@@ -45,19 +52,31 @@ std::string symptom_label(const SessionVerdict& v, double traced_s) {
 
 std::string mechanism_label(const Finding& f) {
   std::string comm = f.comm ? f.comm->label : std::string("its job");
-  if (f.type == "hang") return fmt::format("{} never entered {} on {}", rank_words(f), f.probe, comm);
+  if (f.type == "hang") {
+    if (f.process && f.process->does_not_run())
+      return fmt::format("{} stopped the job on {}: {}", rank_words(f), comm, describe_process(*f.process));
+    return fmt::format("{} never entered {} on {}", rank_words(f), f.probe, comm);
+  }
+  if (f.type == "mismatch")
+    return fmt::format("{} called {} where its peers called another collective, on {}", rank_words(f), f.probe, comm);
+  if (f.type == "failure")
+    return fmt::format("{} {}", rank_words(f), f.process ? describe_process(*f.process) : std::string("failed"));
   return fmt::format("{} arrives last in {:.0f}% of {} calls on {}, {:.2f} ms after the median rank", rank_words(f),
                      f.last_fraction * 100, f.probe, comm, f.lateness_median_ns / 1e6);
 }
 
 double mechanism_confidence(const Finding& f) {
-  if (f.type == "hang") return 1.0;
+  if (f.type == "hang" || f.type == "mismatch" || f.type == "failure") return 1.0;  // the kernel's and the calls' word
   if (f.windows_considered <= 0) return 0.5;
   return std::clamp(static_cast<double>(f.windows_flagged) / f.windows_considered, 0.0, 1.0);
 }
 
 std::string mechanism_evidence(const Finding& f) {
-  if (f.type == "hang")
+  if (f.type == "failure")
+    return f.followed_by.empty() ? f.summary
+                                 : fmt::format("ranks {} ended within {:.2f} s after it", join_numbers(f.followed_by),
+                                               static_cast<double>(f.followed_within_ns) / 1e9);
+  if (f.type == "hang" || f.type == "mismatch")
     return fmt::format("ranks {} waited {:.1f} s inside {}", join_numbers(f.waiting_ranks),
                        static_cast<double>(f.waited_ns) / 1e9, f.probe);
   return fmt::format("blame {:.0f}% of the window ({:.0f}% of all ranks'), flagged in {} of {} windows",
@@ -102,10 +121,11 @@ Layer collective_layer(const InvestigationInput& in) {
     l.evidence.push_back("not judged: " + v.reason);
     return l;
   }
-  for (const Finding& f : v.hangs) l.evidence.push_back("hang: " + f.summary);
+  for (const Finding& f : v.failures) l.evidence.push_back("failure: " + f.summary);
+  for (const Finding& f : v.hangs) l.evidence.push_back(f.type + ": " + f.summary);
   for (const Finding& f : v.stragglers) l.evidence.push_back("straggler: " + f.summary);
   for (const Episode& e : v.episodes) l.evidence.push_back("did not hold: " + e.summary);
-  bool found = !v.hangs.empty() || !v.stragglers.empty();
+  bool found = !v.hangs.empty() || !v.stragglers.empty() || !v.failures.empty();
   l.state = found ? LayerState::ruled_in : LayerState::ruled_out;
   if (!found)
     l.evidence.push_back(fmt::format("no straggler and no hang: {} windows judged, no rank arrived last persistently",
@@ -271,12 +291,15 @@ std::string_view layer_of_source(std::string_view source) {
 Investigation investigate(const InvestigationInput& in) {
   Investigation out;
   std::vector<Culprit> culprits;
+  // The first failure (what the others followed), hangs and mismatches (they
+  // stop the job), then stragglers by what they cost.
+  if (!in.verdict.failures.empty())
+    culprits.push_back({&in.verdict.failures.front(), fmt::format("rank{}", in.verdict.failures.front().culprit.rank)});
   for (const Finding& f : in.verdict.hangs) culprits.push_back({&f, fmt::format("rank{}", f.culprit.rank)});
   for (const Finding& f : in.verdict.stragglers) culprits.push_back({&f, fmt::format("rank{}", f.culprit.rank)});
-  // Hangs first (they stop the job), then stragglers by what they cost.
   std::stable_sort(culprits.begin(), culprits.end(), [](const Culprit& a, const Culprit& b) {
-    bool ha = a.finding->type == "hang", hb = b.finding->type == "hang";
-    if (ha != hb) return ha;
+    auto order = [](const Finding& f) { return f.type == "failure" ? 0 : f.type == "straggler" ? 2 : 1; };
+    if (order(*a.finding) != order(*b.finding)) return order(*a.finding) < order(*b.finding);
     return a.finding->cost_ns > b.finding->cost_ns;
   });
   // One node per rank: a rank that both hangs and straggles is one mechanism each.

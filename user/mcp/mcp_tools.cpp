@@ -76,7 +76,7 @@ json array_of(json items) { return {{"type", "array"}, {"items", std::move(items
 // The objects `trace --json` prints as kind finding (README, JSON lines);
 // only what every finding has is required.
 json finding_schema() {
-  return object_schema({{"type", {{"type", "string"}, {"enum", {"straggler", "hang"}}}},
+  return object_schema({{"type", {{"type", "string"}, {"enum", {"straggler", "hang", "mismatch", "failure"}}}},
                         {"rank", {{"type", "integer"}}},
                         {"pid", {{"type", "integer"}}},
                         {"summary", {{"type", "string"}}},
@@ -94,11 +94,15 @@ json verdict_schema() {
                           {"windows_judged", {{"type", "integer"}}},
                           {"stragglers", array_of(finding_schema())},
                           {"hangs", array_of(finding_schema())},
+                          {"failures", array_of(finding_schema())},
+                          {"pending_hang", array_of({{"type", "object"}})},
                           {"episodes", array_of(finding_schema())}},
                          {"judged", "stragglers", "hangs", "episodes"});
   s["description"] =
-      "The closing verdict line of `slowburn trace --json`: stragglers (findings that held), hangs, episodes (findings "
-      "that did not hold); judged false with a reason when too few aligned instances were seen";
+      "The closing verdict line of `slowburn trace --json`: stragglers (findings that held), hangs (hang and mismatch "
+      "findings), failures (ranks that ended by a signal, OOM kill or non-zero status, the first first), pending_hang "
+      "(waits under --hang-s at the end), episodes (findings that did not hold); judged false with a reason when too "
+      "few aligned instances were seen";
   return s;
 }
 

@@ -32,9 +32,10 @@ const std::atomic<bool>& stop_flag(const McpToolContext& context) {
 // its windows and largest blame share (from the windows), and whether the
 // verdict names it.
 json rank_rows(const std::vector<RankIdentity>& ranks, const mcp::SessionLines& lines) {
-  std::set<int64_t> stragglers, hangs;
+  std::set<int64_t> stragglers, hangs, failed;
   for (const json& f : lines.verdict.value("stragglers", json::array())) stragglers.insert(f.value("pid", 0));
   for (const json& f : lines.verdict.value("hangs", json::array())) hangs.insert(f.value("pid", 0));
+  for (const json& f : lines.verdict.value("failures", json::array())) failed.insert(f.value("pid", 0));
   struct Tally {
     uint64_t calls = 0;
     double wait_ns = 0;
@@ -73,7 +74,8 @@ json rank_rows(const std::vector<RankIdentity>& ranks, const mcp::SessionLines& 
                     {"windows_flagged", t.windows_flagged},
                     {"max_blame_share", t.max_blame_share},
                     {"straggler", stragglers.contains(r.pid)},
-                    {"hang", hangs.contains(r.pid)}});
+                    {"hang", hangs.contains(r.pid)},
+                    {"failed", failed.contains(r.pid)}});
   }
   return rows;
 }
@@ -140,7 +142,8 @@ McpTool trace_tool(const McpToolContext& context) {
                                          {"mean_wait_us", {{"type", {"number", "null"}}}},
                                          {"max_blame_share", {{"type", "number"}}},
                                          {"straggler", {{"type", "boolean"}}},
-                                         {"hang", {{"type", "boolean"}}}},
+                                         {"hang", {{"type", "boolean"}}},
+                                         {"failed", {{"type", "boolean"}}}},
                                         {"rank", "pid", "calls", "straggler", "hang"}))},
        {"events", array_of(mcp::event_schema())},
        {"probes", probe_state_schema()},

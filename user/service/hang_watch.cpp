@@ -18,7 +18,10 @@ void HangWatch::add_rank(const RankIdentity& rank) {
   watch_.follow(rank.pid);
 }
 
-void HangWatch::remove_rank(int32_t pid) { ranks_.erase(pid); }
+void HangWatch::remove_rank(int32_t pid) {
+  ranks_.erase(pid);
+  watch_.forget(pid);
+}
 
 std::vector<Finding> HangWatch::check(uint64_t now_ns, const std::vector<InFlightCall>& calls,
                                       const std::set<int32_t>& stepping, bool complete) {
@@ -87,6 +90,7 @@ std::vector<Finding> HangWatch::check(uint64_t now_ns, const std::vector<InFligh
       fresh.push_back(std::move(f));
     }
   }
+  std::erase_if(named_, [&](const auto& kv) { return !jobs.contains(kv.first); });  // jobs that ended
   return fresh;
 }
 
