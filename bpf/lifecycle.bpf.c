@@ -40,14 +40,14 @@ __u64 ringbuf_drops = 0;
 static __always_inline bool decisive(int sig)
 {
 	switch (sig) {
-	case 1: /* SIGHUP */
-	case 2: /* SIGINT */
-	case 3: /* SIGQUIT */
-	case 4: /* SIGILL */
-	case 6: /* SIGABRT */
-	case 7: /* SIGBUS */
-	case 8: /* SIGFPE */
-	case 9: /* SIGKILL */
+	case 1:	 /* SIGHUP */
+	case 2:	 /* SIGINT */
+	case 3:	 /* SIGQUIT */
+	case 4:	 /* SIGILL */
+	case 6:	 /* SIGABRT */
+	case 7:	 /* SIGBUS */
+	case 8:	 /* SIGFPE */
+	case 9:	 /* SIGKILL */
 	case 11: /* SIGSEGV */
 	case 15: /* SIGTERM */
 	case 18: /* SIGCONT */

@@ -26,7 +26,7 @@ struct sb_lifecycle_event {
 	__s32 group_exit_code;	    /* EXIT: signal->group_exit_code (a group exit's, else 0) */
 	__u32 sender_tgid;	    /* SIGNAL: the process that sent it (0: the kernel) */
 	__u32 _pad;
-	char sender_comm[16];	    /* SIGNAL: its name */
+	char sender_comm[16]; /* SIGNAL: its name */
 };
 
 #endif /* SLOWBURN_LIFECYCLE_H */

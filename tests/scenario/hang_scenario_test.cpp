@@ -120,8 +120,7 @@ TEST(MpiHang, ARankStoppedInsideACollectiveIsNamedAndItsWaitingPeersAreNot) {
   // calibration's broadcast; the wavefront is there or one further.
   int wavefront = hang["evidence"]["position"]["position"].get<int>();
   EXPECT_TRUE(wavefront == 202 || wavefront == 203) << hang.dump();
-  EXPECT_NE(hang["summary"].get<std::string>().find("stopped (SIGSTOP, state T)"), std::string::npos)
-      << hang.dump();
+  EXPECT_NE(hang["summary"].get<std::string>().find("stopped (SIGSTOP, state T)"), std::string::npos) << hang.dump();
   EXPECT_NE(hang["summary"].get<std::string>().find("while inside mpi.allgather (position 202)"), std::string::npos)
       << hang.dump();
   EXPECT_TRUE(s.verdict["stragglers"].empty()) << "a hang is not a straggler";
@@ -137,8 +136,7 @@ TEST(MpiHang, ARankBlockedReadingAPipeIsNamedWithTheReadItWaitsIn) {
   EXPECT_EQ(hang["evidence"]["process"]["state"], "sleeping") << hang.dump();
   EXPECT_EQ(hang["evidence"]["process"]["syscall"], "read") << hang.dump();
   EXPECT_EQ(hang["evidence"]["process"]["waits_on"].get<std::string>().rfind("pipe:[", 0), 0u) << hang.dump();
-  EXPECT_NE(hang["summary"].get<std::string>().find("never entered mpi.allgather"), std::string::npos)
-      << hang.dump();
+  EXPECT_NE(hang["summary"].get<std::string>().find("never entered mpi.allgather"), std::string::npos) << hang.dump();
   EXPECT_EQ(hang["evidence"]["waiting_ranks"], (std::vector<int>{0, 1, 3})) << hang.dump();
 }
 

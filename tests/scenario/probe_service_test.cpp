@@ -261,7 +261,8 @@ TEST(ProbeServiceWithPrometheus, AStoppedRankRaisesTheHangMetricAndAlert) {
   page = service.metrics();
   kill(stopped, SIGKILL);
   job->stop();
-  ASSERT_FALSE(firing.empty()) << "no SlowburnJobHung alert within 60 s\nmetrics:\n" << page << "\nservice:\n"
+  ASSERT_FALSE(firing.empty()) << "no SlowburnJobHung alert within 60 s\nmetrics:\n"
+                               << page << "\nservice:\n"
                                << service.output();
   for (const json& a : firing) {
     EXPECT_EQ(a["labels"].value("rank", ""), "2") << a.dump();

@@ -45,9 +45,11 @@ std::vector<CallEvent> steps(int ranks, int count, const std::function<bool(int 
     for (int r = 0; r < ranks; ++r) {
       uint64_t t = static_cast<uint64_t>(s) * 10 * kMs + static_cast<uint64_t>(r) * 10'000;
       if (!skip(r, s, kAllgather))
-        out.push_back(call(r, kAllgather, static_cast<uint64_t>(s + 1), t + 1 * kMs, static_cast<uint64_t>(s) * 10 * kMs + 3 * kMs));
+        out.push_back(call(r, kAllgather, static_cast<uint64_t>(s + 1), t + 1 * kMs,
+                           static_cast<uint64_t>(s) * 10 * kMs + 3 * kMs));
       if (!skip(r, s, kAllreduce))
-        out.push_back(call(r, kAllreduce, static_cast<uint64_t>(s + 1), t + 5 * kMs, static_cast<uint64_t>(s) * 10 * kMs + 7 * kMs));
+        out.push_back(call(r, kAllreduce, static_cast<uint64_t>(s + 1), t + 5 * kMs,
+                           static_cast<uint64_t>(s) * 10 * kMs + 7 * kMs));
     }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.exit_ns < b.exit_ns; });
   return out;

@@ -9,8 +9,7 @@ namespace {
 
 constexpr uint64_t kS = 1'000'000'000;
 
-MemberPosition inside(int32_t pid, uint64_t completed, const std::string& probe, uint64_t position,
-                      uint64_t since_ns) {
+MemberPosition inside(int32_t pid, uint64_t completed, const std::string& probe, uint64_t position, uint64_t since_ns) {
   MemberPosition m;
   m.pid = pid;
   m.completed = completed;

@@ -262,9 +262,9 @@ class StragglerDetector {
   // Per rank, recent calls' exit -> the release of the instance they were
   // in (its earliest exit): where the next call's own delay starts.
   std::map<int32_t, std::map<uint64_t, uint64_t>> releases_;
-  std::map<int32_t, std::deque<Mark>> history_;          // per rank: the last persistence_n evaluated windows
-  std::set<int32_t> active_findings_;                    // ranks with a standing finding (either test)
-  std::map<int32_t, std::vector<Run>> runs_;             // per rank: its findings' lives
+  std::map<int32_t, std::deque<Mark>> history_;  // per rank: the last persistence_n evaluated windows
+  std::set<int32_t> active_findings_;            // ranks with a standing finding (either test)
+  std::map<int32_t, std::vector<Run>> runs_;     // per rank: its findings' lives
   struct MemberProgress {
     uint64_t completed = 0;  // its completed synchronizing calls on the communicator, counted here
     int64_t offset = 0;      // + this: its position on the instances' scale

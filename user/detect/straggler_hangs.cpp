@@ -93,7 +93,8 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
     m.pid = pid;
     m.exited = !alive_.contains(pid);
     if (auto p = progress.find(pid); p != progress.end()) {
-      m.completed = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(p->second.completed) + p->second.offset));
+      m.completed =
+          static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(p->second.completed) + p->second.offset));
       m.outside_since_ns = p->second.last_exit_ns;
     }
     std::vector<const InFlightCall*> mine;
@@ -101,7 +102,8 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
       if (static_cast<int32_t>(c->tgid) == pid) mine.push_back(c);
     std::sort(mine.begin(), mine.end(), [](auto* a, auto* b) { return a->entry_ns < b->entry_ns; });
     for (size_t i = 0; i < mine.size(); ++i)
-      m.inside.push_back({mine[i]->probe_id, probes_.at(mine[i]->probe_id).name, m.completed + 1 + i, mine[i]->entry_ns});
+      m.inside.push_back(
+          {mine[i]->probe_id, probes_.at(mine[i]->probe_id).name, m.completed + 1 + i, mine[i]->entry_ns});
     positions.push_back(std::move(m));
   }
   WavefrontJudgement j = judge_wavefront(positions, {}, now_ns, config_.hang_ns);
@@ -137,8 +139,8 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
     p.behind_ranks = ranks_of(j.culprits, rank);
     p.since_ns = j.since_ns;
     p.waited_ns = j.waited_ns;
-    p.summary = fmt::format("rank(s) {} have waited inside {} (position {}) for {}, under --hang-s{}", rank_list(waiting),
-                            j.probe, j.position, format_ns(static_cast<double>(j.waited_ns)),
+    p.summary = fmt::format("rank(s) {} have waited inside {} (position {}) for {}, under --hang-s{}",
+                            rank_list(waiting), j.probe, j.position, format_ns(static_cast<double>(j.waited_ns)),
                             p.behind_ranks.empty() ? "" : "; not there yet: rank(s) " + rank_list(p.behind_ranks));
     pending_[comm_id] = std::move(p);
     return;
@@ -147,14 +149,14 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
 
   // The findings, rebuilt at every check so the verdict keeps them current.
   std::map<int32_t, Finding> now;
-  std::string waiting_phrase =
-      fmt::format("rank(s) {} have waited inside {} (position {}) for {}", rank_list(waiting), j.probe, j.position,
-                  format_ns(static_cast<double>(j.waited_ns)));
-  std::string blocked_phrase =
-      blocked.empty() ? ""
-                      : fmt::format("; rank(s) {} wait inside an earlier collective the others completed, blocked "
-                                    "behind it (its last message never came)",
-                                    rank_list(blocked));
+  std::string waiting_phrase = fmt::format("rank(s) {} have waited inside {} (position {}) for {}", rank_list(waiting),
+                                           j.probe, j.position, format_ns(static_cast<double>(j.waited_ns)));
+  std::string blocked_phrase = blocked.empty()
+                                   ? ""
+                                   : fmt::format(
+                                         "; rank(s) {} wait inside an earlier collective the others completed, blocked "
+                                         "behind it (its last message never came)",
+                                         rank_list(blocked));
   for (int32_t pid : j.culprits) {
     const MemberPosition& m = *std::find_if(positions.begin(), positions.end(), [&](auto& p) { return p.pid == pid; });
     Finding f = lane_finding(lane, pid, "hang", "in-flight");
@@ -165,16 +167,16 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
         what = fmt::format("exited and will never enter {}", j.probe);
         break;
       case WavefrontRole::does_not_run:
-        what = fmt::format("has been {} while {}", describe_process(*f.process),
-                           m.inside.empty() ? fmt::format("outside any collective, at position {}", m.completed)
-                                            : fmt::format("inside {} (position {})", m.inside.back().probe,
-                                                          m.inside.back().position));
+        what = fmt::format(
+            "has been {} while {}", describe_process(*f.process),
+            m.inside.empty() ? fmt::format("outside any collective, at position {}", m.completed)
+                             : fmt::format("inside {} (position {})", m.inside.back().probe, m.inside.back().position));
         break;
       default:
-        what = fmt::format("never entered {}: it completed position {} and has been outside collectives for {}{}",
-                           j.probe, m.completed,
-                           format_ns(static_cast<double>(now_ns - std::min(now_ns, m.outside_since_ns))),
-                           f.process ? ", " + describe_process(*f.process) : "");
+        what =
+            fmt::format("never entered {}: it completed position {} and has been outside collectives for {}{}", j.probe,
+                        m.completed, format_ns(static_cast<double>(now_ns - std::min(now_ns, m.outside_since_ns))),
+                        f.process ? ", " + describe_process(*f.process) : "");
     }
     f.summary = fmt::format("{} {}{}: {}{}", rank_label(f.culprit), what, communicator_phrase(f), waiting_phrase,
                             blocked_phrase);
@@ -205,10 +207,11 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
   if (now.empty()) {
     if (hang->named.empty() && !hang->noted) {
       hang->noted = true;
-      out.notes.push_back(fmt::format("{}; every member is inside it or blocked behind it and runs: the "
-                                      "collectives and the kernel name nobody (the network, or the collective "
-                                      "itself)",
-                                      waiting_phrase));
+      out.notes.push_back(
+          fmt::format("{}; every member is inside it or blocked behind it and runs: the "
+                      "collectives and the kernel name nobody (the network, or the collective "
+                      "itself)",
+                      waiting_phrase));
     }
     return;
   }

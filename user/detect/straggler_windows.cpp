@@ -311,8 +311,8 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   }
   std::sort(v.stragglers.begin(), v.stragglers.end(),
             [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
-  v.judged = windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.hangs.empty() ||
-              !v.failures.empty();
+  v.judged =
+      windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.hangs.empty() || !v.failures.empty();
   if (!v.judged)
     v.reason = fmt::format(
         "only {} window(s) had {} or more aligned collective instances ({} instances in all); {} are needed to "

@@ -73,7 +73,8 @@ WavefrontJudgement judge_wavefront(const std::vector<MemberPosition>& members,
       if (in.since_ns <= now_ns) j.position = std::max(j.position, in.position);
   if (j.position == 0) return j;
   for (const MemberPosition& m : members)
-    if (const auto* at = inside_at(m, j.position); at && at->since_ns <= now_ns && now_ns - at->since_ns > j.waited_ns) {
+    if (const auto* at = inside_at(m, j.position);
+        at && at->since_ns <= now_ns && now_ns - at->since_ns > j.waited_ns) {
       j.waited_ns = now_ns - at->since_ns;
       j.since_ns = at->since_ns;
     }

@@ -44,11 +44,11 @@ enum class WavefrontRole { waiting, blocked_behind, ahead, behind, does_not_run,
 std::string_view wavefront_role_name(WavefrontRole role);
 
 struct WavefrontJudgement {
-  bool stuck = false;         // some member has waited at the wavefront for hang_ns
-  uint64_t position = 0;      // the wavefront: the instance the waiting members wait in
-  std::string probe;          // the collective most of them wait in there
-  uint64_t waited_ns = 0;     // the longest wait there
-  uint64_t since_ns = 0;      // when that wait began
+  bool stuck = false;      // some member has waited at the wavefront for hang_ns
+  uint64_t position = 0;   // the wavefront: the instance the waiting members wait in
+  std::string probe;       // the collective most of them wait in there
+  uint64_t waited_ns = 0;  // the longest wait there
+  uint64_t since_ns = 0;   // when that wait began
   std::map<int32_t, WavefrontRole> roles;
   std::vector<int32_t> culprits;              // behind, exited or not running: what stops the job
   std::map<int32_t, std::string> mismatched;  // at the wavefront in another collective: pid -> its probe

@@ -33,8 +33,8 @@ struct ProcessView {
 
 // How a rank's process ended, where the kernel said (lifecycle.bpf.c).
 struct ProcessEnd {
-  uint64_t ts_ns = 0;            // CLOCK_MONOTONIC
-  std::optional<int> signal;     // the signal that ended it
+  uint64_t ts_ns = 0;         // CLOCK_MONOTONIC
+  std::optional<int> signal;  // the signal that ended it
   bool core_dumped = false;
   std::optional<int> exit_code;  // its exit(N), when it was not a signal
   bool oom_killed = false;       // the OOM killer chose it

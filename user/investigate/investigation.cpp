@@ -38,8 +38,8 @@ std::string symptom_label(const SessionVerdict& v, double traced_s) {
                                 v.failures.front().followed_by.size()));
   for (const Finding& f : v.hangs) {
     if (f.type == "mismatch")
-      parts.push_back(fmt::format("mismatch: rank {} in {} where its peers wait in another collective", f.culprit.rank,
-                                  f.probe));
+      parts.push_back(
+          fmt::format("mismatch: rank {} in {} where its peers wait in another collective", f.culprit.rank, f.probe));
     else
       parts.push_back(
           fmt::format("hang: {} rank(s) wait in {} for rank {}", f.waiting_ranks.size(), f.probe, f.culprit.rank));

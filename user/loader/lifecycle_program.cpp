@@ -41,12 +41,15 @@ Result<void> LifecycleProgram::follow(int32_t pid) {
   auto key = static_cast<uint32_t>(pid);
   uint8_t one = 1;
   if (bpf_map__update_elem(skel_->maps.targets, &key, sizeof(key), &one, sizeof(one), BPF_ANY) != 0)
-    return make_sys_error(errno, fmt::format("cannot follow pid {}'s lifecycle (its map is full at 4096 processes?)", pid));
+    return make_sys_error(errno,
+                          fmt::format("cannot follow pid {}'s lifecycle (its map is full at 4096 processes?)", pid));
   return {};
 }
 
 int LifecycleProgram::events_fd() const { return bpf_map__fd(skel_->maps.events); }
 
-uint64_t LifecycleProgram::ringbuf_drops() const { return __atomic_load_n(&skel_->bss->ringbuf_drops, __ATOMIC_RELAXED); }
+uint64_t LifecycleProgram::ringbuf_drops() const {
+  return __atomic_load_n(&skel_->bss->ringbuf_drops, __ATOMIC_RELAXED);
+}
 
 }  // namespace slowburn

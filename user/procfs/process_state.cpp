@@ -44,20 +44,46 @@ Result<ProcessSample> parse_proc_stat(std::string_view line, long ticks_per_s) {
 
 std::string syscall_name(long nr) {
 #if defined(__x86_64__)
-  static constexpr std::pair<long, const char*> kNames[] = {
-      {0, "read"},        {1, "write"},          {7, "poll"},          {17, "pread64"},      {19, "readv"},
-      {23, "select"},     {34, "pause"},         {35, "nanosleep"},    {43, "accept"},       {45, "recvfrom"},
-      {47, "recvmsg"},    {61, "wait4"},         {202, "futex"},       {230, "clock_nanosleep"}, {232, "epoll_wait"},
-      {270, "pselect6"},  {271, "ppoll"},        {281, "epoll_pwait"}, {288, "accept4"},     {441, "epoll_pwait2"},
-      {44, "sendto"},     {46, "sendmsg"},       {20, "writev"},       {247, "waitid"},      {16, "ioctl"},
-      {72, "fcntl"},      {74, "fsync"},         {62, "kill"},         {3, "close"},         {257, "openat"}};
+  static constexpr std::pair<long, const char*> kNames[] = {{0, "read"},         {1, "write"},
+                                                            {7, "poll"},         {17, "pread64"},
+                                                            {19, "readv"},       {23, "select"},
+                                                            {34, "pause"},       {35, "nanosleep"},
+                                                            {43, "accept"},      {45, "recvfrom"},
+                                                            {47, "recvmsg"},     {61, "wait4"},
+                                                            {202, "futex"},      {230, "clock_nanosleep"},
+                                                            {232, "epoll_wait"}, {270, "pselect6"},
+                                                            {271, "ppoll"},      {281, "epoll_pwait"},
+                                                            {288, "accept4"},    {441, "epoll_pwait2"},
+                                                            {44, "sendto"},      {46, "sendmsg"},
+                                                            {20, "writev"},      {247, "waitid"},
+                                                            {16, "ioctl"},       {72, "fcntl"},
+                                                            {74, "fsync"},       {62, "kill"},
+                                                            {3, "close"},        {257, "openat"}};
 #elif defined(__aarch64__)
-  static constexpr std::pair<long, const char*> kNames[] = {
-      {63, "read"},      {64, "write"},   {65, "readv"},     {66, "writev"},      {67, "pread64"},
-      {72, "pselect6"},  {73, "ppoll"},   {22, "epoll_pwait"}, {98, "futex"},     {101, "nanosleep"},
-      {115, "clock_nanosleep"}, {202, "accept"}, {207, "recvfrom"}, {212, "recvmsg"}, {206, "sendto"},
-      {211, "sendmsg"},  {260, "wait4"},  {95, "waitid"},    {29, "ioctl"},       {242, "accept4"},
-      {441, "epoll_pwait2"}, {57, "close"}, {56, "openat"}, {82, "fsync"}};
+  static constexpr std::pair<long, const char*> kNames[] = {{63, "read"},
+                                                            {64, "write"},
+                                                            {65, "readv"},
+                                                            {66, "writev"},
+                                                            {67, "pread64"},
+                                                            {72, "pselect6"},
+                                                            {73, "ppoll"},
+                                                            {22, "epoll_pwait"},
+                                                            {98, "futex"},
+                                                            {101, "nanosleep"},
+                                                            {115, "clock_nanosleep"},
+                                                            {202, "accept"},
+                                                            {207, "recvfrom"},
+                                                            {212, "recvmsg"},
+                                                            {206, "sendto"},
+                                                            {211, "sendmsg"},
+                                                            {260, "wait4"},
+                                                            {95, "waitid"},
+                                                            {29, "ioctl"},
+                                                            {242, "accept4"},
+                                                            {441, "epoll_pwait2"},
+                                                            {57, "close"},
+                                                            {56, "openat"},
+                                                            {82, "fsync"}};
 #else
   static constexpr std::array<std::pair<long, const char*>, 0> kNames{};
 #endif
@@ -67,9 +93,9 @@ std::string syscall_name(long nr) {
 }
 
 bool syscall_takes_fd(std::string_view name) {
-  static constexpr std::string_view kWithFd[] = {"read",    "write",   "pread64", "readv",    "writev", "recvfrom",
-                                                 "recvmsg", "sendto",  "sendmsg", "accept",   "accept4", "ioctl",
-                                                 "fsync",   "epoll_wait", "epoll_pwait", "epoll_pwait2"};
+  static constexpr std::string_view kWithFd[] = {
+      "read",    "write",  "pread64", "readv", "writev", "recvfrom",   "recvmsg",     "sendto",
+      "sendmsg", "accept", "accept4", "ioctl", "fsync",  "epoll_wait", "epoll_pwait", "epoll_pwait2"};
   for (std::string_view n : kWithFd)
     if (n == name) return true;
   return false;

@@ -15,8 +15,8 @@
 namespace slowburn {
 
 struct ProcessSample {
-  char state = '?';        // stat's state: R S D T t Z X I
-  uint64_t cpu_ns = 0;     // utime + stime, every thread
+  char state = '?';     // stat's state: R S D T t Z X I
+  uint64_t cpu_ns = 0;  // utime + stime, every thread
   int threads = 0;
   std::optional<int> exit_code;  // stat's exit_code (a zombie's wait status)
   // The main thread's system call, when blocked in one ("running", or a

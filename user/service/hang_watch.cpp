@@ -81,12 +81,11 @@ std::vector<Finding> HangWatch::check(uint64_t now_ns, const std::vector<InFligh
       f.waited_ns = j.waited_ns;
       f.waiting_ranks = waiting_ranks;
       if (v != views.end()) f.process = v->second;
-      f.summary = fmt::format("{} stops the job: {}; rank(s) {} on this node have waited inside {} for {}",
-                              rank_label(f.culprit),
-                              f.process ? describe_process(*f.process)
-                                        : std::string(j.roles.at(pid) == WavefrontRole::exited ? "exited"
-                                                                                               : "outside every collective"),
-                              join(waiting), j.probe, format_ns(static_cast<double>(j.waited_ns)));
+      f.summary = fmt::format(
+          "{} stops the job: {}; rank(s) {} on this node have waited inside {} for {}", rank_label(f.culprit),
+          f.process ? describe_process(*f.process)
+                    : std::string(j.roles.at(pid) == WavefrontRole::exited ? "exited" : "outside every collective"),
+          join(waiting), j.probe, format_ns(static_cast<double>(j.waited_ns)));
       fresh.push_back(std::move(f));
     }
   }

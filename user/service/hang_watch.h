@@ -27,8 +27,8 @@ namespace slowburn {
 // A rank named as stopping its job, for the metrics.
 struct RankHang {
   RankIdentity rank;
-  std::string probe;   // the collective its peers wait in
-  std::string state;   // its process's state (process_state_name), "unknown" when not read
+  std::string probe;    // the collective its peers wait in
+  std::string state;    // its process's state (process_state_name), "unknown" when not read
   double waited_s = 0;  // how long they have waited
 };
 
@@ -44,8 +44,8 @@ class HangWatch {
   // `complete`: every collective probe traced now (none throttled or
   // sampled by the budget): otherwise a rank inside an untraced call would
   // look outside, and nobody is named.
-  std::vector<Finding> check(uint64_t now_ns, const std::vector<InFlightCall>& calls,
-                             const std::set<int32_t>& stepping, bool complete);
+  std::vector<Finding> check(uint64_t now_ns, const std::vector<InFlightCall>& calls, const std::set<int32_t>& stepping,
+                             bool complete);
 
   const std::vector<RankHang>& hangs() const { return hangs_; }
   // Per job on this node: the longest a rank has now waited inside a collective (0: none inside).

@@ -60,8 +60,8 @@ struct MetricsView {
   SelfStats self;
   std::optional<EndpointStats> endpoint;  // none: no --listen
   double start_time_seconds = 0;
-  std::vector<CheckRow> health;  // the latest evaluation of the health checklist
-  std::vector<RankHang> hangs;   // the ranks named as stopping their job now
+  std::vector<CheckRow> health;                 // the latest evaluation of the health checklist
+  std::vector<RankHang> hangs;                  // the ranks named as stopping their job now
   std::map<std::string, double> job_waiting_s;  // job -> its longest wait inside a collective now
 };
 

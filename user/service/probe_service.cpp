@@ -466,9 +466,9 @@ MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
     explainer_.explain(with_cause, monotonic_ns());
     active.emplace(pid, std::move(with_cause));
   }
-  ServiceParts parts{host_,          kVersion,       start_unix_, budget_.get(), tracker_.get(), comms_.get(),
-                     program_.get(), sources_.get(), log_.get(),  &health_,      &last_windows_, &totals_,
-                     hangs_.get()};
+  ServiceParts parts{host_,          kVersion,       start_unix_,    budget_.get(), tracker_.get(),
+                     comms_.get(),   program_.get(), sources_.get(), log_.get(),    &health_,
+                     &last_windows_, &totals_,       hangs_.get()};
   MetricsView v = gather_metrics(parts, stats, std::move(active));
   if (endpoint_) v.endpoint = endpoint_->stats();
   return v;
