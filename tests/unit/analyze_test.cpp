@@ -37,6 +37,7 @@ struct NodeSpec {
   std::string job = "77";
   uint64_t ringbuf_drops = 0;            // its tracer's loss counter, written in its summary
   std::vector<DeviceEvent> events = {};  // what its tracer saw on its hardware and host
+  std::map<int, ProcessEnd> ends = {};   // rank -> how it ended (on the job's clock)
 };
 
 // One recording per node of the job's calls: its ranks' calls only, on its
@@ -75,6 +76,10 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     (*recorder)->call(mine, {comm, std::nullopt, e.seq - static_cast<uint64_t>(steps_skipped), false});
   }
   for (const DeviceEvent& e : node.events) sink.device_event(e);
+  for (auto [rank, end] : node.ends) {
+    end.ts_ns = static_cast<uint64_t>(static_cast<int64_t>(end.ts_ns) + node.clock_shift_ns);
+    (*recorder)->process_end(SyntheticJob::pid(rank), end);
+  }
   if (node.ringbuf_drops) {
     SessionSummary summary;
     summary.ringbuf_drops = node.ringbuf_drops;
@@ -217,6 +222,35 @@ TEST(Analyze, OneRankPerNodeAndAHealthyJob) {
   ASSERT_TRUE(h.result->verdict.clock_check);
   EXPECT_FALSE(h.result->verdict.clock_check->culprit) << h.result->verdict.clock_check->summary;
   EXPECT_FALSE(h.result->verdict.clock_check->disagrees) << h.result->verdict.clock_check->summary;
+}
+
+TEST(Analyze, TheFirstFailureAcrossNodesIsNamedOnTheReferenceClock) {
+  // Rank 2 (node-b, clock 40 ms ahead) was killed 5 ms before rank 0
+  // (node-a) exited with status 1: on their own clocks rank 0 ended first.
+  TempDir dir;
+  auto events = job_events(-1, 1000);
+  uint64_t end_ns = events.back().exit_ns;
+  ProcessEnd killed;
+  killed.ts_ns = end_ns + 10'000'000;
+  killed.signal = 9;
+  ProcessEnd status;
+  status.ts_ns = end_ns + 15'000'000;
+  status.exit_code = 1;
+  ProcessEnd normal;
+  normal.ts_ns = end_ns + 16'000'000;
+  normal.exit_code = 0;
+  record(dir, events, {"node-a", {0, 1}, 0, "77", 0, {}, {{0, status}, {1, normal}}});
+  record(dir, events, {"node-b", {2, 3}, 40'000'000, "77", 0, {}, {{2, killed}}});
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  const SessionVerdict& v = a.result->verdict;
+  ASSERT_EQ(v.failures.size(), 2u) << a.json;
+  EXPECT_EQ(v.failures[0].culprit.rank, 2) << a.json;
+  EXPECT_EQ(v.failures[0].culprit.host, "node-b");
+  EXPECT_NE(v.failures[0].summary.find("killed by SIGKILL"), std::string::npos) << v.failures[0].summary;
+  EXPECT_EQ(v.failures[0].followed_by, (std::vector<int>{0, 1}));
+  EXPECT_EQ(v.failures[1].culprit.rank, 0);
+  EXPECT_NE(a.json.find("\"failures\":[{"), std::string::npos);
 }
 
 TEST(Analyze, TheNodesLossCountersAddUp) {

@@ -172,6 +172,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   auto span = replay.replay(judges, options.timeline, emit);
   if (!span) return span.error();
   emit(replay.check_in_flight(judges, *span));
+  emit(replay.retire_ended(judges));
   emit(judges.finish(span->last_ns));
 
   result.communicators = replay.communicators();

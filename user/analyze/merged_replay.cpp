@@ -170,6 +170,25 @@ DetectorOutput MergedReplay::check_in_flight(JobJudges& judges, ReplaySpan& span
   return judges.check_in_flight(*read_at, std::move(in_flight), lookup);
 }
 
+DetectorOutput MergedReplay::retire_ended(JobJudges& judges) const {
+  std::vector<std::pair<ProcessEnd, int32_t>> ended;
+  for (const PlacedNode& placed : nodes_)
+    for (const auto& [pid, end] : placed.node->info.process_ends)
+      if (auto merged = placed.node->merged_pid.find(pid); merged != placed.node->merged_pid.end()) {
+        ProcessEnd shifted = end;
+        shifted.ts_ns = static_cast<uint64_t>(static_cast<int64_t>(end.ts_ns) + placed.shift_ns);
+        ended.emplace_back(std::move(shifted), merged->second);
+      }
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a.first.ts_ns < b.first.ts_ns; });
+  DetectorOutput out;
+  for (const auto& [end, pid] : ended) {
+    DetectorOutput one = judges.retire(pid, Drained::replayed(), end);
+    for (auto& f : one.findings) out.findings.push_back(std::move(f));
+    for (auto& n : one.notes) out.notes.push_back(std::move(n));
+  }
+  return out;
+}
+
 std::vector<CommunicatorRef> MergedReplay::communicators() const {
   std::vector<CommunicatorRef> out;
   for (const auto& [key, comm] : comms_) out.push_back(comm);

@@ -41,6 +41,9 @@ class MergedReplay {
   // at the earliest of those readings (a later entry on one node is not yet
   // a wait on another's); span.last_ns moves up to it.
   DetectorOutput check_in_flight(JobJudges& judges, ReplaySpan& span) const;
+  // The ranks whose end their node recorded leave the judges in the order
+  // they ended (on the reference clock): the failures, the first first.
+  DetectorOutput retire_ended(JobJudges& judges) const;
   // The communicators, by id (the job-wide one keeps 0).
   std::vector<CommunicatorRef> communicators() const;
 

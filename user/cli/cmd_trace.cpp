@@ -80,6 +80,7 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
     args.options.on_process_views = [&](uint64_t now_ns, const std::map<int32_t, ProcessView>& views) {
       recorder->process_views(now_ns, views);
     };
+    args.options.on_rank_end = [&](int32_t pid, const ProcessEnd& end) { recorder->process_end(pid, end); };
   }
   FanOutSink sink(sinks);
   auto result = run_trace(args.options, sink, stop);

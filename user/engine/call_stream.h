@@ -17,6 +17,11 @@ namespace slowburn {
 // Proof that every record produced so far has been consumed: what must come
 // before a rank is retired (its last calls still count as a rank's).
 class Drained {
+ public:
+  // A replay (analyze) retires ranks after its last recorded call: nothing is left to consume.
+  static Drained replayed() { return Drained(); }
+
+ private:
   friend class CallStream;
   Drained() = default;
 };

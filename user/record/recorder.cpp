@@ -175,6 +175,29 @@ void Recorder::process_views(uint64_t read_ns, const std::map<int32_t, ProcessVi
   });
 }
 
+void Recorder::process_end(int32_t pid, const ProcessEnd& end) {
+  write([pid, end](SQLite::Database& db) {
+    SQLite::Statement s(db,
+                        "INSERT INTO process_ends(pid, ts_ns, signal, exit_code, core_dumped, oom_killed, sender_pid, "
+                        "sender_comm) VALUES(?,?,?,?,?,?,?,?)");
+    s.bind(1, pid);
+    s.bind(2, static_cast<int64_t>(end.ts_ns));
+    if (end.signal)
+      s.bind(3, *end.signal);
+    else
+      s.bind(3);
+    if (end.exit_code)
+      s.bind(4, *end.exit_code);
+    else
+      s.bind(4);
+    s.bind(5, end.core_dumped ? 1 : 0);
+    s.bind(6, end.oom_killed ? 1 : 0);
+    s.bind(7, static_cast<int64_t>(end.sender_pid));
+    s.bind(8, end.sender_comm);
+    s.exec();
+  });
+}
+
 void Recorder::write(Rows rows) {
   std::lock_guard lock(mutex_);
   rows_.push_back(std::move(rows));

@@ -56,6 +56,8 @@ class Recorder {
   void in_flight(uint64_t read_ns, const std::vector<InFlightCall>& calls);
   // The ranks' processes at that reading (the latest kept).
   void process_views(uint64_t read_ns, const std::map<int32_t, ProcessView>& views);
+  // A rank ended so (the kernel's word).
+  void process_end(int32_t pid, const ProcessEnd& end);
   // Any other rows, written in order in the writer's transaction.
   void write(Rows rows);
 

@@ -187,6 +187,20 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
         if (!states.getColumn(10).isNull()) v.exit_code = states.getColumn(10).getInt();
         info.process_states[states.getColumn(0).getInt()] = std::move(v);
       }
+      SQLite::Statement ends(db,
+                             "SELECT pid, ts_ns, signal, exit_code, core_dumped, oom_killed, sender_pid, sender_comm "
+                             "FROM process_ends");
+      while (ends.executeStep()) {
+        ProcessEnd e;
+        e.ts_ns = static_cast<uint64_t>(ends.getColumn(1).getInt64());
+        if (!ends.getColumn(2).isNull()) e.signal = ends.getColumn(2).getInt();
+        if (!ends.getColumn(3).isNull()) e.exit_code = ends.getColumn(3).getInt();
+        e.core_dumped = ends.getColumn(4).getInt() != 0;
+        e.oom_killed = ends.getColumn(5).getInt() != 0;
+        e.sender_pid = static_cast<uint32_t>(ends.getColumn(6).getInt64());
+        e.sender_comm = ends.getColumn(7).getString();
+        info.process_ends[ends.getColumn(0).getInt()] = std::move(e);
+      }
     }
   } catch (const std::exception& e) {
     return damaged(path, e);

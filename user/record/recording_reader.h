@@ -73,6 +73,7 @@ struct RecordingInfo {
   std::optional<uint64_t> in_flight_read_ns;  // when the calls in flight were last read
   std::vector<RecordedInFlight> in_flight;
   std::map<int32_t, ProcessView> process_states;  // pid -> its process at that reading (schema 4)
+  std::map<int32_t, ProcessEnd> process_ends;     // pid -> how it ended, where the kernel said (schema 4)
   // The node's hardware, fabric and host events, with the cause rank they were recorded with.
   std::vector<DeviceEvent> device_events;
   // Its node-wide sources (pid 0: nvidia.xid, pcie.link, host.sched, ...) as they reported their state.

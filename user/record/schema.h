@@ -22,7 +22,8 @@ namespace slowburn::recording {
 // v2 events are judged by their type alone).
 // 4: process_states (the kernel's view of each rank at the last reading of
 // the calls in flight: what analyze judges a hang's culprit by; v3 hangs
-// are judged by position alone).
+// are judged by position alone) and process_ends (how each rank ended, where
+// the kernel said: analyze's failures).
 inline constexpr int kSchemaVersion = 4;
 inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
 
@@ -45,6 +46,9 @@ CREATE TABLE process_states(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, stat
                             syscall TEXT NOT NULL, waits_on TEXT NOT NULL, wchan TEXT NOT NULL,
                             threads INTEGER NOT NULL, since_ns INTEGER NOT NULL, on_cpu_ns INTEGER NOT NULL,
                             off_cpu_ns INTEGER NOT NULL, signal INTEGER, exit_code INTEGER);
+CREATE TABLE process_ends(pid INTEGER NOT NULL, ts_ns INTEGER NOT NULL, signal INTEGER, exit_code INTEGER,
+                          core_dumped INTEGER NOT NULL, oom_killed INTEGER NOT NULL, sender_pid INTEGER NOT NULL,
+                          sender_comm TEXT NOT NULL);
 CREATE TABLE windows(start_ns INTEGER NOT NULL, probe TEXT NOT NULL, comm_id INTEGER, pid INTEGER NOT NULL,
                      rank INTEGER NOT NULL, calls INTEGER NOT NULL, lateness_median_ns REAL, gap_median_ns REAL,
                      blame_ns REAL NOT NULL, last_fraction REAL NOT NULL, flagged INTEGER NOT NULL);

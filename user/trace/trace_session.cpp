@@ -215,7 +215,9 @@ Result<bool> TraceSession::check_ranks(uint64_t now_ns) {
     for (const auto& [ts, pid] : ended) {
       alive_[pid] = false;
       sources_->rank_exited(pid);
-      emit(judges_->retire(pid, *drained, watch_->end_of(pid)), now_ns);
+      std::optional<ProcessEnd> end = watch_->end_of(pid);
+      if (end && o_.on_rank_end) o_.on_rank_end(pid, *end);
+      emit(judges_->retire(pid, *drained, end), now_ns);
     }
   }
   size_t alive_count = 0;

@@ -56,6 +56,8 @@ struct TraceOptions {
   // And, at each such reading, the kernel's view of every live rank (CPU
   // counted since the oldest call in flight): what analyze judges a hang by.
   std::function<void(uint64_t now_ns, const std::map<int32_t, ProcessView>&)> on_process_views;
+  // And how each rank ended, where the kernel said.
+  std::function<void(int32_t pid, const ProcessEnd&)> on_rank_end;
 };
 
 struct TraceResult {
