@@ -31,6 +31,16 @@ TEST(ProcStat, ParsesStateCpuThreadsAndExitCodePastANameWithParentheses) {
   EXPECT_FALSE(parse_proc_stat("no parenthesis", 100));
 }
 
+TEST(ProcStat, KeepsTheInnermostKernelFrames) {
+  std::string stack =
+      "[<0>] pipe_read+0x2d1/0x3d0\n[<0>] vfs_read+0x2f1/0x330\n[<0>] ksys_read+0x6c/0xf0\n"
+      "[<0>] do_syscall_64+0x71/0x290\n[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n";
+  EXPECT_EQ(parse_kernel_stack(stack), "pipe_read < vfs_read < ksys_read < do_syscall_64");
+  EXPECT_EQ(parse_kernel_stack(stack, 1), "pipe_read");
+  EXPECT_EQ(parse_kernel_stack(""), "");
+  EXPECT_EQ(parse_kernel_stack("garbage\n"), "");
+}
+
 TEST(ProcStat, NamesTheBlockingSystemCalls) {
 #if defined(__x86_64__)
   EXPECT_EQ(syscall_name(0), "read");
@@ -114,6 +124,7 @@ TEST(RankWatch, SeesAChildBlockedReadingAPipeAndThenStopped) {
   if (geteuid() == 0) {  // /proc/PID/syscall needs ptrace access
     EXPECT_EQ(v->syscall, "read");
     EXPECT_EQ(v->waits_on.rfind("pipe:[", 0), 0u) << v->waits_on;
+    EXPECT_NE(v->kernel_stack.find("pipe_read"), std::string::npos) << v->kernel_stack;  // anon_pipe_read on 6.18
   }
   EXPECT_FALSE(v->does_not_run());
   kill(child.pid, SIGSTOP);

@@ -155,6 +155,7 @@ std::optional<ProcessView> RankWatch::view(int32_t pid, uint64_t since_ns, uint6
     v.syscall = s->syscall_name;
     v.waits_on = s->waits_on;
     v.wchan = s->wchan;
+    v.kernel_stack = s->kernel_stack;
   }
   v.threads = s->threads;
   if (auto sig = last_signal_.find(pid); sig != last_signal_.end() && v.state == ProcessView::State::stopped)

@@ -15,9 +15,10 @@ namespace slowburn {
 struct ProcessView {
   enum class State { running, sleeping, disk_sleep, stopped, zombie, gone, unknown };
   State state = State::unknown;
-  std::string syscall;   // the main thread's blocking call ("read", "futex"); "" when running or unknown
-  std::string waits_on;  // what it waits on: "pipe:[1234]", "socket:[99]", a file; "" when unknown
-  std::string wchan;     // the kernel function it sleeps in
+  std::string syscall;       // the main thread's blocking call ("read", "futex"); "" when running or unknown
+  std::string waits_on;      // what it waits on: "pipe:[1234]", "socket:[99]", a file; "" when unknown
+  std::string wchan;         // the kernel function it sleeps in
+  std::string kernel_stack;  // its innermost kernel frames where readable ("pipe_read < vfs_read < ...")
   int threads = 0;
   uint64_t since_ns = 0;  // CLOCK_MONOTONIC: what on_cpu_ns and off_cpu_ns count from
   uint64_t on_cpu_ns = 0;

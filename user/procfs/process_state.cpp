@@ -92,6 +92,26 @@ std::string syscall_name(long nr) {
   return fmt::format("syscall {}", nr);
 }
 
+std::string parse_kernel_stack(std::string_view text, size_t frames) {
+  std::string out;
+  size_t taken = 0;
+  while (!text.empty() && taken < frames) {
+    size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    // "[<0>] pipe_read+0x2d1/0x3d0": the name between "] " and "+".
+    size_t start = line.find("] ");
+    if (start == std::string_view::npos) continue;
+    std::string_view name = line.substr(start + 2);
+    name = name.substr(0, name.find('+'));
+    if (name.empty()) continue;
+    if (!out.empty()) out += " < ";
+    out += name;
+    ++taken;
+  }
+  return out;
+}
+
 bool syscall_takes_fd(std::string_view name) {
   static constexpr std::string_view kWithFd[] = {
       "read",    "write",  "pread64", "readv", "writev", "recvfrom",   "recvmsg",     "sendto",
@@ -126,6 +146,7 @@ Result<ProcessSample> read_process_sample(const std::filesystem::path& proc_root
     }
   }
   if (auto wchan = read_file(dir / "wchan"); wchan && *wchan != "0") sample->wchan = *wchan;
+  if (auto stack = read_file(dir / "stack")) sample->kernel_stack = parse_kernel_stack(*stack);
   return sample;
 }
 

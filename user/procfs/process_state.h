@@ -25,6 +25,7 @@ struct ProcessSample {
   std::string syscall_name;  // "read", "futex"; "syscall 271" for one not named here
   std::string wchan;         // "pipe_read", "futex_wait_queue"; empty when 0 or unreadable
   std::string waits_on;      // the fd in its first argument, for the calls that take one: "pipe:[4242]", a path
+  std::string kernel_stack;  // its innermost kernel frames, "pipe_read < vfs_read < ksys_read" (root only)
 };
 
 // Pure: the fields of a /proc/PID/stat line, an error naming what is malformed.
@@ -32,6 +33,9 @@ Result<ProcessSample> parse_proc_stat(std::string_view line, long ticks_per_s);
 // Pure: the name of a blocking system call on this machine's architecture
 // (x86-64 or arm64), "syscall N" otherwise.
 std::string syscall_name(long nr);
+// Pure: the innermost `frames` function names of a /proc/PID/stack text,
+// joined by " < " ("" when it has none).
+std::string parse_kernel_stack(std::string_view text, size_t frames = 4);
 // Pure: whether the call's first argument is a file descriptor worth naming.
 bool syscall_takes_fd(std::string_view name);
 

@@ -149,7 +149,7 @@ void Recorder::process_views(uint64_t read_ns, const std::map<int32_t, ProcessVi
     db.exec("DELETE FROM process_states");
     SQLite::Statement s(db,
                         "INSERT INTO process_states(read_ns, pid, state, syscall, waits_on, wchan, threads, since_ns, "
-                        "on_cpu_ns, off_cpu_ns, signal, exit_code) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+                        "on_cpu_ns, off_cpu_ns, signal, exit_code, kernel_stack) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (const auto& [pid, v] : views) {
       s.bind(1, static_cast<int64_t>(read_ns));
       s.bind(2, pid);
@@ -169,6 +169,7 @@ void Recorder::process_views(uint64_t read_ns, const std::map<int32_t, ProcessVi
         s.bind(12, *v.exit_code);
       else
         s.bind(12);
+      s.bind(13, v.kernel_stack);
       s.exec();
       s.reset();
     }

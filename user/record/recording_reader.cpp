@@ -172,7 +172,7 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
     if (db.execAndGet("PRAGMA user_version").getInt() >= 4) {
       SQLite::Statement states(db,
                                "SELECT pid, state, syscall, waits_on, wchan, threads, since_ns, on_cpu_ns, off_cpu_ns, "
-                               "signal, exit_code FROM process_states");
+                               "signal, exit_code, kernel_stack FROM process_states");
       while (states.executeStep()) {
         ProcessView v;
         v.state = process_state_named(states.getColumn(1).getString());
@@ -185,6 +185,7 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
         v.off_cpu_ns = static_cast<uint64_t>(states.getColumn(8).getInt64());
         if (!states.getColumn(9).isNull()) v.signal = states.getColumn(9).getInt();
         if (!states.getColumn(10).isNull()) v.exit_code = states.getColumn(10).getInt();
+        v.kernel_stack = states.getColumn(11).getString();
         info.process_states[states.getColumn(0).getInt()] = std::move(v);
       }
       SQLite::Statement ends(db,

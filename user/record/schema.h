@@ -45,7 +45,8 @@ CREATE TABLE in_flight(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEG
 CREATE TABLE process_states(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL,
                             syscall TEXT NOT NULL, waits_on TEXT NOT NULL, wchan TEXT NOT NULL,
                             threads INTEGER NOT NULL, since_ns INTEGER NOT NULL, on_cpu_ns INTEGER NOT NULL,
-                            off_cpu_ns INTEGER NOT NULL, signal INTEGER, exit_code INTEGER);
+                            off_cpu_ns INTEGER NOT NULL, signal INTEGER, exit_code INTEGER,
+                            kernel_stack TEXT NOT NULL);
 CREATE TABLE process_ends(pid INTEGER NOT NULL, ts_ns INTEGER NOT NULL, signal INTEGER, exit_code INTEGER,
                           core_dumped INTEGER NOT NULL, oom_killed INTEGER NOT NULL, sender_pid INTEGER NOT NULL,
                           sender_comm TEXT NOT NULL);

@@ -167,6 +167,7 @@ json process_json(const ProcessView& p) {
               {"syscall", text(p.syscall)},
               {"waits_on", text(p.waits_on)},
               {"wchan", text(p.wchan)},
+              {"kernel_stack", text(p.kernel_stack)},
               {"threads", p.threads},
               {"on_cpu_ns", p.on_cpu_ns},
               {"off_cpu_ns", p.off_cpu_ns},
