@@ -1,8 +1,8 @@
 // Hangs and failures on real jobs, traced by the CLI as a user runs it:
 // an Open MPI rank that stops inside a collective, one blocked reading a
 // pipe nobody writes, one that calls a different collective than its peers;
-// a PyTorch DDP (gloo) rank killed by SIGKILL, and one by SIGSEGV. Each test
-// asserts exactly who is named, and how.
+// a PyTorch DDP (gloo) rank frozen (SIGSTOP), one killed by SIGKILL, and one
+// by SIGSEGV. Each test asserts exactly who is named, and how.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -208,6 +208,40 @@ void expect_first_failure(const Session& s, int32_t pid, const std::string& sign
     if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)                                 \
       GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)"; \
   } while (0)
+
+TEST(DdpHang, AFrozenGlooRankIsNamedAndItsPeersAreNot) {
+  SKIP_UNLESS_TORCH();
+  TempDir dir;
+  TorchJobOptions options;
+  options.script = testing::workload_path("slowburn-ddp-workload.py");
+  options.args = ddp_workload_args(-1, 0, 0, 60);
+  options.ranks = 4;
+  options.log_dir = dir.path().string();
+  auto job = TorchJob::launch(options);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  int32_t frozen = 0;
+  for (const RankIdentity& r : job->ranks())
+    if (r.rank == 2) frozen = r.pid;
+  auto trace = Subprocess::spawn(trace_argv(job->pids(), "gloo.*", 10), {(dir / "out").string(), {}});
+  ASSERT_TRUE(trace.ok());
+  ASSERT_TRUE(testing::wait_until(
+      [&] { return read_text(dir / "out").find("\"kind\":\"window\"") != std::string::npos; }, 30s));
+  kill(frozen, SIGSTOP);
+  auto status = trace->wait_for(60s);
+  kill(frozen, SIGKILL);
+  job->stop();
+  ASSERT_TRUE(status.has_value());
+  Session s = parse(read_text(dir / "out"));
+  ASSERT_FALSE(s.verdict.is_null()) << s.tail();
+  ASSERT_EQ(named(s.verdict["hangs"]), std::set<int>{2}) << s.tail();
+  const json& hang = s.verdict["hangs"][0];
+  EXPECT_EQ(hang["evidence"]["process"]["state"], "stopped") << hang.dump();
+  EXPECT_EQ(hang["evidence"]["probe"], "gloo.allreduce") << hang.dump();
+  std::set<int> peers;
+  for (const char* role : {"waiting_ranks", "blocked_behind"})
+    for (const json& r : hang["evidence"][role]) peers.insert(r.get<int>());
+  EXPECT_EQ(peers, (std::set<int>{0, 1, 3})) << hang.dump();
+}
 
 TEST(DdpFailure, ARankKilledBySigkillIsTheFirstFailureAndItsPeersFollowIt) {
   SKIP_UNLESS_TORCH();
