@@ -125,6 +125,45 @@ TEST(HangDetector, ARankAttachedLaterIsPlacedByTheInstancesNotByItsCount) {
   EXPECT_NE(out.findings[0].summary.find("completed position 20"), std::string::npos) << out.findings[0].summary;
 }
 
+CallComm pair_comm(uint32_t id, int first_rank) {
+  auto info = std::make_shared<CommunicatorInfo>();
+  info->id = id;
+  info->key = "mpi:pair" + std::to_string(first_rank);
+  info->label = "pair " + std::to_string(first_rank);
+  info->source = CommSource::memory;
+  info->size = 2;
+  info->members = {first_rank, first_rank + 1};
+  info->local_pids = std::set<int32_t>{SyntheticJob::pid(first_rank), SyntheticJob::pid(first_rank + 1)};
+  return {CommunicatorRef(info), std::nullopt, 0, false};
+}
+
+TEST(HangDetector, TwoCommunicatorsAreJudgedApart) {
+  // Tensor-parallel pairs {0,1} and {2,3}, each on its own communicator.
+  // On the second, rank 2 waits for rank 3, which stays outside; the first
+  // pair both wait inside theirs: a member of another group is never its
+  // culprit, and a group where everyone is inside names nobody.
+  StragglerDetector d = two_collective_detector(4);
+  CallComm a = pair_comm(10, 0), b = pair_comm(11, 2);
+  auto all = steps(4, 5, [](int, int, uint32_t) { return false; });
+  std::vector<CallEvent> on_a, on_b;
+  for (const CallEvent& e : all) (e.pid < static_cast<uint32_t>(SyntheticJob::pid(2)) ? on_a : on_b).push_back(e);
+  feed(d, on_a, false, a);
+  feed(d, on_b, false, b);
+  auto inside = [](int rank, const CallComm& comm) {
+    auto pid = static_cast<uint32_t>(SyntheticJob::pid(rank));
+    return InFlightCall{pid, pid, kAllgather, 51 * kMs, 0, comm.comm};
+  };
+  std::vector<InFlightCall> calls = {inside(0, a), inside(1, a), inside(2, b)};
+  DetectorOutput out = d.check_in_flight(51 * kMs + 12 * kS, calls);
+  ASSERT_EQ(out.findings.size(), 1u);
+  EXPECT_EQ(out.findings[0].culprit.rank, 3);
+  ASSERT_TRUE(out.findings[0].comm);
+  EXPECT_EQ(out.findings[0].comm->id, 11u);
+  EXPECT_EQ(out.findings[0].waiting_ranks, std::vector<int>{2});
+  ASSERT_EQ(out.notes.size(), 1u) << "pair {0,1}: everyone inside, nobody named";
+  EXPECT_NE(out.notes[0].find("name nobody"), std::string::npos) << out.notes[0];
+}
+
 TEST(HangDetector, RanksInDifferentCollectivesAtOnePositionAreAMismatch) {
   StragglerDetector d = two_collective_detector(4);
   feed(d, steps(4, 5, [](int, int, uint32_t) { return false; }), false);
