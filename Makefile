@@ -63,6 +63,8 @@ SB_CXXFLAGS := -std=c++20 -Wall -Wextra -Werror -Iinclude -Iuser -I. -I$(BUILD)/
 # after `make deps` because every build runs in a make started after it.
 HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null)
 HTTPLIB_LIBS   := $(shell pkg-config --libs cpp-httplib 2>/dev/null || echo -lcpp-httplib)
+# `slowburn check` attaches to its own function: exported to .dynsym, it survives strip (dh_strip, install -s).
+CHECK_TARGET_EXPORT := -Wl,--export-dynamic-symbol=slowburn_check_probe_target
 LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread -lSQLiteCpp -lsqlite3
 
 LIB_SRCS  := $(shell find user -name '*.cpp' ! -path 'user/cli/*' | sort)
@@ -89,7 +91,7 @@ $(LIB): $(LIB_OBJS)
 
 $(CLI): $(CLI_OBJS) $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS) $(CHECK_TARGET_EXPORT)
 
 $(DDP_WORKLOAD): user/demo/ddp_workload.py
 	@mkdir -p $(@D)

@@ -16,6 +16,7 @@
 #include "probes/resolver.h"
 #include "procfs/maps.h"
 #include "procfs/ranks.h"
+#include "tracefs/tracefs.h"
 
 namespace slowburn {
 
@@ -194,6 +195,8 @@ CheckSnapshot read_check_snapshot(const CheckSources& sources) {
   // Before anything is loaded: loading mounts tracefs when it may.
   s.tracefs_found = read_tracefs(sources);
   if (sources.live()) {
+    // trace and probe mount tracefs when they start (as root); so does the check, whatever its attach tests find.
+    (void)ensure_tracefs();
     s.memlock = read_memlock();
     s.clock = read_clock_state();
     s.uprobe = probe_uprobe_attach(AttachMode::perf_link);
