@@ -10,6 +10,7 @@
  * communicator) and, unless records are off, emit one ring-buffer record.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "slowburn/callpair.h"
@@ -81,6 +82,19 @@ static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, str
 	return true;
 }
 
+/* The calling thread's CPU time and run-queue wait so far (CO-RE reads of
+ * the current task; run_delay only where CONFIG_SCHED_INFO keeps it). */
+static __always_inline __u32 read_cpu_times(__u64 *oncpu_ns, __u64 *runq_ns)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	*oncpu_ns = BPF_CORE_READ(task, se.sum_exec_runtime);
+	if (!bpf_core_field_exists(task->sched_info.run_delay))
+		return SB_CALL_HAS_CPU;
+	*runq_ns = BPF_CORE_READ(task, sched_info.run_delay);
+	return SB_CALL_HAS_CPU | SB_CALL_HAS_RUNQ;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(call_enter)
 {
@@ -93,6 +107,7 @@ int BPF_KPROBE(call_enter)
 		return 0;
 	state.tgid = tgid;
 	read_call_args(ctx, cookie, &state.args);
+	state.args.flags |= read_cpu_times(&state.oncpu_at_ns, &state.runq_at_ns);
 	state.entry_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY))
 		__sync_fetch_and_add(&counters.state_failures, 1);
@@ -109,7 +124,7 @@ int BPF_KRETPROBE(call_exit)
 	struct sb_call_event *event;
 	struct sb_hist *hist;
 	struct sb_call_args args;
-	__u64 entry_ns, duration_ns, out_value, cookie, *seq;
+	__u64 entry_ns, duration_ns, out_value, cookie, *seq, oncpu_at_ns, runq_at_ns, oncpu_ns = 0, runq_ns = 0;
 	__u32 tgid, flags;
 
 	if (!current_call(ctx, &cookie, &key, &tgid))
@@ -122,6 +137,8 @@ int BPF_KRETPROBE(call_exit)
 	}
 	entry_ns = state->entry_ns;
 	args = state->args;
+	oncpu_at_ns = state->oncpu_at_ns;
+	runq_at_ns = state->runq_at_ns;
 	bpf_map_delete_elem(&call_states, &key);
 	duration_ns = exit_ns - entry_ns;
 	flags = args.flags;
@@ -169,6 +186,14 @@ int BPF_KRETPROBE(call_exit)
 	event->out_value = out_value;
 	event->key_hash = args.key_hash;
 	event->ret = PT_REGS_RC(ctx);
+	if (flags & SB_CALL_HAS_CPU) {
+		read_cpu_times(&oncpu_ns, &runq_ns);
+		event->oncpu_ns = oncpu_ns > oncpu_at_ns ? oncpu_ns - oncpu_at_ns : 0;
+		event->runq_ns = (flags & SB_CALL_HAS_RUNQ) && runq_ns > runq_at_ns ? runq_ns - runq_at_ns : 0;
+	} else {
+		event->oncpu_ns = 0;
+		event->runq_ns = 0;
+	}
 	bpf_ringbuf_submit(event, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 												: BPF_RB_NO_WAKEUP);
 	return 0;

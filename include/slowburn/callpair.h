@@ -14,14 +14,17 @@
 #define SB_HIST_SLOTS 40
 
 /* Version 2 added the communicator, its sequence number, the out value,
- * the key hash and the return value. */
-#define SB_CALL_EVENT_VERSION 2
+ * the key hash and the return value; version 3 the thread's CPU time and
+ * run-queue wait during the call. */
+#define SB_CALL_EVENT_VERSION 3
 
 /* sb_call_event.flags */
 #define SB_CALL_HAS_COMM_SEQ (1U << 0) /* comm_seq was read */
 #define SB_CALL_HAS_OUT	     (1U << 1) /* out_value was read at return */
 #define SB_CALL_HAS_KEY	     (1U << 2) /* key_hash was computed at entry */
 #define SB_CALL_COMM_UNREAD  (1U << 3) /* the communicator argument could not be read */
+#define SB_CALL_HAS_CPU	     (1U << 4) /* oncpu_ns was read; runq_ns too where the kernel keeps it */
+#define SB_CALL_HAS_RUNQ     (1U << 5) /* runq_ns was read (CONFIG_SCHED_INFO: task->sched_info.run_delay) */
 
 /* The arguments an entry keeps until its return. */
 struct sb_call_args {
@@ -49,6 +52,14 @@ struct sb_call_event {
 	__u64 out_value; /* what the out pointer held at return (a new communicator handle) */
 	__u64 key_hash;
 	__s64 ret; /* the function's return value */
+	/* The calling thread during the call: time on a CPU (the scheduler's
+	 * sum_exec_runtime, updated at ticks and switches: within a tick at
+	 * each end, unbiased over many calls) and time runnable but waiting in
+	 * a run queue or throttled by its CPU cgroup (sched_info.run_delay,
+	 * exact). A rank that spins inside a collective and waits for its CPU
+	 * holds up every member. */
+	__u64 oncpu_ns;
+	__u64 runq_ns;
 };
 
 /* A call in flight: keyed by (thread, probe), present from entry to return. */
@@ -58,7 +69,9 @@ struct sb_call_key {
 };
 
 struct sb_call_state {
-	__u64 entry_ns; /* bpf_ktime_get_ns() at entry */
+	__u64 entry_ns;	   /* bpf_ktime_get_ns() at entry */
+	__u64 oncpu_at_ns; /* the thread's sum_exec_runtime at entry */
+	__u64 runq_at_ns;  /* its sched_info.run_delay at entry */
 	struct sb_call_args args;
 	__u32 tgid; /* lets user space list in-flight calls per process */
 	__u32 _pad;

@@ -47,6 +47,26 @@ TEST(EventDecoder, DecodesACallRecord) {
   EXPECT_EQ(d.stats().rejected(), 0u);
 }
 
+TEST(EventDecoder, CpuTimesAreKeptOnlyWhenTheKernelReadThem) {
+  EventDecoder d;
+  sb_call_event e = sample();
+  e.oncpu_ns = 1000;
+  e.runq_ns = 3000;
+  auto without = d.decode_call(raw(e));
+  ASSERT_TRUE(without.has_value());
+  EXPECT_FALSE(without->oncpu_ns.has_value());
+  EXPECT_FALSE(without->runq_ns.has_value());
+  e.flags = SB_CALL_HAS_CPU;  // a kernel without CONFIG_SCHED_INFO: no run-queue wait
+  auto oncpu_only = d.decode_call(raw(e));
+  ASSERT_TRUE(oncpu_only.has_value());
+  EXPECT_EQ(oncpu_only->oncpu_ns, 1000u);
+  EXPECT_FALSE(oncpu_only->runq_ns.has_value());
+  e.flags = SB_CALL_HAS_CPU | SB_CALL_HAS_RUNQ;
+  auto both = d.decode_call(raw(e));
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->runq_ns, 3000u);
+}
+
 TEST(EventDecoder, UnknownVersionIsCountedNotMisread) {
   EventDecoder d;
   sb_call_event e = sample();

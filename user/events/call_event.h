@@ -24,6 +24,10 @@ struct CallEvent {
   std::optional<uint64_t> key_hash;   // the key hashed at entry (ncclUniqueId)
   bool comm_unreadable = false;       // the communicator pointer could not be read
   int64_t ret = 0;                    // the function's return value
+  // The calling thread during the call: on a CPU, and runnable but waiting
+  // for one (a run queue, or its cgroup's quota). Unset where not read.
+  std::optional<uint64_t> oncpu_ns;
+  std::optional<uint64_t> runq_ns;
 
   uint64_t duration_ns() const { return exit_ns - entry_ns; }
 };

@@ -11,7 +11,7 @@
 namespace slowburn {
 
 static_assert(sizeof(sb_event_header) == 24, "event header layout changed: bump versions");
-static_assert(sizeof(sb_call_event) == 112, "call event layout changed: bump SB_CALL_EVENT_VERSION");
+static_assert(sizeof(sb_call_event) == 128, "call event layout changed: bump SB_CALL_EVENT_VERSION");
 static_assert(sizeof(sb_verbs_event) == 168, "verbs event layout changed: bump SB_VERBS_EVENT_VERSION");
 static_assert(sizeof(sb_lifecycle_event) == 64, "lifecycle event layout changed: bump SB_LIFECYCLE_VERSION");
 
@@ -58,6 +58,8 @@ std::optional<CallEvent> EventDecoder::decode_call(std::span<const std::byte> re
   if (raw.flags & SB_CALL_HAS_KEY) call.key_hash = raw.key_hash;
   call.comm_unreadable = raw.flags & SB_CALL_COMM_UNREAD;
   call.ret = raw.ret;
+  if (raw.flags & SB_CALL_HAS_CPU) call.oncpu_ns = raw.oncpu_ns;
+  if (raw.flags & SB_CALL_HAS_RUNQ) call.runq_ns = raw.runq_ns;
   return call;
 }
 
