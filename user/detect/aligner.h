@@ -40,6 +40,11 @@ struct RankCall {
   // behind in the collective's algorithm, is not.
   std::optional<uint64_t> since_release_ns;
   uint64_t comm_count = 0;  // the rank's completed collectives on the communicator, this one included
+  // The calling thread during the call (the kernel's, where it read them):
+  // on a CPU, and runnable but waiting for one.
+  std::optional<uint64_t> oncpu_ns;
+  std::optional<uint64_t> runq_ns;
+  uint64_t size_arg = 0;  // the message size argument, raw (0: none read)
 };
 
 struct CollectiveInstance {

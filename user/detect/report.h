@@ -42,6 +42,16 @@ struct RankWindowStats {
   std::optional<double> sequential_statistic;  // its sequential test's highest log-likelihood ratio in the window
   bool sequential_alarm = false;               // the test was in alarm after one of the window's instances
   bool flagged = false;                        // passed every test in this window
+  // Inside its aligned calls (the kernel's CPU times of its thread): the
+  // share on a CPU and waiting for one, its peers' medians, what the
+  // collective waited for it, and whether that sets it apart.
+  std::optional<double> inside_oncpu_share;
+  std::optional<double> inside_runq_share;
+  std::optional<double> inside_peers_oncpu_share;
+  std::optional<double> inside_peers_runq_share;
+  double inside_cost_ns = 0;
+  double inside_cost_share = 0;
+  bool inside_flagged = false;
 };
 
 struct WindowReport {
@@ -54,6 +64,23 @@ struct WindowReport {
   bool aligned = false;    // its calls were grouped into instances across ranks
   uint64_t instances = 0;  // aligned instances
   std::vector<RankWindowStats> ranks;
+  // From the last arrival to the release (communication and reduction), the
+  // median per instance of its most frequent message size, and that against
+  // the lane's lowest earlier window median for the size.
+  std::optional<double> after_last_arrival_ns;
+  uint64_t after_last_arrival_size = 0;  // that size argument, raw
+  std::optional<double> after_last_arrival_ratio;
+};
+
+// A straggler inside the collective: what its thread did in its calls.
+struct InsideEvidence {
+  double oncpu_share = 0;
+  double runq_share = 0;
+  std::optional<double> peers_oncpu_share;
+  std::optional<double> peers_runq_share;
+  std::optional<double> after_last_arrival_ns;  // per instance, the lane's median
+  std::optional<double> after_last_arrival_ratio;
+  double cost_share = 0;  // of the window it was flagged in
 };
 
 // Where one member stands on a communicator (a mismatch's evidence): the
@@ -66,7 +93,11 @@ struct MemberCall {
 
 struct Finding {
   std::string type;      // "straggler", "hang", "mismatch" or "failure"
-  std::string detector;  // "persistence", "cusum", "sequential", "in-flight" or "lifecycle"
+  std::string detector;  // "persistence", "cusum", "sequential", "inside", "in-flight" or "lifecycle"
+  // Straggler: where the job waits for it. "arrival": it comes last;
+  // "inside": it comes on time, and the collective waits for its CPU.
+  std::string where = "arrival";
+  std::optional<InsideEvidence> inside;
   RankIdentity culprit;
   std::string probe;             // the collective carrying the signal
   CommunicatorRef comm;          // on which communicator

@@ -181,7 +181,8 @@ void StragglerDetector::ingest(const CallEvent& call, const CallComm& comm) {
     if (!eligible(lane, pid)) return;
     lane.aligner->add_participant(pid);
   }
-  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, prev_exit_ns, comm.seq, std::nullopt, comm_count});
+  lane.aligner->add({pid, call.entry_ns, call.exit_ns, gap_ns, prev_exit_ns, comm.seq, std::nullopt, comm_count,
+                     call.oncpu_ns, call.runq_ns, call.size_arg});
   take_instances(key, lane, call.exit_ns);
 }
 
@@ -254,6 +255,7 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
   if (!window) return;
   LaneAccum& accum = window->lanes[key];
   ++accum.instances;
+  account_inside(accum, instance, last ? last->entry_ns : instance.release_ns);
   for (const RankCall& call : instance.calls) {
     RankAccum& rank = accum.ranks[call.pid];
     ++rank.instances;

@@ -53,6 +53,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/aligner.h"
+#include "detect/inside.h"
 #include "detect/report.h"
 #include "events/call_event.h"
 #include "events/communicator.h"
@@ -94,6 +95,11 @@ struct DetectorConfig {
   double seq_p0 = 0.10;
   double seq_p1 = 0.50;
   double seq_arl0 = 1e8;
+  // The straggler that arrives on time (detect/inside.h): flagged in a
+  // window when its thread waited for a CPU inside its calls, set apart
+  // from its peers'; named after persistence_m of persistence_n windows.
+  bool inside = true;
+  InsideThresholds inside_thresholds;
 };
 
 struct DetectorCounters {
@@ -186,10 +192,12 @@ class StragglerDetector {
     auto operator<=>(const LaneKey&) const = default;
   };
   struct Mark {
-    bool flagged = false;      // passed every test on some lane
-    bool cusum_worst = false;  // unique worst above the CUSUM floor on some lane
-    bool sequential = false;   // its sequential test in alarm after an instance of the window, on some lane
-    double blame_ns = 0;       // its blame in the window, every lane
+    bool flagged = false;       // passed every test on some lane
+    bool cusum_worst = false;   // unique worst above the CUSUM floor on some lane
+    bool sequential = false;    // its sequential test in alarm after an instance of the window, on some lane
+    bool inside = false;        // the inside test held on some lane
+    double blame_ns = 0;        // its blame in the window, every lane
+    double inside_cost_ns = 0;  // what collectives waited for its CPU in the window, every lane
     uint64_t start_ns = 0;
   };
   struct Lane;
@@ -197,6 +205,7 @@ class StragglerDetector {
   struct LaneAccum;
   struct Window;
   struct Run;
+  struct WindowBest;
 
   Lane& lane_for(uint32_t probe_id, const CallComm& comm);
   // `alive`: only ranks still running (alignment); false: exited members too (hangs).
@@ -222,9 +231,11 @@ class StragglerDetector {
                         uint64_t elapsed_ns);
   void cusum_findings(const WindowReport& report, std::set<int32_t>& cusum_flagged, uint64_t now_ns,
                       DetectorOutput& out);
-  void update_persistence(int32_t pid, Mark mark, const RankWindowStats* evidence, const WindowReport* report,
-                          const WindowReport* cusum_report, const RankWindowStats* cusum_evidence, uint64_t now_ns,
-                          DetectorOutput& out);
+  void update_persistence(int32_t pid, const WindowBest& best, uint64_t now_ns, DetectorOutput& out);
+  // straggler_inside.cpp: an instance's CPU times into its window; a lane's
+  // window judged (who waited for a CPU inside, set apart from its peers).
+  void account_inside(LaneAccum& accum, const CollectiveInstance& instance, uint64_t last_arrival_ns);
+  void judge_lane_inside(Lane& lane, const LaneAccum& accum, WindowReport& report, uint64_t elapsed_ns);
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.

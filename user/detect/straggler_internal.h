@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "detect/inside.h"
 #include "detect/straggler.h"
 #include "stats/sequential.h"
 
@@ -46,6 +47,9 @@ struct StragglerDetector::Lane {
   std::map<int32_t, BernoulliCusum> sequential;
   uint64_t last_release_ns = 0;
   std::deque<SequentialInstance> recent;  // the latest instances, for sequential findings' evidence
+  // From the last arrival to the release, per message size: its lowest window median so far.
+  std::map<uint64_t, InsideBaseline> inside_baselines;
+  std::map<int32_t, uint64_t> total_inside_cost_ns;  // what the collective waited for each rank's CPU
 
   // Whether its members are known up front (the job, or read / created);
   // else they are learnt from the calls during settle_ns.
@@ -72,11 +76,27 @@ struct StragglerDetector::RankAccum {
   // highest statistic, and whether it was in alarm after any of them.
   std::optional<double> sequential_max;
   bool sequential_alarm = false;
+  InsideSums inside;  // its aligned calls' CPU times
 };
 
 struct StragglerDetector::LaneAccum {
   uint64_t instances = 0;
   std::map<int32_t, RankAccum> ranks;
+  // Each instance's time from its last arrival to its release, by message size.
+  std::map<uint64_t, std::vector<double>> after_last_arrival_ns;
+  uint64_t after_last_arrival_total_ns = 0;
+};
+
+// A window's best evidence for one rank, over its lanes: the arrival tests,
+// the CUSUM's, and the inside test's.
+struct StragglerDetector::WindowBest {
+  Mark mark;
+  const WindowReport* report = nullptr;
+  const RankWindowStats* evidence = nullptr;
+  const WindowReport* cusum_report = nullptr;
+  const RankWindowStats* cusum_evidence = nullptr;
+  const WindowReport* inside_report = nullptr;
+  const RankWindowStats* inside_evidence = nullptr;
 };
 
 struct StragglerDetector::Window {

@@ -93,6 +93,7 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
     cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
     stats.cusum_gap = cusum.statistic();
   }
+  judge_lane_inside(lane, accum, report, elapsed_ns);
   return report;
 }
 
@@ -128,14 +129,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   for (const auto& [key, accum] : window.lanes)
     out.windows.push_back(evaluate(window, key, accum, pools[pool_key(key)], elapsed));
 
-  struct Best {
-    Mark mark;
-    const WindowReport* report = nullptr;
-    const RankWindowStats* evidence = nullptr;
-    const WindowReport* cusum_report = nullptr;
-    const RankWindowStats* cusum_evidence = nullptr;
-  };
-  std::map<int32_t, Best> ranks;
+  std::map<int32_t, WindowBest> ranks;
   bool judged = false;
   for (size_t i = first_report; i < out.windows.size(); ++i) {
     const WindowReport& report = out.windows[i];
@@ -145,14 +139,24 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
     for (const RankWindowStats& stats : report.ranks)
       if (!worst || stats.blame_ns > worst->blame_ns) worst = &stats;
     for (const RankWindowStats& stats : report.ranks) {
-      Best& best = ranks[stats.identity.pid];
+      WindowBest& best = ranks[stats.identity.pid];
       best.mark.start_ns = start;
       best.mark.sequential = best.mark.sequential || stats.sequential_alarm;
       best.mark.blame_ns += stats.blame_ns;
+      best.mark.inside_cost_ns += stats.inside_cost_ns;
       if (stats.flagged) {
         best.mark.flagged = true;
-        if (!best.evidence || stats.blame_share > best.evidence->blame_share)
-          best = {best.mark, &report, &stats, best.cusum_report, best.cusum_evidence};
+        if (!best.evidence || stats.blame_share > best.evidence->blame_share) {
+          best.report = &report;
+          best.evidence = &stats;
+        }
+      }
+      if (stats.inside_flagged) {
+        best.mark.inside = true;
+        if (!best.inside_evidence || stats.inside_cost_share > best.inside_evidence->inside_cost_share) {
+          best.inside_report = &report;
+          best.inside_evidence = &stats;
+        }
       }
       // The slow-onset test: the unique worst above the lower floor.
       bool unique = &stats == worst && std::all_of(report.ranks.begin(), report.ranks.end(), [&](const auto& o) {
@@ -173,14 +177,11 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
     }
   }
   if (judged) ++windows_judged_;
-  for (const auto& [pid, best] : ranks)
-    update_persistence(pid, best.mark, best.evidence, best.report, best.cusum_report, best.cusum_evidence, now_ns, out);
+  for (const auto& [pid, best] : ranks) update_persistence(pid, best, now_ns, out);
 }
 
-void StragglerDetector::update_persistence(int32_t pid, Mark mark, const RankWindowStats* evidence,
-                                           const WindowReport* report, const WindowReport* cusum_report,
-                                           const RankWindowStats* cusum_evidence, uint64_t now_ns,
-                                           DetectorOutput& out) {
+void StragglerDetector::update_persistence(int32_t pid, const WindowBest& best, uint64_t now_ns, DetectorOutput& out) {
+  const Mark& mark = best.mark;
   std::deque<Mark>& history = history_[pid];
   history.push_back(mark);
   while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
@@ -190,11 +191,12 @@ void StragglerDetector::update_persistence(int32_t pid, Mark mark, const RankWin
       static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.cusum_worst; }));
   int sequential =
       static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.sequential; }));
+  int inside = static_cast<int>(std::count_if(history.begin(), history.end(), [](const Mark& m) { return m.inside; }));
   // Cleared once no test holds any more, for persistence_n windows: a
   // recurrence is a new finding. (A sequential finding can be raised before
   // the rank has that many windows: a short history is not a clear one.)
-  bool cleared =
-      history.size() >= static_cast<size_t>(config_.persistence_n) && flagged == 0 && worst == 0 && sequential == 0;
+  bool cleared = history.size() >= static_cast<size_t>(config_.persistence_n) && flagged == 0 && worst == 0 &&
+                 sequential == 0 && inside == 0;
   // A sequential finding raised by instances after this window (its run
   // began later) is not cleared, nor its run judged, by this window.
   auto runs = runs_.find(pid);
@@ -205,15 +207,20 @@ void StragglerDetector::update_persistence(int32_t pid, Mark mark, const RankWin
   if (cleared) active_findings_.erase(pid);
   if (active_findings_.contains(pid)) return;
 
-  if (evidence && flagged >= config_.persistence_m) {
-    Finding f = straggler_finding("persistence", *report, *evidence, now_ns);
+  if (best.evidence && flagged >= config_.persistence_m) {
+    Finding f = straggler_finding("persistence", *best.report, *best.evidence, now_ns);
     f.windows_flagged = flagged;
     f.windows_considered = static_cast<int>(history.size());
     raise_finding(std::move(f), pid, out);
-  } else if (cusum_evidence && worst >= config_.persistence_m) {
+  } else if (best.cusum_evidence && worst >= config_.persistence_m) {
     // A slow onset below the main floor, named as it grows; never from one window.
-    Finding f = straggler_finding("cusum", *cusum_report, *cusum_evidence, now_ns);
+    Finding f = straggler_finding("cusum", *best.cusum_report, *best.cusum_evidence, now_ns);
     f.windows_flagged = worst;
+    f.windows_considered = static_cast<int>(history.size());
+    raise_finding(std::move(f), pid, out);
+  } else if (best.inside_evidence && inside >= config_.persistence_m) {
+    Finding f = inside_finding(*best.inside_report, *best.inside_evidence, now_ns);
+    f.windows_flagged = inside;
     f.windows_considered = static_cast<int>(history.size());
     raise_finding(std::move(f), pid, out);
   }
@@ -225,12 +232,13 @@ void StragglerDetector::raise_finding(Finding finding, int32_t pid, DetectorOutp
   Run run;
   run.finding = findings_.size();
   // The run begins at the first window of the evidence.
-  auto first = std::find_if(history.begin(), history.end(), [](const Mark& m) { return m.flagged || m.cusum_worst; });
+  auto marked = [](const Mark& m) { return m.flagged || m.cusum_worst || m.inside; };
+  auto first = std::find_if(history.begin(), history.end(), marked);
   for (auto it = first; it != history.end(); ++it) {
     ++run.evaluated;
-    run.flagged += it->flagged || it->cusum_worst;
-    run.cost_ns += it->blame_ns;
-    if (it->flagged || it->cusum_worst) run.last_flagged_end_ns = it->start_ns + config_.window_ns;
+    run.flagged += marked(*it);
+    run.cost_ns += it->blame_ns + it->inside_cost_ns;
+    if (marked(*it)) run.last_flagged_end_ns = it->start_ns + config_.window_ns;
   }
   run.start_ns = first != history.end() ? first->start_ns : history.back().start_ns;
   runs_[pid].push_back(run);
@@ -244,8 +252,8 @@ void StragglerDetector::track_runs(int32_t pid, const Mark& mark, bool cleared) 
   if (it == runs_.end() || it->second.empty() || !it->second.back().open) return;
   Run& run = it->second.back();
   ++run.evaluated;
-  run.cost_ns += mark.blame_ns;
-  if (mark.flagged || mark.cusum_worst || mark.sequential) {
+  run.cost_ns += mark.blame_ns + mark.inside_cost_ns;
+  if (mark.flagged || mark.cusum_worst || mark.sequential || mark.inside) {
     ++run.flagged;
     run.last_flagged_end_ns = mark.start_ns + config_.window_ns;
   }
@@ -269,7 +277,9 @@ std::vector<Finding> StragglerDetector::findings() const {
   for (Finding& f : result) {
     if (f.type != "straggler") continue;
     for (const auto& [id, info] : probes_)
-      if (info.name == f.probe) f.cost_ns = blame_ns(id, f.culprit.pid);
+      if (info.name == f.probe)
+        f.cost_ns = f.where == "inside" ? sum_lanes(id, f.culprit.pid, &Lane::total_inside_cost_ns)
+                                        : blame_ns(id, f.culprit.pid);
     f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
     f.summary = straggler_summary(f);
   }

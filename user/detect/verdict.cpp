@@ -73,12 +73,56 @@ Finding straggler_finding(const char* detector, const WindowReport& report, cons
   return f;
 }
 
+Finding inside_finding(const WindowReport& report, const RankWindowStats& evidence, uint64_t now_ns) {
+  Finding f = straggler_finding("inside", report, evidence, now_ns);
+  f.where = "inside";
+  InsideEvidence inside;
+  inside.oncpu_share = evidence.inside_oncpu_share.value_or(0);
+  inside.runq_share = evidence.inside_runq_share.value_or(0);
+  inside.peers_oncpu_share = evidence.inside_peers_oncpu_share;
+  inside.peers_runq_share = evidence.inside_peers_runq_share;
+  inside.after_last_arrival_ns = report.after_last_arrival_ns;
+  inside.after_last_arrival_ratio = report.after_last_arrival_ratio;
+  inside.cost_share = evidence.inside_cost_share;
+  f.inside = inside;
+  return f;
+}
+
+namespace {
+
+std::string percent(std::optional<double> share) { return share ? fmt::format("{:.0f}%", *share * 100) : "-"; }
+
+// "rank 1 (pid 8445) is the straggler inside mpi.allreduce: it arrives on time (...), but ran 24% of ...".
+std::string inside_summary(const Finding& f) {
+  const InsideEvidence& in = *f.inside;
+  std::string collective;
+  if (in.after_last_arrival_ns) {
+    collective = fmt::format("; each instance took {} from its last arrival to its release",
+                             format_ns(*in.after_last_arrival_ns));
+    // Against the lane's lowest earlier window: said only when it grew (a
+    // job slow from the start has no healthy past to compare).
+    if (in.after_last_arrival_ratio && *in.after_last_arrival_ratio >= 1.5)
+      collective += fmt::format(", {:.1f}x this communicator's best window", *in.after_last_arrival_ratio);
+  }
+  return fmt::format(
+      "{} is the straggler inside {}{}: it arrives on time (last in {:.0f}% of calls, {} after the median rank) but "
+      "ran only {:.0f}% of the time it spent inside, waiting for a CPU {:.0f}% (its peers ran {}, waited {}){}; "
+      "flagged in {} of the last {} windows; the job lost {} waiting for its CPU ({:.1f}% of traced time)",
+      rank_label(f.culprit), f.probe, communicator_phrase(f), f.last_fraction * 100, format_ns(f.lateness_median_ns),
+      in.oncpu_share * 100, in.runq_share * 100, percent(in.peers_oncpu_share), percent(in.peers_runq_share),
+      collective, f.windows_flagged, f.windows_considered, format_ns(static_cast<double>(f.cost_ns)),
+      f.cost_share * 100);
+}
+
+}  // namespace
+
 std::string communicator_phrase(const Finding& f) {
   if (!f.comm || f.comm->source == CommSource::job) return "";
   return fmt::format(" on {}{}", f.comm->label, f.comm_rank ? fmt::format(" as its rank {}", *f.comm_rank) : "");
 }
 
 std::string straggler_summary(const Finding& f) {
+  if (f.where == "inside" && f.inside) return inside_summary(f);
   std::string z = f.detector == "sequential" ? std::string()
                   : f.z_lateness || f.z_gap  ? fmt::format(" (robust z: lateness {}, compute gap {})",
                                                           f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",

@@ -27,6 +27,10 @@ RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& conf
 Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
                           uint64_t now_ns);
 
+// A straggler inside the collective (where "inside") from the window its
+// inside test held in: its thread's CPU times against its peers'.
+Finding inside_finding(const WindowReport& report, const RankWindowStats& evidence, uint64_t now_ns);
+
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.
 void set_sequential_evidence(Finding& finding, const BernoulliCusum& test, const DetectorConfig& config);

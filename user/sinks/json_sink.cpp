@@ -131,6 +131,13 @@ void JsonSink::window(const WindowReport& r) {
       j["cusum_gap"] = s.cusum_gap;
       j["flagged"] = s.flagged;
       if (s.sequential_statistic) j["sequential_statistic"] = *s.sequential_statistic;
+      if (s.inside_oncpu_share) {
+        j["inside_oncpu_share"] = *s.inside_oncpu_share;
+        j["inside_runq_share"] = optional_number(s.inside_runq_share);
+        j["inside_cost_share"] = s.inside_cost_share;
+        j["inside_flagged"] = s.inside_flagged;
+      }
+      j["after_last_arrival_ns"] = optional_number(r.after_last_arrival_ns);
     }
     write(j, false);
   }
@@ -200,6 +207,7 @@ json finding_json(const Finding& f) {
     evidence["followed_by"] = f.followed_by;
     evidence["followed_within_ns"] = f.followed_within_ns;
   } else {
+    evidence["where"] = f.where;
     evidence["lateness_median_ns"] = f.lateness_median_ns;
     evidence["blame_share"] = f.blame_share;
     evidence["last_fraction"] = f.last_fraction;
@@ -218,6 +226,15 @@ json finding_json(const Finding& f) {
       evidence["lead_share"] = f.sequential_lead_share;
       evidence["instances_considered"] = f.instances_considered;
       evidence["instances_flagged"] = f.instances_flagged;
+    }
+    if (f.inside) {
+      evidence["oncpu_share"] = f.inside->oncpu_share;
+      evidence["runq_share"] = f.inside->runq_share;
+      evidence["peers_oncpu_share"] = optional_number(f.inside->peers_oncpu_share);
+      evidence["peers_runq_share"] = optional_number(f.inside->peers_runq_share);
+      evidence["after_last_arrival_ns"] = optional_number(f.inside->after_last_arrival_ns);
+      evidence["after_last_arrival_ratio"] = optional_number(f.inside->after_last_arrival_ratio);
+      evidence["inside_cost_share"] = f.inside->cost_share;
     }
   }
   json j{{"type", f.type},

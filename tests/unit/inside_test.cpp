@@ -1,0 +1,167 @@
+// The straggler that arrives on time: the pure judge of CPU times inside a
+// collective (detect/inside.h), and the detector naming such a rank.
+#include "detect/inside.h"
+
+#include <gtest/gtest.h>
+
+#include "detect/straggler.h"
+#include "support/synthetic_job.h"
+
+namespace slowburn {
+namespace {
+
+using namespace testing;
+
+constexpr uint64_t kMs = 1'000'000;
+
+// `calls` calls of 10 ms, `oncpu` and `runq` the shares of each.
+InsideSums sums(double oncpu, double runq, uint64_t calls = 20) {
+  InsideSums s;
+  for (uint64_t i = 0; i < calls; ++i)
+    s.add(10 * kMs, static_cast<uint64_t>(oncpu * 10 * kMs), static_cast<uint64_t>(runq * 10 * kMs));
+  return s;
+}
+
+std::set<int32_t> apart(const std::vector<InsideJudgement>& judged) {
+  std::set<int32_t> out;
+  for (const InsideJudgement& j : judged)
+    if (j.apart) out.insert(j.pid);
+  return out;
+}
+
+const InsideJudgement& of(const std::vector<InsideJudgement>& judged, int32_t pid) {
+  return *std::find_if(judged.begin(), judged.end(), [&](const InsideJudgement& j) { return j.pid == pid; });
+}
+
+// 20 calls of 10 ms in a 250 ms window, 8 ms of each after the last arrival.
+constexpr uint64_t kAfterLast = 20 * 8 * kMs;
+constexpr uint64_t kElapsed = 250 * kMs;
+
+TEST(InsideJudge, TheRankThatWaitsForItsCpuIsSetApart) {
+  // Spinning peers run ~95% of their time inside; the throttled rank 25%.
+  std::map<int32_t, InsideSums> ranks{
+      {1, sums(0.95, 0.02)}, {2, sums(0.25, 0.75)}, {3, sums(0.94, 0.03)}, {4, sums(0.96, 0.02)}};
+  auto judged = judge_inside(ranks, kAfterLast, kElapsed);
+  EXPECT_EQ(apart(judged), std::set<int32_t>{2});
+  const InsideJudgement& j = of(judged, 2);
+  EXPECT_NEAR(j.oncpu_share, 0.25, 1e-9);
+  EXPECT_NEAR(*j.runq_share, 0.75, 1e-9);
+  EXPECT_NEAR(*j.peers_oncpu_share, 0.95, 1e-9);
+  EXPECT_NEAR(*j.peers_runq_share, 0.02, 1e-9);
+  // Its wait beyond the peers' median: 20 x (7.5 - 0.2) ms.
+  EXPECT_EQ(j.cost_ns, 20 * 73 * kMs / 10);
+  EXPECT_NEAR(j.cost_share, 146.0 / 250.0, 1e-9);
+}
+
+TEST(InsideJudge, WhereEveryRankWaitsNobodyIsApart) {
+  // More spinning ranks than cores: every one waits about half the time.
+  std::map<int32_t, InsideSums> ranks{
+      {1, sums(0.55, 0.62)}, {2, sums(0.52, 0.66)}, {3, sums(0.57, 0.60)}, {4, sums(0.50, 0.70)}};
+  EXPECT_TRUE(apart(judge_inside(ranks, kAfterLast, kElapsed)).empty());
+}
+
+TEST(InsideJudge, TwoThrottledRanksAreBothApart) {
+  std::map<int32_t, InsideSums> ranks{{1, sums(0.95, 0.02)},
+                                      {2, sums(0.25, 0.75)},
+                                      {3, sums(0.94, 0.03)},
+                                      {4, sums(0.30, 0.70)},
+                                      {5, sums(0.96, 0.02)}};
+  EXPECT_EQ(apart(judge_inside(ranks, kAfterLast, kElapsed)), (std::set<int32_t>{2, 4}));
+}
+
+TEST(InsideJudge, ALittleMoreWaitingOnALoadedNodeIsNoCause) {
+  // 70% against peers' 55%: above the excess floor, but not twice their
+  // odds (70/30 = 2.3 against 55/45 = 1.2: 1.9x).
+  std::map<int32_t, InsideSums> ranks{{1, sums(0.45, 0.55)}, {2, sums(0.30, 0.70)}, {3, sums(0.45, 0.55)}};
+  EXPECT_TRUE(apart(judge_inside(ranks, kAfterLast, kElapsed)).empty());
+}
+
+TEST(InsideJudge, TheCostIsWhatTheCollectiveCouldHaveWaited) {
+  std::map<int32_t, InsideSums> ranks{{1, sums(0.95, 0.02)}, {2, sums(0.25, 0.75)}, {3, sums(0.95, 0.02)}};
+  // The instances spent only 20 ms after their last arrivals: no more is its doing.
+  auto capped = judge_inside(ranks, 20 * kMs, kElapsed);
+  EXPECT_EQ(of(capped, 2).cost_ns, 20 * kMs);
+  EXPECT_TRUE(apart(capped).empty()) << "8% of the window is under the 10% floor";
+  // The same in a window ten times longer: a cost too small to name.
+  EXPECT_TRUE(apart(judge_inside(ranks, kAfterLast, 10 * kElapsed)).empty());
+}
+
+TEST(InsideJudge, WithoutRunQueueTimesNobodyIsNamed) {
+  // A kernel without CONFIG_SCHED_INFO: on-CPU shares only, said but not judged.
+  InsideSums low, high;
+  for (int i = 0; i < 20; ++i) {
+    low.add(10 * kMs, 2 * kMs, std::nullopt);
+    high.add(10 * kMs, 9 * kMs, std::nullopt);
+  }
+  auto judged = judge_inside({{1, high}, {2, low}, {3, high}}, kAfterLast, kElapsed);
+  EXPECT_TRUE(apart(judged).empty());
+  EXPECT_NEAR(of(judged, 2).oncpu_share, 0.2, 1e-9);
+  EXPECT_FALSE(of(judged, 2).runq_share.has_value());
+}
+
+TEST(InsideJudge, TooFewCallsAreNotJudged) {
+  std::map<int32_t, InsideSums> ranks{{1, sums(0.95, 0.02, 3)}, {2, sums(0.25, 0.75, 3)}, {3, sums(0.95, 0.02, 3)}};
+  EXPECT_TRUE(apart(judge_inside(ranks, kAfterLast, kElapsed)).empty());
+}
+
+TEST(InsideBaseline, RatioAgainstTheBestEarlierWindow) {
+  InsideBaseline b;
+  EXPECT_FALSE(b.observe(2e6).has_value());  // no past yet
+  EXPECT_NEAR(*b.observe(1e6), 0.5, 1e-9);
+  EXPECT_NEAR(*b.observe(4e6), 4.0, 1e-9);  // against 1 ms, the best so far
+  EXPECT_EQ(b.windows, 3u);
+}
+
+// A communication-bound synthetic job: 0.5 ms of compute, 3 ms of
+// collective; `waits(rank)` is the share of each call a rank spends
+// waiting for its CPU (the rest on it).
+std::vector<CallEvent> comm_bound(const std::function<double(int)>& waits, int steps) {
+  SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(steps);
+  for (CallEvent& e : events) {
+    double wait = waits(static_cast<int>(e.pid) - SyntheticJob::pid(0));
+    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
+    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
+  }
+  return events;
+}
+
+TEST(StragglerDetectorInside, ARankOnTimeThatWaitsForItsCpuIsNamedInside) {
+  StragglerDetector d = make_detector(4);
+  std::vector<CallEvent> events = comm_bound([](int rank) { return rank == 1 ? 0.75 : 0.02; }, 2000);
+  Feed run = feed(d, events);
+  ASSERT_EQ(culprits(run.findings), std::set<int>{1});
+  const Finding& f = run.findings.front();
+  EXPECT_EQ(f.detector, "inside");
+  EXPECT_EQ(f.where, "inside");
+  ASSERT_TRUE(f.inside.has_value());
+  EXPECT_NEAR(f.inside->runq_share, 0.75, 0.01);
+  EXPECT_NEAR(*f.inside->peers_runq_share, 0.02, 0.01);
+  ASSERT_TRUE(f.inside->after_last_arrival_ns.has_value());
+  EXPECT_NEAR(*f.inside->after_last_arrival_ns, 3e6, 0.1e6);
+  EXPECT_NE(f.summary.find("is the straggler inside mpi.allreduce"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("arrives on time"), std::string::npos) << f.summary;
+  SessionVerdict v = d.verdict(events.back().exit_ns);
+  ASSERT_EQ(v.stragglers.size(), 1u);
+  EXPECT_EQ(v.stragglers.front().where, "inside");
+  EXPECT_GT(v.stragglers.front().cost_share, 0.3);
+}
+
+TEST(StragglerDetectorInside, AHealthyCommunicationBoundJobNamesNobody) {
+  StragglerDetector d = make_detector(4);
+  Feed run = feed(d, comm_bound([](int rank) { return 0.02 + 0.01 * rank; }, 2000));
+  EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
+}
+
+TEST(StragglerDetectorInside, TheInsideTestCanBeTurnedOff) {
+  DetectorConfig config;
+  config.inside = false;
+  StragglerDetector d = make_detector(4, config);
+  Feed run = feed(d, comm_bound([](int rank) { return rank == 1 ? 0.75 : 0.02; }, 2000));
+  EXPECT_TRUE(run.findings.empty());
+}
+
+}  // namespace
+}  // namespace slowburn

@@ -1,0 +1,74 @@
+#include "detect/inside.h"
+
+#include <algorithm>
+
+#include "stats/robust.h"
+
+namespace slowburn {
+
+void InsideSums::add(uint64_t duration, uint64_t oncpu, std::optional<uint64_t> runq) {
+  ++calls;
+  duration_ns += duration;
+  // The kernel's on-CPU sum lags by up to a tick at each end: never more than the call.
+  oncpu_ns += std::min(oncpu, duration);
+  if (runq) {
+    has_runq = true;
+    runq_ns += std::min(*runq, duration);
+  }
+}
+
+namespace {
+
+double share(uint64_t part, uint64_t whole) {
+  return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
+
+// Waiting per unit of running; a rank that never ran waits "infinitely".
+double odds(const InsideSums& s) {
+  return s.oncpu_ns ? static_cast<double>(s.runq_ns) / static_cast<double>(s.oncpu_ns) : 1e9;
+}
+
+}  // namespace
+
+std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& ranks, uint64_t after_last_arrival_ns,
+                                          uint64_t elapsed_ns, const InsideThresholds& t) {
+  std::vector<InsideJudgement> out;
+  for (const auto& [pid, mine] : ranks) {
+    if (mine.calls == 0 || mine.duration_ns == 0) continue;
+    InsideJudgement j;
+    j.pid = pid;
+    j.oncpu_share = share(mine.oncpu_ns, mine.duration_ns);
+    if (mine.has_runq) j.runq_share = share(mine.runq_ns, mine.duration_ns);
+    std::vector<double> peer_oncpu, peer_runq, peer_odds, peer_runq_ns;
+    for (const auto& [other, theirs] : ranks) {
+      if (other == pid || theirs.calls < t.min_calls || theirs.duration_ns == 0) continue;
+      peer_oncpu.push_back(share(theirs.oncpu_ns, theirs.duration_ns));
+      if (!theirs.has_runq) continue;
+      peer_runq.push_back(share(theirs.runq_ns, theirs.duration_ns));
+      peer_odds.push_back(odds(theirs));
+      peer_runq_ns.push_back(static_cast<double>(theirs.runq_ns));
+    }
+    j.peers_oncpu_share = median(peer_oncpu);
+    j.peers_runq_share = median(peer_runq);
+    if (j.runq_share && j.peers_runq_share) {
+      double excess = static_cast<double>(mine.runq_ns) - *median(peer_runq_ns);
+      j.cost_ns = excess > 0 ? std::min(static_cast<uint64_t>(excess), after_last_arrival_ns) : 0;
+      j.cost_share = share(j.cost_ns, elapsed_ns);
+      j.apart = mine.calls >= t.min_calls && *j.runq_share >= t.min_runq_share &&
+                *j.runq_share - *j.peers_runq_share >= t.runq_excess_share &&
+                odds(mine) >= t.versus_peers * *median(peer_odds) && j.cost_share >= t.min_cost_share;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::optional<double> InsideBaseline::observe(double median_ns) {
+  std::optional<double> ratio;
+  if (best_median_ns && *best_median_ns > 0) ratio = median_ns / *best_median_ns;
+  best_median_ns = best_median_ns ? std::min(*best_median_ns, median_ns) : median_ns;
+  ++windows;
+  return ratio;
+}
+
+}  // namespace slowburn

@@ -1,0 +1,71 @@
+// The straggler that arrives on time: a rank whose CPU makes every member
+// wait inside the collective. Open MPI's and gloo's ranks drive a collective
+// from the calling thread; one that wants its CPU and does not get it (its
+// cgroup's quota, a busy neighbour on its core) stalls the others' data
+// while it sits in the run queue. Its arrival is on time; its evidence is
+// what the kernel says of its thread during its calls: time runnable but
+// off the CPU, set apart from its peers' in the same calls. Pure: sums in,
+// judgements out.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace slowburn {
+
+// One rank's calls on one lane in one window, with the kernel's CPU times.
+struct InsideSums {
+  uint64_t calls = 0;  // calls with CPU times
+  uint64_t duration_ns = 0;
+  uint64_t oncpu_ns = 0;
+  uint64_t runq_ns = 0;
+  bool has_runq = false;  // the kernel keeps run-queue waits (CONFIG_SCHED_INFO)
+
+  void add(uint64_t duration, uint64_t oncpu, std::optional<uint64_t> runq);
+};
+
+struct InsideThresholds {
+  uint64_t min_calls = 5;
+  double min_runq_share = 0.2;  // of its time inside, waiting for a CPU
+  // And this much more of it than the peers' median: where every rank
+  // waits (more spinning ranks than cores), 60% against 50% is nobody's.
+  double runq_excess_share = 0.1;
+  // And waiting this many times more per unit of running than the peers'
+  // median (odds: 85/15 against 50/50 is 5.7x).
+  double versus_peers = 2.0;
+  double min_cost_share = 0.1;  // of the window: what the collective waited for it
+};
+
+struct InsideJudgement {
+  int32_t pid = 0;
+  double oncpu_share = 0;  // of its time inside, on a CPU
+  std::optional<double> runq_share;
+  std::optional<double> peers_oncpu_share;  // the other ranks' median
+  std::optional<double> peers_runq_share;
+  // What the collective waited for it: its run-queue wait beyond the
+  // peers' median, no more than the instances spent after their last
+  // arrival.
+  uint64_t cost_ns = 0;
+  double cost_share = 0;  // of the window
+  bool apart = false;     // every test holds
+};
+
+// Every rank with CPU times, judged against the others of the same lane.
+// `after_last_arrival_ns`: the instances' total time from their last
+// arrival to their release; `elapsed_ns`: the window's traced time.
+std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& ranks, uint64_t after_last_arrival_ns,
+                                          uint64_t elapsed_ns, const InsideThresholds& thresholds = {});
+
+// A lane's time from last arrival to release, for one message size, against
+// its own past: the lowest median of the windows judged so far.
+struct InsideBaseline {
+  std::optional<double> best_median_ns;
+  uint64_t windows = 0;
+
+  // Records one window's median; returns its ratio to the baseline before it (nullopt: no baseline yet).
+  std::optional<double> observe(double median_ns);
+};
+
+}  // namespace slowburn

@@ -1,0 +1,57 @@
+// The inside test's part of the detector: each aligned instance's CPU times
+// into its window, and per lane and window who waited for a CPU inside the
+// collective while its peers did not (detect/inside.h).
+#include <algorithm>
+#include <numeric>
+
+#include "detect/inside.h"
+#include "detect/straggler.h"
+#include "detect/straggler_internal.h"
+#include "stats/robust.h"
+
+namespace slowburn {
+
+void StragglerDetector::account_inside(LaneAccum& accum, const CollectiveInstance& instance, uint64_t last_arrival_ns) {
+  uint64_t after = instance.release_ns > last_arrival_ns ? instance.release_ns - last_arrival_ns : 0;
+  uint64_t size = instance.calls.empty() ? 0 : instance.calls.front().size_arg;
+  accum.after_last_arrival_ns[size].push_back(static_cast<double>(after));
+  accum.after_last_arrival_total_ns += after;
+  for (const RankCall& call : instance.calls)
+    if (call.oncpu_ns) accum.ranks[call.pid].inside.add(call.exit_ns - call.entry_ns, *call.oncpu_ns, call.runq_ns);
+}
+
+void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, WindowReport& report,
+                                          uint64_t elapsed_ns) {
+  if (!config_.inside || lane.info.kind != CallKind::synchronizing || accum.instances < config_.min_instances) return;
+  // The collective's own time, for the size that takes most of it (a
+  // step's large all-reduce, not the 16-byte one beside it on the same
+  // communicator).
+  auto total = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  auto most = std::max_element(accum.after_last_arrival_ns.begin(), accum.after_last_arrival_ns.end(),
+                               [&](const auto& a, const auto& b) { return total(a.second) < total(b.second); });
+  if (most != accum.after_last_arrival_ns.end() && most->second.size() >= config_.min_instances) {
+    report.after_last_arrival_ns = median(most->second);
+    report.after_last_arrival_size = most->first;
+    report.after_last_arrival_ratio = lane.inside_baselines[most->first].observe(*report.after_last_arrival_ns);
+  }
+  std::map<int32_t, InsideSums> sums;
+  for (const auto& [pid, rank] : accum.ranks)
+    if (rank.inside.calls) sums[pid] = rank.inside;
+  if (sums.size() < 2) return;
+  for (const InsideJudgement& j :
+       judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds)) {
+    auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
+                              [&](const RankWindowStats& s) { return s.identity.pid == j.pid; });
+    if (stats == report.ranks.end()) continue;
+    stats->inside_oncpu_share = j.oncpu_share;
+    stats->inside_runq_share = j.runq_share;
+    stats->inside_peers_oncpu_share = j.peers_oncpu_share;
+    stats->inside_peers_runq_share = j.peers_runq_share;
+    stats->inside_cost_ns = static_cast<double>(j.cost_ns);
+    stats->inside_cost_share = j.cost_share;
+    stats->inside_flagged = j.apart;
+    lane.total_inside_cost_ns[j.pid] += j.cost_ns;
+  }
+}
+
+}  // namespace slowburn
