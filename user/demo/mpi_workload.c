@@ -19,6 +19,12 @@
  *                         [--compute-us C] [--tp K] [--seconds S]
  *                         [--steps N] [--warmup-s W] [--progress-s P]
  *                         [--wait-file F] [--init-wait-file F]
+ *                         [--gradient-bytes B]
+ *
+ * --gradient-bytes B all-reduces B bytes of "gradients" on the world after
+ * each step's compute: with little compute the job is communication-bound,
+ * the case where a rank that arrives on time can still hold everyone up
+ * inside the collective (its CPU throttled while it drives its part).
  *
  * SIGUSR1 stalls the rank that receives it between two steps, outside any
  * collective, until SIGUSR1 again or SIGTERM: a rank stuck in its own code (a
@@ -168,6 +174,8 @@ int main(int argc, char **argv)
 	uint64_t per_us, iterations, acc = 0;
 	int freeze_rank = -1, pipe_rank = -1, mismatch_rank = -1;
 	long freeze_step = 0, pipe_step = 0, mismatch_step = 0;
+	long gradient_bytes = 0;
+	double *gradient = NULL, *reduced = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--slow-rank") && i + 1 < argc)
@@ -198,11 +206,13 @@ int main(int argc, char **argv)
 			parse_fault(argv[++i], &pipe_rank, &pipe_step);
 		else if (!strcmp(argv[i], "--mismatch") && i + 1 < argc)
 			parse_fault(argv[++i], &mismatch_rank, &mismatch_step);
+		else if (!strcmp(argv[i], "--gradient-bytes") && i + 1 < argc)
+			gradient_bytes = atol(argv[++i]);
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
 					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P] "
 					"[--wait-file F] [--init-wait-file F] [--freeze-inside R:S] "
-					"[--read-pipe R:S] [--mismatch R:S]\n", argv[0]);
+					"[--read-pipe R:S] [--mismatch R:S] [--gradient-bytes B]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -234,6 +244,12 @@ int main(int argc, char **argv)
 
 	double start = now_s(), next_progress = start + progress_s;
 	double *gathered = calloc((size_t)size, sizeof(double));
+	size_t gradient_n = gradient_bytes > 0 ? (size_t)gradient_bytes / sizeof(double) : 0;
+
+	if (gradient_n) {
+		gradient = calloc(gradient_n, sizeof(double));
+		reduced = calloc(gradient_n, sizeof(double));
+	}
 	long step;
 	for (step = 0; steps < 0 || step < steps; step++) {
 		double mine, sums[2], local[2], part;
@@ -247,6 +263,11 @@ int main(int argc, char **argv)
 		}
 		acc ^= work(todo, acc + (uint64_t)step);
 		mine = (double)(acc & 0xffff);
+		/* A communication-bound step: the gradients' all-reduce dominates it. */
+		if (gradient_n) {
+			gradient[step % gradient_n] = mine;
+			MPI_Allreduce(gradient, reduced, (int)gradient_n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		}
 		if (tp > 1) {
 			MPI_Allreduce(&mine, &part, 1, MPI_DOUBLE, MPI_SUM, tp_comm);
 			MPI_Allgather(&part, 1, MPI_DOUBLE, gathered, 1, MPI_DOUBLE, dp_comm);
@@ -291,6 +312,8 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("workload done: %ld steps in %.1f s\n", step, now_s() - start);
 	free(gathered);
+	free(gradient);
+	free(reduced);
 	if (tp > 1) {
 		MPI_Comm_free(&tp_comm);
 		MPI_Comm_free(&dp_comm);
