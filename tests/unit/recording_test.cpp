@@ -66,6 +66,11 @@ TEST(Recording, WhatIsWrittenReadsBack) {
       e.seq = 2 * k;  // the kernel's per-thread number, apart from the communicator's
       e.entry_ns = k * 1'000'000 + static_cast<uint64_t>(pid);
       e.exit_ns = k * 1'000'000 + 500'000;
+      e.size_arg = 4096;
+      if (pid == 103) {  // one rank's kernel read its CPU times
+        e.oncpu_ns = 100'000;
+        e.runq_ns = 300'000;
+      }
       comm.seq = k;
       (*recorder)->call(e, comm);
     }
@@ -106,8 +111,27 @@ TEST(Recording, WhatIsWrittenReadsBack) {
     EXPECT_EQ(call.comm_id, 3u);
     EXPECT_EQ(call.comm_rank, 1);
     EXPECT_EQ(call.thread_seq, 2 * call.seq) << "both numbers kept, each its own";
+    EXPECT_EQ(call.size_arg, 4096u);
+    EXPECT_EQ(call.oncpu_ns, call.pid == 103 ? std::optional<uint64_t>(100'000) : std::nullopt);
+    EXPECT_EQ(call.runq_ns, call.pid == 103 ? std::optional<uint64_t>(300'000) : std::nullopt);
   }
   EXPECT_EQ(n, 2000u);
+
+  // A schema-4 recording (no CPU times) still reads, without them.
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    for (const char* column : {"oncpu_ns", "runq_ns", "size_arg"})
+      db.exec(fmt::format("ALTER TABLE calls DROP COLUMN {}", column));
+    db.exec("PRAGMA user_version=4");
+  }
+  {
+    auto v4 = CallCursor::open(path);  // closed before the next change: a statement mid-read locks the file
+    ASSERT_TRUE(v4) << v4.error().message;
+    auto first = v4->next(call);
+    ASSERT_TRUE(first && *first);
+    EXPECT_FALSE(call.oncpu_ns.has_value());
+    EXPECT_EQ(call.size_arg, 0u);
+  }
 
   // A schema-1 recording (no thread_seq column) still reads, without the number.
   {

@@ -88,6 +88,10 @@ CallEvent MergedReplay::merged_call(const PlacedNode& placed, const RecordedCall
   e.seq = c.thread_seq.value_or(0);
   e.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(c.entry_ns) + placed.shift_ns);
   e.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(c.exit_ns) + placed.shift_ns);
+  // Durations, not instants: each rank's CPU times are its own node's, no offset needed.
+  e.oncpu_ns = c.oncpu_ns;
+  e.runq_ns = c.runq_ns;
+  e.size_arg = c.size_arg;
   return e;
 }
 

@@ -227,9 +227,10 @@ void Recorder::commit(std::vector<CallRow>& calls, std::vector<Rows>& rows) {
   if (error_ || (calls.empty() && rows.empty())) return;
   try {
     SQLite::Transaction t(*db_);
-    SQLite::Statement insert(*db_,
-                             "INSERT INTO calls(pid, tid, probe_id, entry_ns, exit_ns, comm_id, comm_rank, seq, "
-                             "seq_absolute, thread_seq) VALUES(?,?,?,?,?,?,?,?,?,?)");
+    SQLite::Statement insert(
+        *db_,
+        "INSERT INTO calls(pid, tid, probe_id, entry_ns, exit_ns, comm_id, comm_rank, seq, "
+        "seq_absolute, thread_seq, oncpu_ns, runq_ns, size_arg) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (const CallRow& r : calls) {
       insert.bind(1, static_cast<int64_t>(r.call.pid));
       insert.bind(2, static_cast<int64_t>(r.call.tid));
@@ -244,6 +245,15 @@ void Recorder::commit(std::vector<CallRow>& calls, std::vector<Rows>& rows) {
       insert.bind(8, static_cast<int64_t>(r.seq));
       insert.bind(9, r.seq_absolute ? 1 : 0);
       insert.bind(10, static_cast<int64_t>(r.call.seq));
+      auto bind_optional = [&](int column, const std::optional<uint64_t>& value) {
+        if (value)
+          insert.bind(column, static_cast<int64_t>(*value));
+        else
+          insert.bind(column);
+      };
+      bind_optional(11, r.call.oncpu_ns);
+      bind_optional(12, r.call.runq_ns);
+      insert.bind(13, static_cast<int64_t>(r.call.size_arg));
       insert.exec();
       insert.reset();
     }

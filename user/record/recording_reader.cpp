@@ -227,15 +227,18 @@ Result<CallCursor> CallCursor::open(const std::filesystem::path& path) {
   state->path = path;
   state->db = std::move(*opened);
   try {
-    bool numbered = state->db->execAndGet("PRAGMA user_version").getInt() >= 2;
+    int version = state->db->execAndGet("PRAGMA user_version").getInt();
+    bool numbered = version >= 2;
+    bool cpu_times = version >= 5;
     // One pass in rowid order needs no page cache to speak of: a small one
     // keeps analyze's memory from growing by SQLite's default 2 MiB per node.
     state->db->exec("PRAGMA cache_size = -128");
-    state->select = std::make_unique<SQLite::Statement>(*state->db,
-                                                        "SELECT pid, tid, probe_id, entry_ns, exit_ns, comm_id, "
-                                                        "comm_rank, seq, seq_absolute, " +
-                                                            std::string(numbered ? "thread_seq" : "NULL") +
-                                                            " FROM calls ORDER BY rowid");
+    state->select = std::make_unique<SQLite::Statement>(
+        *state->db,
+        "SELECT pid, tid, probe_id, entry_ns, exit_ns, comm_id, "
+        "comm_rank, seq, seq_absolute, " +
+            std::string(numbered ? "thread_seq" : "NULL") +
+            (cpu_times ? ", oncpu_ns, runq_ns, size_arg" : ", NULL, NULL, 0") + " FROM calls ORDER BY rowid");
   } catch (const std::exception& e) {
     return damaged(path, e);
   }
@@ -257,6 +260,13 @@ Result<bool> CallCursor::next(RecordedCall& call) {
     call.seq_absolute = s.getColumn(8).getInt() != 0;
     call.thread_seq =
         s.getColumn(9).isNull() ? std::nullopt : std::optional(static_cast<uint64_t>(s.getColumn(9).getInt64()));
+    auto optional_u64 = [&](int column) {
+      return s.getColumn(column).isNull() ? std::nullopt
+                                          : std::optional(static_cast<uint64_t>(s.getColumn(column).getInt64()));
+    };
+    call.oncpu_ns = optional_u64(10);
+    call.runq_ns = optional_u64(11);
+    call.size_arg = static_cast<uint64_t>(s.getColumn(12).getInt64());
     return true;
   } catch (const std::exception& e) {
     return damaged(state_->path, e);

@@ -46,6 +46,11 @@ struct RecordedCall {
   // The kernel's number on (thread, probe), 0 when it could not number it;
   // absent in schema 1 recordings.
   std::optional<uint64_t> thread_seq;
+  // The calling thread's CPU time and run-queue wait, the message size
+  // (schema 5; absent before).
+  std::optional<uint64_t> oncpu_ns;
+  std::optional<uint64_t> runq_ns;
+  uint64_t size_arg = 0;
 };
 
 // A call that had entered and not returned at the recording's last reading.

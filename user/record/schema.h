@@ -24,7 +24,10 @@ namespace slowburn::recording {
 // the calls in flight: what analyze judges a hang's culprit by; v3 hangs
 // are judged by position alone) and process_ends (how each rank ended, where
 // the kernel said: analyze's failures).
-inline constexpr int kSchemaVersion = 4;
+// 5: calls.oncpu_ns, runq_ns and size_arg (the calling thread's CPU time and
+// run-queue wait during the call, the message size: analyze's straggler
+// inside the collective; v4 calls have none, and nobody is named inside).
+inline constexpr int kSchemaVersion = 5;
 inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
 
 inline constexpr const char* kSchema = R"sql(
@@ -39,7 +42,8 @@ CREATE TABLE communicators(id INTEGER PRIMARY KEY, key TEXT NOT NULL, label TEXT
                            seq_from_creation INTEGER NOT NULL);
 CREATE TABLE calls(pid INTEGER NOT NULL, tid INTEGER NOT NULL, probe_id INTEGER NOT NULL,
                    entry_ns INTEGER NOT NULL, exit_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL,
-                   comm_rank INTEGER, seq INTEGER NOT NULL, seq_absolute INTEGER NOT NULL, thread_seq INTEGER);
+                   comm_rank INTEGER, seq INTEGER NOT NULL, seq_absolute INTEGER NOT NULL, thread_seq INTEGER,
+                   oncpu_ns INTEGER, runq_ns INTEGER, size_arg INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE in_flight(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
                        probe_id INTEGER NOT NULL, entry_ns INTEGER NOT NULL, comm_id INTEGER NOT NULL);
 CREATE TABLE process_states(read_ns INTEGER NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL,
