@@ -76,6 +76,7 @@ LIB       := $(BUILD)/libslowburn.a
 CLI       := $(BUILD)/slowburn
 WORKLOAD  := $(BUILD)/libexec/slowburn-mpi-workload
 DDP_WORKLOAD := $(BUILD)/libexec/slowburn-ddp-workload.py
+MPI4PY_WORKLOAD := $(BUILD)/libexec/slowburn-mpi4py-workload.py
 
 # Skeletons are generated headers: every object waits for them.
 $(BUILD)/obj/%.o: %.cpp | $(SKELS)
@@ -94,6 +95,11 @@ $(CLI): $(CLI_OBJS) $(LIB)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS) $(CHECK_TARGET_EXPORT)
 
 $(DDP_WORKLOAD): user/demo/ddp_workload.py
+	@mkdir -p $(@D)
+	$(call msg,INSTALL,$@)
+	$(Q)install -m 0755 $< $@
+
+$(MPI4PY_WORKLOAD): user/demo/mpi4py_workload.py
 	@mkdir -p $(@D)
 	$(call msg,INSTALL,$@)
 	$(Q)install -m 0755 $< $@
@@ -362,7 +368,7 @@ $(BENCH_TARGET): bench/call_loop.c
 # ---------------------------------------------------------------- phony
 .PHONY: all deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install format format-check clean
 
-all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD)
+all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD) $(MPI4PY_WORKLOAD)
 
 build: all
 

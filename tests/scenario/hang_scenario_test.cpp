@@ -202,13 +202,6 @@ void expect_first_failure(const Session& s, int32_t pid, const std::string& sign
     EXPECT_NE(s.verdict["failures"][i]["rank"], 2) << "named once, first";
 }
 
-#define SKIP_UNLESS_TORCH()                                                                                    \
-  do {                                                                                                         \
-    SKIP_UNLESS_ROOT();                                                                                        \
-    if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)                                 \
-      GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)"; \
-  } while (0)
-
 TEST(DdpHang, AFrozenGlooRankIsNamedAndItsPeersAreNot) {
   SKIP_UNLESS_TORCH();
   TempDir dir;

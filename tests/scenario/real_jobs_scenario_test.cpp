@@ -24,78 +24,14 @@
 #include "sinks/json_sink.h"
 #include "support/cpu_quota.h"
 #include "support/test_support.h"
+#include "support/traced_jobs.h"
 #include "trace/trace_session.h"
 
 namespace slowburn {
 namespace {
 
 using testing::TempDir;
-
-struct Traced {
-  std::set<int> named;  // the verdict's stragglers
-  TraceResult result;
-  std::string summaries;  // every finding and episode, for failure messages
-  // Each traced pid's run-queue wait over the trace, as a share of its span:
-  // read from the kernel's schedstat, not from slowburn.
-  std::map<int32_t, double> runq_share;
-};
-
-// The time `pid` has waited in run queues, in ns (schedstat's second field).
-uint64_t runq_wait_ns(int32_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/schedstat", pid));
-  uint64_t ran = 0, waited = 0;
-  in >> ran >> waited;
-  return waited;
-}
-
-Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
-             uint64_t window_ns = DetectorConfig{}.window_ns) {
-  Traced out;
-  TraceOptions options;
-  options.detector.window_ns = window_ns;
-  options.pids = pids;
-  options.probe_patterns = probes;
-  options.duration_s = seconds;
-  options.node.hardware = false;
-  options.node.rdma = false;
-  std::ostringstream json;
-  JsonSink sink(json, "test", 0);
-  std::atomic<bool> stop{false};
-  std::map<int32_t, uint64_t> waited_before;
-  for (int32_t pid : pids) waited_before[pid] = runq_wait_ns(pid);
-  auto began = std::chrono::steady_clock::now();
-  auto result = run_trace(options, sink, stop);
-  double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
-  for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;
-  EXPECT_TRUE(result.ok()) << result.error().message;
-  if (!result) return out;
-  out.result = std::move(*result);
-  for (const Finding& f : out.result.verdict.stragglers) out.named.insert(f.culprit.rank);
-  for (const Finding& f : out.result.summary.findings) out.summaries += "finding: " + f.summary + "\n";
-  for (const Episode& e : out.result.verdict.episodes) out.summaries += "episode: " + e.summary + "\n";
-  if (!out.result.verdict.judged) out.summaries += "not judged: " + out.result.verdict.reason + "\n";
-  return out;
-}
-
-std::optional<std::string> workload(const std::string& name) {
-  std::string path = testing::workload_path(name);
-  if (!std::filesystem::exists(path)) return std::nullopt;
-  return path;
-}
-
-// A 6-rank MPI job, optionally laid out in tensor-parallel groups of `tp`.
-std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5,
-                              double compute_us = 3000) {
-  MpiJobOptions options;
-  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, compute_us, 90);
-  if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
-  options.ranks = ranks;
-  options.log_path = (dir / "mpirun.log").string();
-  auto job = MpiJob::launch(options);
-  EXPECT_TRUE(job.ok()) << job.error().message;
-  if (!job) return std::nullopt;
-  return std::move(*job);
-}
+using namespace testing;
 
 // `rank`'s run-queue wait over the trace as a share of its span (0 when unknown).
 double runq_share_of(const Traced& t, int rank) {
@@ -174,19 +110,6 @@ const Finding* expect_named(const Traced& t, int slow, const std::vector<int>& p
   for (const Finding& f : t.result.verdict.stragglers)
     if (f.culprit.rank == slow) return &f;
   return nullptr;
-}
-
-const Finding* named_finding(const Traced& t, int rank) {
-  for (const Finding& f : t.result.verdict.stragglers)
-    if (f.culprit.rank == rank) return &f;
-  return nullptr;
-}
-
-std::string host_events(const Traced& t) {
-  std::string out;
-  for (const DeviceEvent& e : t.result.device_events)
-    if (e.type.starts_with("host.")) out += "\nevent: " + e.summary;
-  return out;
 }
 
 // Healthy ranks get no host cause: every host event is about `rank`, but
@@ -300,13 +223,6 @@ std::optional<TorchJob> ddp_job(int slow_rank, int group_size, const TempDir& di
   if (!job) return std::nullopt;
   return std::move(*job);
 }
-
-#define SKIP_UNLESS_TORCH()                                                                                    \
-  do {                                                                                                         \
-    SKIP_UNLESS_ROOT();                                                                                        \
-    if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)                                 \
-      GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)"; \
-  } while (0)
 
 TEST(PytorchDdp, ARankStallingInItsDataPathIsNamed) {
   SKIP_UNLESS_TORCH();

@@ -51,6 +51,13 @@ inline constexpr double kClearSlowdown = 2.0;
     if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)"; \
   } while (0)
 
+#define SKIP_UNLESS_TORCH()                                                                                    \
+  do {                                                                                                         \
+    SKIP_UNLESS_ROOT();                                                                                        \
+    if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)                                 \
+      GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)"; \
+  } while (0)
+
 std::filesystem::path target_path(const std::string& name);  // build/tests/targets/NAME
 std::filesystem::path slowburn_binary();                     // build/slowburn
 // The bundled workloads: build/libexec/NAME (slowburn-mpi-workload, slowburn-ddp-workload.py).

@@ -210,6 +210,30 @@ TEST(Investigate, TheFirstFailureLeadsAndItsFollowersAreNotCulprits) {
   EXPECT_TRUE(named);
 }
 
+TEST(Investigate, AStragglerInsideTheCollectiveIsNotSaidToArriveLast) {
+  InvestigationInput in;
+  in.verdict.judged = true;
+  Finding inside = straggler(1, 600'000'000);
+  inside.detector = "inside";
+  inside.where = "inside";
+  inside.last_fraction = 0.25;
+  inside.inside = InsideEvidence{0.26, 0.77, 0.55, 0.48, 4e6, std::nullopt, 0.31};
+  inside.likely_cause_type = "host.cpu_throttled";
+  in.verdict.stragglers = {inside};
+  in.sources = every_source_attached();
+  Investigation inv = investigate(in);
+  const GraphNode* mechanism = nullptr;
+  for (const GraphNode& n : inv.graph.nodes)
+    if (n.kind == "mechanism") mechanism = &n;
+  ASSERT_NE(mechanism, nullptr);
+  EXPECT_EQ(mechanism->label,
+            "rank 1 (pid 101) arrives on time but holds up mpi.allreduce on its job from inside: its thread waited "
+            "for a CPU 77% of its time there (its peers 48%)");
+  ASSERT_FALSE(inv.graph.edges.empty());
+  EXPECT_EQ(inv.graph.edges[0].evidence,
+            "the collective waited for its CPU 31% of the window, flagged in 4 of 5 windows");
+}
+
 TEST(InvestigationOutput, JsonLinesAndDotCarryTheGraph) {
   InvestigationInput in;
   in.verdict.judged = true;

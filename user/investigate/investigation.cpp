@@ -61,6 +61,12 @@ std::string mechanism_label(const Finding& f) {
     return fmt::format("{} called {} where its peers called another collective, on {}", rank_words(f), f.probe, comm);
   if (f.type == "failure")
     return fmt::format("{} {}", rank_words(f), f.process ? describe_process(*f.process) : std::string("failed"));
+  if (f.where == "inside" && f.inside)
+    return fmt::format(
+        "{} arrives on time but holds up {} on {} from inside: its thread waited for a CPU {:.0f}% of its time there "
+        "(its peers {})",
+        rank_words(f), f.probe, comm, f.inside->runq_share * 100,
+        f.inside->peers_runq_share ? fmt::format("{:.0f}%", *f.inside->peers_runq_share * 100) : "-");
   return fmt::format("{} arrives last in {:.0f}% of {} calls on {}, {:.2f} ms after the median rank", rank_words(f),
                      f.last_fraction * 100, f.probe, comm, f.lateness_median_ns / 1e6);
 }
@@ -79,6 +85,9 @@ std::string mechanism_evidence(const Finding& f) {
   if (f.type == "hang" || f.type == "mismatch")
     return fmt::format("ranks {} waited {:.1f} s inside {}", join_numbers(f.waiting_ranks),
                        static_cast<double>(f.waited_ns) / 1e9, f.probe);
+  if (f.where == "inside" && f.inside)
+    return fmt::format("the collective waited for its CPU {:.0f}% of the window, flagged in {} of {} windows",
+                       f.inside->cost_share * 100, f.windows_flagged, f.windows_considered);
   return fmt::format("blame {:.0f}% of the window ({:.0f}% of all ranks'), flagged in {} of {} windows",
                      f.blame_share * 100, f.blame_dominance * 100, f.windows_flagged, f.windows_considered);
 }

@@ -1,0 +1,86 @@
+#include "support/traced_jobs.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sinks/json_sink.h"
+#include "support/test_support.h"
+
+namespace slowburn::testing {
+
+uint64_t runq_wait_ns(int32_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/schedstat", pid));
+  uint64_t ran = 0, waited = 0;
+  in >> ran >> waited;
+  return waited;
+}
+
+Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
+             uint64_t window_ns) {
+  Traced out;
+  TraceOptions options;
+  options.detector.window_ns = window_ns;
+  options.pids = pids;
+  options.probe_patterns = probes;
+  options.duration_s = seconds;
+  options.node.hardware = false;
+  options.node.rdma = false;
+  std::ostringstream json;
+  JsonSink sink(json, "test", 0);
+  std::atomic<bool> stop{false};
+  std::map<int32_t, uint64_t> waited_before;
+  for (int32_t pid : pids) waited_before[pid] = runq_wait_ns(pid);
+  auto began = std::chrono::steady_clock::now();
+  auto result = run_trace(options, sink, stop);
+  double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
+  for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;
+  EXPECT_TRUE(result.ok()) << result.error().message;
+  if (!result) return out;
+  out.result = std::move(*result);
+  for (const Finding& f : out.result.verdict.stragglers) out.named.insert(f.culprit.rank);
+  for (const Finding& f : out.result.summary.findings) out.summaries += "finding: " + f.summary + "\n";
+  for (const Episode& e : out.result.verdict.episodes) out.summaries += "episode: " + e.summary + "\n";
+  if (!out.result.verdict.judged) out.summaries += "not judged: " + out.result.verdict.reason + "\n";
+  return out;
+}
+
+std::optional<std::string> workload(const std::string& name) {
+  std::string path = workload_path(name);
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return path;
+}
+
+std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown, double compute_us,
+                              const std::vector<std::string>& extra) {
+  MpiJobOptions options;
+  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, compute_us, 90);
+  if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
+  options.program.insert(options.program.end(), extra.begin(), extra.end());
+  options.ranks = ranks;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  EXPECT_TRUE(job.ok()) << job.error().message;
+  if (!job) return std::nullopt;
+  return std::move(*job);
+}
+
+const Finding* named_finding(const Traced& t, int rank) {
+  for (const Finding& f : t.result.verdict.stragglers)
+    if (f.culprit.rank == rank) return &f;
+  return nullptr;
+}
+
+std::string host_events(const Traced& t) {
+  std::string out;
+  for (const DeviceEvent& e : t.result.device_events)
+    if (e.type.starts_with("host.")) out += "\nevent: " + e.summary;
+  return out;
+}
+
+}  // namespace slowburn::testing

@@ -1,0 +1,50 @@
+// Real jobs traced in process, for the scenario tests: an MPI job of the
+// bundled workload, a trace of its ranks with the session's verdict, and
+// what the kernel's schedstat says of each rank over the trace (never
+// slowburn's own numbers: the tests' independent reading).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "demo/mpi_job.h"
+#include "detect/straggler.h"
+#include "support/temp_dir.h"
+#include "trace/trace_session.h"
+
+namespace slowburn::testing {
+
+struct Traced {
+  std::set<int> named;  // the verdict's stragglers
+  TraceResult result;
+  std::string summaries;  // every finding and episode, for failure messages
+  // Each traced pid's run-queue wait over the trace, as a share of its span:
+  // read from the kernel's schedstat, not from slowburn.
+  std::map<int32_t, double> runq_share;
+};
+
+// The time `pid` has waited in run queues, in ns (schedstat's second field).
+uint64_t runq_wait_ns(int32_t pid);
+
+// Traces `pids` in this process for `seconds` (hardware and RDMA sources off).
+Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
+             uint64_t window_ns = DetectorConfig{}.window_ns);
+
+// build/libexec/NAME, when built.
+std::optional<std::string> workload(const std::string& name);
+
+// An MPI job of the bundled workload, optionally laid out in
+// tensor-parallel groups of `tp`; `extra`: more of the workload's options.
+std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5,
+                              double compute_us = 3000, const std::vector<std::string>& extra = {});
+
+// The verdict's finding on `rank`, or nullptr.
+const Finding* named_finding(const Traced& t, int rank);
+// Every host.* event of the session, one per line (for failure messages).
+std::string host_events(const Traced& t);
+
+}  // namespace slowburn::testing
