@@ -16,6 +16,7 @@
 #include "slowburn/callpair.h"
 #include "bits.bpf.h"
 #include "callargs.bpf.h"
+#include "cputimes.bpf.h"
 #include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -80,19 +81,6 @@ static __always_inline bool current_call(struct pt_regs *ctx, __u64 *cookie, str
 	key->tid = (__u32)pid_tgid;
 	key->probe_id = *cookie & SB_COOKIE_PROBE_MASK;
 	return true;
-}
-
-/* The calling thread's CPU time and run-queue wait so far (CO-RE reads of
- * the current task; run_delay only where CONFIG_SCHED_INFO keeps it). */
-static __always_inline __u32 read_cpu_times(__u64 *oncpu_ns, __u64 *runq_ns)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-
-	*oncpu_ns = BPF_CORE_READ(task, se.sum_exec_runtime);
-	if (!bpf_core_field_exists(task->sched_info.run_delay))
-		return SB_CALL_HAS_CPU;
-	*runq_ns = BPF_CORE_READ(task, sched_info.run_delay);
-	return SB_CALL_HAS_CPU | SB_CALL_HAS_RUNQ;
 }
 
 SEC("uprobe")

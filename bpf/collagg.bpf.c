@@ -33,6 +33,7 @@
 #include "slowburn/collagg.h"
 #include "bits.bpf.h"
 #include "callargs.bpf.h"
+#include "cputimes.bpf.h"
 #include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -159,6 +160,8 @@ int BPF_KPROBE(agg_enter)
 	if (!target)
 		return 0;
 	state.comm_slot = comm_slot_of(ctx, cookie, tgid, key.probe_id, state.entry_ns);
+	if (cookie & SB_COOKIE_SYNC)
+		state.cpu_flags = read_cpu_times(&state.oncpu_at_ns, &state.runq_at_ns);
 	proc = bpf_map_lookup_elem(&processes, &tgid);
 	/* A release before the process became a target is not its own. */
 	if (proc && proc->last_release_ns >= target->since_ns)
@@ -264,8 +267,8 @@ int BPF_KRETPROBE(agg_exit)
 	struct sb_agg_call_state *state;
 	struct sb_agg_target *target;
 	struct sb_agg_stats *s;
-	__u64 entry_ns, wait_ns, release_ns = 0;
-	__u32 comm_slot;
+	__u64 entry_ns, wait_ns, release_ns = 0, oncpu_at_ns, runq_at_ns, oncpu_ns = 0, runq_ns = 0;
+	__u32 comm_slot, cpu_flags;
 
 	target = bpf_map_lookup_elem(&targets, &tgid);
 	if (!target)
@@ -277,6 +280,9 @@ int BPF_KRETPROBE(agg_exit)
 	}
 	entry_ns = state->entry_ns;
 	comm_slot = state->comm_slot;
+	oncpu_at_ns = state->oncpu_at_ns;
+	runq_at_ns = state->runq_at_ns;
+	cpu_flags = state->cpu_flags;
 	bpf_map_delete_elem(&call_states, &key);
 	wait_ns = exit_ns - entry_ns;
 
@@ -288,6 +294,18 @@ int BPF_KRETPROBE(agg_exit)
 	__sync_fetch_and_add(&s->calls, 1);
 	__sync_fetch_and_add(&s->wait_ns, wait_ns);
 	__sync_fetch_and_add(&s->slots[log2_slot(wait_ns / 1000, SB_HIST_SLOTS)], 1);
+	if (cpu_flags & SB_CALL_HAS_CPU) {
+		read_cpu_times(&oncpu_ns, &runq_ns);
+		__sync_fetch_and_add(&s->cpu_calls, 1);
+		__sync_fetch_and_add(&s->cpu_wait_ns, wait_ns);
+		if (oncpu_ns > oncpu_at_ns)
+			__sync_fetch_and_add(&s->oncpu_ns, oncpu_ns - oncpu_at_ns);
+		if (cpu_flags & SB_CALL_HAS_RUNQ) {
+			__sync_fetch_and_add(&s->runq_calls, 1);
+			if (runq_ns > runq_at_ns)
+				__sync_fetch_and_add(&s->runq_ns, runq_ns - runq_at_ns);
+		}
+	}
 
 	/* The compute gap: since the process's latest traced return, on any
 	 * thread (gloo runs a group's collectives on whichever worker is free). */

@@ -41,7 +41,11 @@ struct sb_agg_call_state {
 	__u64 entry_ns;
 	__u64 since_release_ns; /* entry - the process's previous release, SB_AGG_UNKNOWN */
 	__u32 comm_slot;
-	__u32 tgid; /* its process: user space reads the calls in flight per rank (hangs) */
+	__u32 tgid;	   /* its process: user space reads the calls in flight per rank (hangs) */
+	__u64 oncpu_at_ns; /* the thread's CPU time at entry (cputimes.bpf.h) */
+	__u64 runq_at_ns;  /* its run-queue wait at entry */
+	__u32 cpu_flags;   /* SB_CALL_HAS_CPU, SB_CALL_HAS_RUNQ */
+	__u32 _pad;
 };
 
 /* Per process: where its next compute gap and its own delay begin. */
@@ -70,15 +74,23 @@ struct sb_agg_key {
 /* Cumulative since the process was first seen, per CPU. */
 struct sb_agg_stats {
 	__u64 calls;
-	__u64 wait_ns;		    /* sum of exit - entry */
-	__u64 gaps;		    /* calls with a previous traced return in the process */
-	__u64 gap_ns;		    /* sum of entry - that return */
-	__u64 arrivals;		    /* synchronizing calls placed in an instance */
-	__u64 lateness_ns;	    /* sum of entry - the instance's first arrival */
-	__u64 lasts;		    /* instances this process arrived last in */
-	__u64 blame_ns;		    /* when last: sum of the lead over the second-to-last its own delay explains */
-	__u64 instances;	    /* instances closed by one of this process's returns */
-	__u64 seq_events;	    /* instances it arrived last in with the sequential test's event */
+	__u64 wait_ns;	   /* sum of exit - entry */
+	__u64 gaps;	   /* calls with a previous traced return in the process */
+	__u64 gap_ns;	   /* sum of entry - that return */
+	__u64 arrivals;	   /* synchronizing calls placed in an instance */
+	__u64 lateness_ns; /* sum of entry - the instance's first arrival */
+	__u64 lasts;	   /* instances this process arrived last in */
+	__u64 blame_ns;	   /* when last: sum of the lead over the second-to-last its own delay explains */
+	__u64 instances;   /* instances closed by one of this process's returns */
+	__u64 seq_events;  /* instances it arrived last in with the sequential test's event */
+	/* Synchronizing calls with the thread's CPU times (cputimes.bpf.h):
+	 * their count and wait, and the time on a CPU and waiting for one
+	 * inside them (runq_calls: those whose run-queue wait was read). */
+	__u64 cpu_calls;
+	__u64 cpu_wait_ns;
+	__u64 oncpu_ns;
+	__u64 runq_calls;
+	__u64 runq_ns;
 	__u64 slots[SB_HIST_SLOTS]; /* log2 of the wait in microseconds */
 };
 

@@ -167,9 +167,11 @@ std::string hostname() {
 
 // The claims here are the service's (alerts, capabilities, causes): a clear
 // straggler (a 1.5x rank once raised no alert within 120 s under load).
-Result<MpiJob> launch_job(int ranks, int slow_rank, double seconds, const std::string& log) {
+Result<MpiJob> launch_job(int ranks, int slow_rank, double seconds, const std::string& log, double compute_us = 3000,
+                          const std::vector<std::string>& extra = {}) {
   MpiJobOptions options;
-  options.program = demo_workload_argv(workload(), slow_rank, testing::kClearSlowdown, 3000, seconds);
+  options.program = demo_workload_argv(workload(), slow_rank, testing::kClearSlowdown, compute_us, seconds);
+  options.program.insert(options.program.end(), extra.begin(), extra.end());
   options.ranks = ranks;
   options.log_path = log;
   return MpiJob::launch(options);
@@ -478,6 +480,62 @@ TEST(ProbeService, ACpuQuotaIsTheLikelyCauseOfItsRanksFinding) {
       EXPECT_NE(line.value("summary", "").find("quota 15% of a CPU"), std::string::npos) << line.dump();
     }
   EXPECT_TRUE(logged) << service.output();
+}
+
+// The straggler that arrives on time, in the probe mode: a communication-
+// bound job (0.5 ms of compute, a 2 MiB all-reduce), rank 1 allowed a
+// quarter of a CPU. Its finding stands as inside, with its cgroup as cause.
+TEST(ProbeService, ARankThrottledInACommunicationBoundJobIsNamedWithItsWaitInside) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  std::string why;
+  auto group = testing::CpuQuotaGroup::create(0.25, why);
+  if (!group) GTEST_SKIP() << why;
+  Service service;
+  ASSERT_NO_FATAL_FAILURE(service.start(kServiceArgs));
+  auto job =
+      launch_job(4, -1, 120, (service.dir / "mpirun.log").string(), 500, {"--gradient-bytes", std::to_string(2 << 20)});
+  ASSERT_TRUE(job) << job.error().message;
+  int32_t throttled = 0;
+  for (const RankIdentity& r : job->ranks())
+    if (r.rank == 1) throttled = r.pid;
+  ASSERT_NE(throttled, 0);
+  ASSERT_TRUE(group->add(throttled)) << "cannot move rank 1 into " << group->path();
+  std::string metrics, straggler;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < deadline && straggler.empty()) {
+    metrics = service.metrics();
+    for (std::istringstream in(metrics); std::getline(in, straggler);)
+      if (straggler.starts_with("slowburn_straggler{") &&
+          straggler.find("cause=\"host.cpu_throttled\"") != std::string::npos)
+        break;
+    if (!straggler.starts_with("slowburn_straggler{")) straggler.clear();
+    if (straggler.empty()) std::this_thread::sleep_for(1s);
+  }
+  job->stop();
+  ASSERT_FALSE(straggler.empty()) << metrics << service.output();
+  EXPECT_NE(straggler.find("rank=\"1\""), std::string::npos) << straggler;
+  // Named on time and inside, or late: the probe mode judges per-rank means,
+  // where the rank's late departures from a collective it lost its CPU in
+  // weigh more than in a trace's per-call medians (seen: where="arrival").
+  EXPECT_TRUE(straggler.find("where=\"inside\"") != std::string::npos ||
+              straggler.find("where=\"arrival\"") != std::string::npos)
+      << straggler;
+  // Either way the evidence is exported: its share of its time inside the
+  // all-reduce spent waiting for a CPU, above every peer's.
+  std::map<std::string, double> waited;
+  for (std::istringstream in(metrics); std::getline(in, straggler);)
+    if (straggler.starts_with("slowburn_rank_inside_runq_ratio{") &&
+        straggler.find("probe=\"mpi.allreduce\"") != std::string::npos) {
+      auto at = straggler.find("rank=\"");
+      waited[straggler.substr(at + 6, straggler.find('"', at + 6) - at - 6)] =
+          std::stod(straggler.substr(straggler.rfind(' ') + 1));
+    }
+  ASSERT_EQ(waited.size(), 4u) << metrics;
+  for (const auto& [rank, share] : waited) {
+    if (rank == "1") continue;
+    EXPECT_GT(waited["1"], share) << "rank " << rank << "\n" << metrics;
+  }
 }
 
 TEST(ProbeService, HundredJobsLeaveNothingBehind) {

@@ -90,6 +90,52 @@ TEST(AggregateDetector, NamesTheRankThatArrivesLastAfterPersistence) {
   EXPECT_TRUE(d.active().contains(1002));
 }
 
+// A communication-bound window: every rank computes alike (nobody is late),
+// and `runq_share[r]` of rank r's time inside its calls went to waiting
+// for a CPU; the rest it ran.
+std::vector<AggWindowInput> inside_window(const std::vector<double>& runq_share) {
+  std::vector<AggWindowInput> inputs = window(std::vector<double>(runq_share.size(), 1e6), 500);
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    AggWindowInput& in = inputs[r];
+    in.wait_ns = 500 * 8'000'000ull;  // 8 ms inside each call
+    in.cpu_calls = in.runq_calls = 500;
+    in.cpu_wait_ns = in.wait_ns;
+    in.runq_ns = static_cast<uint64_t>(runq_share[r] * static_cast<double>(in.wait_ns));
+    in.oncpu_ns = in.wait_ns - in.runq_ns;
+  }
+  return inputs;
+}
+
+TEST(AggregateDetector, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInside) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  std::vector<Finding> found;
+  std::vector<WindowReport> reports;
+  for (int w = 0; w < 5; ++w) {
+    auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, inside_window({0.02, 0.75, 0.03, 0.02}));
+    found.insert(found.end(), out.findings.begin(), out.findings.end());
+    reports.insert(reports.end(), out.windows.begin(), out.windows.end());
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].culprit.rank, 1);
+  EXPECT_EQ(found[0].where, "inside");
+  EXPECT_EQ(found[0].detector, "inside");
+  ASSERT_TRUE(found[0].inside.has_value());
+  EXPECT_NEAR(found[0].inside->runq_share, 0.75, 1e-9);
+  // Its wait beyond the peers' median: 500 x 8 ms x (0.75 - 0.025), 3 windows.
+  EXPECT_NEAR(static_cast<double>(found[0].cost_ns), 3 * 500 * 8e6 * 0.725, 3 * 500 * 8e6 * 0.01);
+  EXPECT_NE(found[0].summary.find("is the straggler inside mpi.allreduce"), std::string::npos) << found[0].summary;
+  // Every rank's window line says its share, flagged or not.
+  ASSERT_FALSE(reports.empty());
+  for (const RankWindowStats& s : reports.front().ranks) EXPECT_TRUE(s.inside_runq_share.has_value());
+}
+
+TEST(AggregateDetector, WhereEveryRankWaitsForACpuNobodyIsNamedInside) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  for (int w = 0; w < 5; ++w)
+    EXPECT_TRUE(
+        d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, inside_window({0.55, 0.62, 0.58, 0.6})).findings.empty());
+}
+
 TEST(AggregateDetector, LatenessIsRelativeToTheMedianRank) {
   AggregateDetector d(DetectorConfig{}, probes());
   auto out = d.evaluate(0, kWindowNs, window({6e6, 6.2e6, 9e6, 6.4e6}));

@@ -122,7 +122,7 @@ TEST(ProbeMetrics, RendersTheContract) {
            "slowburn_rank_gap_seconds{" + labels + "} 0.009",
            "slowburn_rank_gap_z{" + labels + "} 7.5",
            "slowburn_rank_blame_ratio{" + labels + "} 0.2",
-           "slowburn_straggler{" + labels + ",cause=\"link.downtrained\"} 1",
+           "slowburn_straggler{" + labels + ",cause=\"link.downtrained\",where=\"arrival\"} 1",
            std::string("slowburn_findings_total{job=\"job-7\",rank=\"3\",node=\"node-a\",type=\"straggler\"} 1"),
            std::string("slowburn_device_events_total{node=\"node-a\",type=\"link.downtrained\",device=\"0000:3b:00.0\","
                        "role=\"gpu\",severity=\"warning\"} 2"),

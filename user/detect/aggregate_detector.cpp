@@ -22,6 +22,36 @@ std::vector<double> peers_of(const std::map<int32_t, double>& values, int32_t se
 
 int comm_size(const CommunicatorRef& comm) { return comm && comm->size ? *comm->size : 0; }
 uint32_t comm_id(const CommunicatorRef& comm) { return comm ? comm->id : 0; }
+
+// The inside test on the kernel's sums (detect/inside.h): each rank's CPU
+// times inside its synchronizing calls against its peers'. The kernel keeps
+// no instance's time after its last arrival, so a rank's cost is its
+// run-queue wait beyond the peers' median, uncapped.
+void judge_inside_window(WindowReport& report, const std::vector<const AggWindowInput*>& ranks, uint64_t elapsed_ns,
+                         const InsideThresholds& thresholds) {
+  std::map<int32_t, InsideSums> sums;
+  for (const AggWindowInput* in : ranks) {
+    if (!in->cpu_calls || !in->cpu_wait_ns) continue;
+    InsideSums& s = sums[in->identity.pid];
+    s.calls = in->cpu_calls;
+    s.duration_ns = in->cpu_wait_ns;
+    s.oncpu_ns = std::min(in->oncpu_ns, in->cpu_wait_ns);
+    s.has_runq = in->runq_calls == in->cpu_calls;
+    s.runq_ns = s.has_runq ? std::min(in->runq_ns, in->cpu_wait_ns) : 0;
+  }
+  if (sums.size() < 2) return;
+  for (const InsideJudgement& j : judge_inside(sums, UINT64_MAX, elapsed_ns, thresholds))
+    for (RankWindowStats& stats : report.ranks) {
+      if (stats.identity.pid != j.pid) continue;
+      stats.inside_oncpu_share = j.oncpu_share;
+      stats.inside_runq_share = j.runq_share;
+      stats.inside_peers_oncpu_share = j.peers_oncpu_share;
+      stats.inside_peers_runq_share = j.peers_runq_share;
+      stats.inside_cost_ns = static_cast<double>(j.cost_ns);
+      stats.inside_cost_share = j.cost_share;
+      stats.inside_flagged = j.apart;
+    }
+}
 }  // namespace
 
 AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
@@ -170,6 +200,7 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     if (probes_.contains(in.probe_id)) total_blame_ns_[{in.identity.pid, in.probe_id}] += in.blame_ns;
 
   std::map<int32_t, std::pair<size_t, size_t>> flagged;  // pid -> (report, rank) with the most blame
+  std::map<int32_t, std::pair<size_t, size_t>> inside;   // pid -> (report, rank) its CPU cost the most
   std::set<int32_t> evaluated;
   for (const auto& [key, ranks] : groups) {
     const auto& [job, comm, probe] = key;
@@ -181,9 +212,18 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     for (const RankWindowStats& s : report.ranks) aligned += s.lateness_median_ns.has_value();
     if (aligned < 2) continue;
     flag_straggler(report, config_, pool.lateness_ns.size());
+    if (config_.inside)
+      judge_inside_window(report, ranks, end_ns - std::min(end_ns, start_ns), config_.inside_thresholds);
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const RankWindowStats& s = report.ranks[i];
       evaluated.insert(s.identity.pid);
+      total_inside_cost_ns_[{s.identity.pid, probe}] += static_cast<uint64_t>(s.inside_cost_ns);
+      if (s.inside_flagged) {
+        auto in = inside.find(s.identity.pid);
+        if (in == inside.end() ||
+            s.inside_cost_share > out.windows[in->second.first].ranks[in->second.second].inside_cost_share)
+          inside[s.identity.pid] = {out.windows.size() - 1, i};
+      }
       if (!s.flagged) continue;
       auto it = flagged.find(s.identity.pid);
       if (it == flagged.end() || s.blame_share > out.windows[it->second.first].ranks[it->second.second].blame_share)
@@ -209,20 +249,25 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
 
   for (int32_t pid : evaluated) {
     std::deque<bool>& history = history_[pid];
-    auto hit = flagged.find(pid);
-    history.push_back(hit != flagged.end());
+    auto arrival_hit = flagged.find(pid);
+    auto inside_hit = inside.find(pid);
+    bool arrival = arrival_hit != flagged.end();
+    bool on_time = !arrival && inside_hit != inside.end();  // and the collective waited for its CPU
+    history.push_back(arrival || on_time);
     while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
     int count = static_cast<int>(std::count(history.begin(), history.end(), true));
     // Cleared, unless its sequential test still holds it: a recurrence is a new finding.
     if (count == 0 && !sequential_alarm(pid)) active_.erase(pid);
-    if (hit == flagged.end() || count < config_.persistence_m || active_.contains(pid)) continue;
+    if (!(arrival || on_time) || count < config_.persistence_m || active_.contains(pid)) continue;
 
-    const WindowReport& report = out.windows[hit->second.first];
-    const RankWindowStats& evidence = report.ranks[hit->second.second];
-    Finding f = straggler_finding("persistence", report, evidence, end_ns);
+    auto [report_index, rank_index] = arrival ? arrival_hit->second : inside_hit->second;
+    const WindowReport& report = out.windows[report_index];
+    const RankWindowStats& evidence = report.ranks[rank_index];
+    Finding f =
+        arrival ? straggler_finding("persistence", report, evidence, end_ns) : inside_finding(report, evidence, end_ns);
     f.windows_flagged = count;
     f.windows_considered = static_cast<int>(history.size());
-    f.cost_ns = total_blame_ns_[{pid, report.probe_id}];
+    f.cost_ns = arrival ? total_blame_ns_[{pid, report.probe_id}] : total_inside_cost_ns_[{pid, report.probe_id}];
     uint64_t traced_ns = end_ns - std::min(end_ns, first_seen_ns_[pid]);
     f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
     f.summary = straggler_summary(f);
@@ -241,6 +286,7 @@ void AggregateDetector::remove_rank(int32_t pid) {
   active_.erase(pid);
   first_seen_ns_.erase(pid);
   std::erase_if(total_blame_ns_, [pid](const auto& kv) { return kv.first.first == pid; });
+  std::erase_if(total_inside_cost_ns_, [pid](const auto& kv) { return kv.first.first == pid; });
   std::erase_if(sequential_, [pid](const auto& kv) { return kv.first.second == pid; });
 }
 

@@ -79,6 +79,8 @@ class AggregateDetector {
   std::map<uint32_t, ProbeInfo> probes_;
   std::map<int32_t, std::deque<bool>> history_;                      // per pid, flagged in the last N windows
   std::map<std::pair<int32_t, uint32_t>, uint64_t> total_blame_ns_;  // (pid, probe)
+  // What collectives waited for each rank's CPU (the inside test's cost), (pid, probe).
+  std::map<std::pair<int32_t, uint32_t>, uint64_t> total_inside_cost_ns_;
   std::map<int32_t, uint64_t> first_seen_ns_;
   std::map<int32_t, Finding> active_;
   std::map<int32_t, uint64_t> last_evaluated_;                         // pid -> window_index_ when last judged

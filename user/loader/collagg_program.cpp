@@ -35,6 +35,11 @@ AggStats sum_stats(const sb_agg_key& key, const std::vector<sb_agg_stats>& per_c
     s.blame_ns += v.blame_ns;
     s.instances += v.instances;
     s.seq_events += v.seq_events;
+    s.cpu_calls += v.cpu_calls;
+    s.cpu_wait_ns += v.cpu_wait_ns;
+    s.oncpu_ns += v.oncpu_ns;
+    s.runq_calls += v.runq_calls;
+    s.runq_ns += v.runq_ns;
     for (size_t i = 0; i < SB_HIST_SLOTS; ++i) s.wait_us_slots[i] += v.slots[i];
   }
   return s;

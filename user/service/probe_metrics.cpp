@@ -81,6 +81,10 @@ void render_window_gauges(MetricsText& m, const MetricsView& v) {
       {"slowburn_rank_gap_z", "Robust z of the rank's compute gap against its peers on this node"},
       {"slowburn_rank_blame_ratio", "Share of the window the collective waited for this rank to arrive last"},
       {"slowburn_rank_last_arrival_ratio", "Share of the window's instances in which this rank arrived last"},
+      {"slowburn_rank_inside_runq_ratio",
+       "Share of the rank's time inside the collective its thread waited for a CPU (run queue, cgroup quota)"},
+      {"slowburn_rank_inside_cost_ratio",
+       "Share of the window the collective waited for this rank's CPU: its run-queue wait inside beyond its peers'"},
   };
   for (size_t g = 0; g < std::size(gauges); ++g) {
     m.family(gauges[g].name, "gauge", gauges[g].help);
@@ -109,6 +113,12 @@ void render_window_gauges(MetricsText& m, const MetricsView& v) {
           case 6:
             value = w.kind == CallKind::synchronizing ? std::optional(r.last_fraction) : std::nullopt;
             break;
+          case 7:
+            value = r.inside_runq_share;
+            break;
+          case 8:
+            value = r.inside_runq_share ? std::optional(r.inside_cost_share) : std::nullopt;
+            break;
         }
         if (value) m.sample(gauges[g].name, rank_labels(r.identity, v.node, w.probe, w.comm), *value);
       }
@@ -119,10 +129,12 @@ void render_window_gauges(MetricsText& m, const MetricsView& v) {
 // What the detector and the hardware found, and the jobs it found them in.
 void render_findings(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_straggler", "gauge",
-           "1 while this node's detector has a standing straggler finding on the rank; cause: the likely cause");
+           "1 while this node's detector has a standing straggler finding on the rank; cause: the likely cause; "
+           "where: arrival (it comes last) or inside (on time, the collective waits for its CPU)");
   for (const auto& [pid, f] : v.active_findings) {
     MetricLabels labels = rank_labels(f.culprit, v.node, f.probe, f.comm);
     labels.emplace_back("cause", f.likely_cause_type.empty() ? "none" : f.likely_cause_type);
+    labels.emplace_back("where", f.where);
     m.sample("slowburn_straggler", labels, 1);
   }
   m.family("slowburn_hang_seconds", "gauge",
