@@ -105,6 +105,25 @@ TEST(CheckCli, AsRootWhatIsPresentPassesWhatIsAbsentSaysWhyAndExitsZero) {
   EXPECT_NE(text.output.find("slowburn can trace here"), std::string::npos) << text.output;
 }
 
+// As packaged (dh_strip, install -s): the attach tests find slowburn's own
+// target in .dynsym. Seen on a GPU node: a stripped copy reported ring
+// buffers and uprobes unusable where trace worked.
+TEST(CheckCli, AStrippedBinaryStillTestsItsOwnProbes) {
+  SKIP_UNLESS_ROOT();
+  if (!find_program("strip")) GTEST_SKIP() << "strip not installed (binutils)";
+  TempDir dir;
+  fs::path stripped = dir / "slowburn";
+  auto strip = Subprocess::spawn({"strip", "-o", stripped.string(), testing::slowburn_binary().string()});
+  ASSERT_TRUE(strip && strip->wait_for(30s) == 0) << "strip failed";
+  auto child = Subprocess::spawn({stripped.string(), "check", "--json"}, {(dir / "out").string(), {}});
+  ASSERT_TRUE(child.ok());
+  auto status = child->wait_for(60s);
+  std::string output = testing::read_text(dir / "out");
+  ASSERT_TRUE(status.has_value()) << output;
+  auto rows = by_check(output);
+  for (const char* check : {"bpf.ringbuf", "bpf.uprobe"}) expect_row(rows, check, true, true);
+}
+
 TEST(CheckCli, WithoutCapabilitiesTheRequiredRowsFailWithTheFixAndExitFive) {
   SKIP_UNLESS_ROOT();
   if (!find_program("setpriv")) GTEST_SKIP() << "setpriv not installed (util-linux)";
