@@ -63,11 +63,17 @@ std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& r
   return out;
 }
 
+std::optional<double> InsideBaseline::baseline_ns() const {
+  if (medians_.size() < kMinWindows) return std::nullopt;
+  std::vector<double> sorted(medians_.begin(), medians_.end());
+  return quantile(sorted, 0.2);
+}
+
 std::optional<double> InsideBaseline::observe(double median_ns) {
   std::optional<double> ratio;
-  if (best_median_ns && *best_median_ns > 0) ratio = median_ns / *best_median_ns;
-  best_median_ns = best_median_ns ? std::min(*best_median_ns, median_ns) : median_ns;
-  ++windows;
+  if (auto base = baseline_ns(); base && *base > 0) ratio = median_ns / *base;
+  medians_.push_back(median_ns);
+  if (medians_.size() > kKept) medians_.pop_front();
   return ratio;
 }
 

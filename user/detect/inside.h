@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <vector>
@@ -59,13 +60,20 @@ std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& r
                                           uint64_t elapsed_ns, const InsideThresholds& thresholds = {});
 
 // A lane's time from last arrival to release, for one message size, against
-// its own past: the lowest median of the windows judged so far.
-struct InsideBaseline {
-  std::optional<double> best_median_ns;
-  uint64_t windows = 0;
-
-  // Records one window's median; returns its ratio to the baseline before it (nullopt: no baseline yet).
+// its own past: the 20th percentile of its recent windows' medians (one
+// lucky window is not the baseline; a slowdown that lasts is).
+class InsideBaseline {
+ public:
+  static constexpr size_t kKept = 1024;  // windows
+  static constexpr size_t kMinWindows = 3;
+  // Records one window's median; returns its ratio to the baseline of the
+  // windows before it (nullopt: fewer than kMinWindows yet).
   std::optional<double> observe(double median_ns);
+  std::optional<double> baseline_ns() const;
+  size_t windows() const { return medians_.size(); }
+
+ private:
+  std::deque<double> medians_;
 };
 
 }  // namespace slowburn

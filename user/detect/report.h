@@ -65,8 +65,8 @@ struct WindowReport {
   uint64_t instances = 0;  // aligned instances
   std::vector<RankWindowStats> ranks;
   // From the last arrival to the release (communication and reduction), the
-  // median per instance of its most frequent message size, and that against
-  // the lane's lowest earlier window median for the size.
+  // median per instance of the message size that takes most of it, and that
+  // against the 20th percentile of the lane's earlier window medians for the size.
   std::optional<double> after_last_arrival_ns;
   uint64_t after_last_arrival_size = 0;  // that size argument, raw
   std::optional<double> after_last_arrival_ratio;

@@ -1,9 +1,12 @@
 // The inside test's part of the detector: each aligned instance's CPU times
 // into its window, and per lane and window who waited for a CPU inside the
 // collective while its peers did not (detect/inside.h).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
+#include "core/format.h"
 #include "detect/inside.h"
 #include "detect/straggler.h"
 #include "detect/straggler_internal.h"
@@ -38,6 +41,7 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
   for (const auto& [pid, rank] : accum.ranks)
     if (rank.inside.calls) sums[pid] = rank.inside;
   if (sums.size() < 2) return;
+  bool anyone_apart = false;
   for (const InsideJudgement& j :
        judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds)) {
     auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
@@ -50,8 +54,28 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
     stats->inside_cost_ns = static_cast<double>(j.cost_ns);
     stats->inside_cost_share = j.cost_share;
     stats->inside_flagged = j.apart;
+    anyone_apart = anyone_apart || j.apart;
     lane.total_inside_cost_ns[j.pid] += j.cost_ns;
   }
+  judge_slow_for_all(lane, report, anyone_apart);
+}
+
+void StragglerDetector::judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart) {
+  constexpr double kSlower = 2.0;  // after the last arrival, against the lane's usual
+  bool slow = !anyone_apart && report.after_last_arrival_ratio && *report.after_last_arrival_ratio >= kSlower;
+  lane.slow_for_all.push_back(slow);
+  while (lane.slow_for_all.size() > static_cast<size_t>(config_.persistence_n)) lane.slow_for_all.pop_front();
+  auto count = std::count(lane.slow_for_all.begin(), lane.slow_for_all.end(), true);
+  if (count == 0) lane.slow_for_all_said = false;
+  if (count < config_.persistence_m || lane.slow_for_all_said) return;
+  lane.slow_for_all_said = true;
+  // Nobody to name: the fabric, a switch, or every member alike.
+  inside_notes_.push_back(fmt::format(
+      "{}{}: the collective itself is slower for everyone: each instance took {} from its last arrival to its "
+      "release, {:.1f}x its usual, and no member's CPU sets it apart (look at the fabric: the NICs' "
+      "counters, the links, the switch)",
+      lane.info.name, lane.comm ? " on " + lane.comm->label : std::string(), format_ns(*report.after_last_arrival_ns),
+      *report.after_last_arrival_ratio));
 }
 
 }  // namespace slowburn

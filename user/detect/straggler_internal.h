@@ -47,9 +47,14 @@ struct StragglerDetector::Lane {
   std::map<int32_t, BernoulliCusum> sequential;
   uint64_t last_release_ns = 0;
   std::deque<SequentialInstance> recent;  // the latest instances, for sequential findings' evidence
-  // From the last arrival to the release, per message size: its lowest window median so far.
+  // From the last arrival to the release, per message size: its usual (detect/inside.h).
   std::map<uint64_t, InsideBaseline> inside_baselines;
   std::map<int32_t, uint64_t> total_inside_cost_ns;  // what the collective waited for each rank's CPU
+  // Windows in which the collective itself was slower (after its last
+  // arrival, 2x its usual) and no rank's CPU set it apart; said once
+  // per run of them.
+  std::deque<bool> slow_for_all;
+  bool slow_for_all_said = false;
 
   // Whether its members are known up front (the job, or read / created);
   // else they are learnt from the calls during settle_ns.

@@ -177,6 +177,8 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
     }
   }
   if (judged) ++windows_judged_;
+  for (std::string& note : inside_notes_) out.notes.push_back(std::move(note));
+  inside_notes_.clear();
   for (const auto& [pid, best] : ranks) update_persistence(pid, best, now_ns, out);
 }
 

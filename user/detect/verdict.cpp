@@ -99,10 +99,10 @@ std::string inside_summary(const Finding& f) {
   if (in.after_last_arrival_ns) {
     collective = fmt::format("; each instance took {} from its last arrival to its release",
                              format_ns(*in.after_last_arrival_ns));
-    // Against the lane's lowest earlier window: said only when it grew (a
-    // job slow from the start has no healthy past to compare).
+    // Against the lane's usual (its earlier windows' 20th percentile): said
+    // only when it grew (a job slow from the start has no healthy past).
     if (in.after_last_arrival_ratio && *in.after_last_arrival_ratio >= 1.5)
-      collective += fmt::format(", {:.1f}x this communicator's best window", *in.after_last_arrival_ratio);
+      collective += fmt::format(", {:.1f}x this communicator's usual", *in.after_last_arrival_ratio);
   }
   return fmt::format(
       "{} is the straggler inside {}{}: it arrives on time (last in {:.0f}% of calls, {} after the median rank) but "
