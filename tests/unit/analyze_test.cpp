@@ -156,6 +156,33 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
   }
 }
 
+TEST(Analyze, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInsideOnItsNode) {
+  // A communication-bound job: 0.5 ms of compute, 3 ms of collective; rank
+  // 2's thread waits for a CPU 75% of its time inside, the others 2%. Each
+  // rank's CPU times are durations on its own node: no offset needed.
+  SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(3000);
+  for (CallEvent& e : events) {
+    double wait = e.pid == static_cast<uint32_t>(SyntheticJob::pid(2)) ? 0.75 : 0.02;
+    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
+    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
+  }
+  TempDir dir;
+  record(dir, events, {"node-a", {0, 1}});
+  record(dir, events, {"node-b", {2, 3}, -1'500'000'000});
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{2, "node-b"}})) << a.json;
+  ASSERT_FALSE(a.result->verdict.stragglers.empty());
+  const Finding& f = a.result->verdict.stragglers[0];
+  EXPECT_EQ(f.where, "inside") << f.summary;
+  ASSERT_TRUE(f.inside.has_value());
+  EXPECT_NEAR(f.inside->runq_share, 0.75, 0.01);
+  EXPECT_NE(a.json.find("\"where\":\"inside\""), std::string::npos);
+}
+
 DeviceEvent recorded_event(std::string type, int rank, std::string summary, std::optional<int32_t> pid = {}) {
   DeviceEvent e;
   e.type = std::move(type);
