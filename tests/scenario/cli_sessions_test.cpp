@@ -161,5 +161,28 @@ TEST(Trace, NothingTracedIsAnErrorThatSaysWhatTheRanksLoad) {
   EXPECT_EQ(ran.output.find("no straggler found"), std::string::npos) << "never an all-clear";
 }
 
+// Seen on a GPU node: PyTorch 2.11 loads libnccl.so.2 at init_process_group,
+// not at import; a trace started before that found "no communication
+// library" and gave up. Now it waits, and attaches when the rank loads one.
+TEST(Trace, ARankThatLoadsNcclLaterIsWaitedForAndAttached) {
+  SKIP_UNLESS_ROOT();
+  const char* nccl = "/usr/local/cuda/lib64/libnccl.so.2";
+  if (access(nccl, R_OK) != 0) GTEST_SKIP() << nccl << " is not installed (NCCL under /usr/local/cuda)";
+  TempDir dir;
+  auto rank = Subprocess::spawn({"/usr/bin/python3", "-c",
+                                 "import ctypes, time; open('" + (dir / "ready").string() +
+                                     "', 'w'); time.sleep(2); ctypes.CDLL('" + nccl + "'); time.sleep(30)"},
+                                {"/dev/null", {"RANK=0", "WORLD_SIZE=1", "TORCHELASTIC_RUN_ID=late-nccl"}});
+  ASSERT_TRUE(rank.ok());
+  ASSERT_TRUE(testing::wait_until([&] { return std::filesystem::exists(dir / "ready"); }, 30s));
+  Ran ran = run({"trace", "--pid", std::to_string(rank->pid()), "--probe", "nccl.*", "-d", "5", "--no-hardware"});
+  rank->terminate();
+  EXPECT_EQ(ran.status, 2) << "traced, no collective to judge\n" << ran.output;
+  EXPECT_NE(ran.output.find("no rank has loaded a collective library yet"), std::string::npos) << ran.output;
+  EXPECT_NE(ran.output.find("a collective library was loaded after"), std::string::npos) << ran.output;
+  EXPECT_TRUE(std::regex_search(ran.output, std::regex(R"(\nnccl\.allreduce +attached +ranks 0: \S*libnccl)")))
+      << ran.output;
+}
+
 }  // namespace
 }  // namespace slowburn

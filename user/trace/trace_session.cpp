@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <map>
+#include <set>
+#include <thread>
 #include <tuple>
 
 #include "comm/comm_registry.h"
@@ -36,13 +40,17 @@ bool is_collective(const ProbeSpec& spec) {
 class TraceSession {
  public:
   TraceSession(const TraceOptions& options, Sink& sink) : o_(options), sink_(sink) {}
-  Result<void> start();
+  Result<void> start(const std::atomic<bool>& stop);
   Result<void> run(const std::atomic<bool>& stop);
   TraceResult finish();
 
  private:
   Result<void> start_sources();
   void attach_rank(const RankIdentity& rank, SymbolCache& symbols);
+  // No rank has loaded a collective library yet (PyTorch loads libnccl at
+  // init_process_group): waits for one, within the session's duration, and
+  // attaches then.
+  void wait_for_libraries(const std::atomic<bool>& stop, SymbolCache& symbols);
   Result<void> open_stream();
   void report_sources();
   Result<void> poll_sources(uint64_t now_ns);
@@ -66,10 +74,11 @@ class TraceSession {
   std::unique_ptr<RankWatch> watch_;  // its ring buffer is read by the stream: outlives it
   std::unique_ptr<CallStream> stream_;
   std::map<int32_t, bool> alive_;
+  std::set<std::pair<int32_t, uint32_t>> attached_;  // (pid, probe): never attached twice
   uint64_t start_ns_ = 0;
 };
 
-Result<void> TraceSession::start() {
+Result<void> TraceSession::start(const std::atomic<bool>& stop) {
   if (auto ok = check_tracing_privileges(); !ok) return ok.error();
   auto ranks = find_ranks(o_.pids, o_.node.roots.proc_root);
   if (!ranks) return ranks.error();
@@ -87,6 +96,7 @@ Result<void> TraceSession::start() {
   if (auto ok = start_sources(); !ok) return ok;
   SymbolCache symbols;
   for (const RankIdentity& rank : result_.ranks) attach_rank(rank, symbols);
+  if (result_.collectives_attached == 0 && !o_.library) wait_for_libraries(stop, symbols);
   if (auto ok = sources_->attach_rdma(result_.ranks, symbols); !ok) return ok;
   report_sources();
   sink_.probes_done(result_.attached + sources_->rdma_attached(), result_.ranks.size());
@@ -119,10 +129,37 @@ void TraceSession::report_sources() {
   for (const std::string& note : sources_->take_notes()) sink_.note(note);
 }
 
+void TraceSession::wait_for_libraries(const std::atomic<bool>& stop, SymbolCache& symbols) {
+  auto none_loaded = [&] {
+    return std::all_of(result_.ranks.begin(), result_.ranks.end(), [&](const RankIdentity& r) {
+      return communication_libraries(o_.node.roots.proc_root, r.pid).empty();
+    });
+  };
+  if (!none_loaded()) return;  // loaded, and not attachable: the error says why
+  sink_.note(
+      "no rank has loaded a collective library yet (MPI, NCCL, gloo; PyTorch loads libnccl at "
+      "init_process_group): waiting for one, within the session's duration (Ctrl-C to stop)");
+  const uint64_t began = monotonic_ns();
+  const uint64_t limit_ns = o_.duration_s > 0 ? static_cast<uint64_t>(o_.duration_s * 1e9) : UINT64_MAX;
+  while (!stop.load() && monotonic_ns() - began < limit_ns) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    bool any_alive = std::any_of(result_.ranks.begin(), result_.ranks.end(), [&](const RankIdentity& r) {
+      return std::filesystem::exists(o_.node.roots.proc_root / std::to_string(r.pid));
+    });
+    if (!any_alive) return;
+    if (none_loaded()) continue;
+    for (const RankIdentity& rank : result_.ranks) attach_rank(rank, symbols);
+    sink_.note(fmt::format("a collective library was loaded after {:.1f} s: attached",
+                           static_cast<double>(monotonic_ns() - began) / 1e9));
+    return;
+  }
+}
+
 void TraceSession::attach_rank(const RankIdentity& rank, SymbolCache& symbols) {
   auto maps = read_process_maps(o_.node.roots.proc_root, rank.pid);
   std::vector<ProbeResolution> resolutions;
   for (const ProbeSpec* spec : probes_) {
+    if (attached_.contains({rank.pid, spec->id})) continue;
     ProbeResolution where;
     where.spec = spec;
     if (o_.library)
@@ -136,6 +173,7 @@ void TraceSession::attach_rank(const RankIdentity& rank, SymbolCache& symbols) {
   auto statuses = attach_probes(*program_, rank.pid, rank, resolutions);
   for (size_t i = 0; i < statuses.size(); ++i) {
     if (statuses[i].state == ProbeState::attached) {
+      attached_.insert({rank.pid, resolutions[i].spec->id});
       ++result_.attached;
       result_.collectives_attached += is_collective(*resolutions[i].spec);
       judges_->attached(resolutions[i].spec->id, rank.pid);
@@ -324,7 +362,7 @@ TraceResult TraceSession::finish() {
 
 Result<TraceResult> run_trace(const TraceOptions& options, Sink& sink, const std::atomic<bool>& stop) {
   TraceSession session(options, sink);
-  if (auto started = session.start(); !started) return started.error();
+  if (auto started = session.start(stop); !started) return started.error();
   if (auto ran = session.run(stop); !ran) return ran.error();
   return session.finish();
 }
