@@ -3,7 +3,8 @@
 // the step) where one rank's CPU is taken from it while it drives its part
 // of the collective, by its cgroup's quota or by a busy process on its core.
 // It is not late; every rank waits longer inside. The verdict names it
-// "inside", with the host cause; the healthy job names nobody.
+// inside (or late only by leaving its previous collective late, when that
+// test holds first), with the host cause; the healthy job names nobody.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "core/subprocess.h"
 #include "demo/mpi_job.h"
+#include "detect/verdict.h"
 #include "support/cpu_quota.h"
 #include "support/test_support.h"
 #include "support/traced_jobs.h"
@@ -26,6 +28,26 @@ using namespace testing;
 const std::vector<std::string> kCommBound = {"--gradient-bytes", std::to_string(2 << 20)};
 constexpr double kComputeUs = 500;
 
+// The rank that loses its CPU inside the collective is named inside, or
+// (whichever test holds first) as late only by leaving its previous
+// collective late: descheduled there, not computing longer. Seen in CI:
+// "arrives last in 56% ... 13.34 us after the median rank ... (100% of it
+// from leaving its previous collective later than usual: descheduled
+// there?)", the inside test not yet at 3 of 5 windows.
+void expect_cpu_starved(const Finding& f) {
+  if (f.where == "inside") {
+    EXPECT_EQ(f.detector, "inside") << f.summary;
+    ASSERT_TRUE(f.inside.has_value()) << f.summary;
+    // Its thread waited for a CPU most of its time inside; its peers far less.
+    EXPECT_GT(f.inside->runq_share, f.inside->peers_runq_share.value_or(1) + 0.1) << f.summary;
+    EXPECT_NE(f.summary.find("is the straggler inside mpi.allreduce"), std::string::npos) << f.summary;
+  } else {
+    EXPECT_EQ(f.where, "arrival") << f.summary;
+    EXPECT_GE(f.blame_leaving_share, kMostlyLeaving) << f.summary;
+  }
+  EXPECT_GT(f.cost_share, 0.05) << f.summary;
+}
+
 // Each rank's share of the trace spent waiting for a CPU (the kernel's schedstat).
 std::string runq(const Traced& t) {
   std::string out = "schedstat run-queue wait, share of the trace:";
@@ -34,7 +56,7 @@ std::string runq(const Traced& t) {
   return out + "\n";
 }
 
-TEST(InsideCollective, ARankThrottledInACommunicationBoundJobIsNamedInside) {
+TEST(InsideCollective, ARankThrottledInACommunicationBoundJobIsNamedForItsCpu) {
   SKIP_UNLESS_MPI();
   std::string why;
   // A quarter of a CPU, as the issue's user had: the rank's fair share of
@@ -55,13 +77,7 @@ TEST(InsideCollective, ARankThrottledInACommunicationBoundJobIsNamedInside) {
   EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << runq(t);
   const Finding* f = named_finding(t, 1);
   ASSERT_NE(f, nullptr) << t.summaries;
-  EXPECT_EQ(f->where, "inside") << f->summary;
-  EXPECT_EQ(f->detector, "inside") << f->summary;
-  ASSERT_TRUE(f->inside.has_value());
-  // Its thread waited for a CPU most of its time inside; its peers far less.
-  EXPECT_GT(f->inside->runq_share, f->inside->peers_runq_share.value_or(1) + 0.1) << f->summary;
-  EXPECT_GT(f->cost_share, 0.05) << f->summary;
-  EXPECT_NE(f->summary.find("is the straggler inside mpi.allreduce"), std::string::npos) << f->summary;
+  expect_cpu_starved(*f);
   EXPECT_EQ(f->likely_cause_type, "host.cpu_throttled") << f->summary << host_events(t);
 }
 
@@ -82,7 +98,7 @@ bool pin(int32_t pid, int cpu) {
   return taskset && taskset->wait_for(std::chrono::seconds(10)) == 0;
 }
 
-TEST(InsideCollective, ARankBesideABusyProcessIsNamedInsideWithThatProcess) {
+TEST(InsideCollective, ARankBesideABusyProcessIsNamedForItsCpuWithThatProcess) {
   SKIP_UNLESS_MPI();
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs: the rank's and its peers'";
   TempDir dir;
@@ -112,7 +128,7 @@ TEST(InsideCollective, ARankBesideABusyProcessIsNamedInsideWithThatProcess) {
   EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << runq(t);
   const Finding* f = named_finding(t, 1);
   ASSERT_NE(f, nullptr) << t.summaries;
-  EXPECT_EQ(f->where, "inside") << f->summary;
+  expect_cpu_starved(*f);
   EXPECT_EQ(f->likely_cause_type, "host.cpu_contention") << f->summary << host_events(t);
   ASSERT_FALSE(f->likely_causes.empty());
   EXPECT_NE(f->likely_causes[0].find(fmt::format("shares CPU 1 with pid {} (sh)", busy_pid)), std::string::npos)

@@ -538,7 +538,7 @@ TEST(ProbeService, ARankThrottledInACommunicationBoundJobIsNamedWithItsWaitInsid
   }
 }
 
-TEST(ProbeService, HundredJobsLeaveNothingBehind) {
+TEST(ProbeService, SixtyFourJobsLeaveNothingBehind) {
   SKIP_UNLESS_ROOT();
   SKIP_UNLESS_MPI();
   Service service;
@@ -574,8 +574,10 @@ TEST(ProbeService, HundredJobsLeaveNothingBehind) {
   };
   Sample warm{};
   // Four at a time: jobs that overlap on a node (one after another took
-  // ~200 s of make test, two at a time 67 s).
-  constexpr int kJobs = 100;
+  // ~200 s of make test, two at a time 67 s). 64, not 100 (52 s of CI's 30
+  // minutes): 52 jobs after the warm-up still show a leak of 40 KiB a job
+  // in RSS, and any descriptor, map or link left behind.
+  constexpr int kJobs = 64;
   constexpr int kAtOnce = 4;
   auto mpirun = find_program("mpirun");
   ASSERT_TRUE(mpirun);
