@@ -95,7 +95,8 @@ int BPF_KPROBE(call_enter)
 		return 0;
 	state.tgid = tgid;
 	read_call_args(ctx, cookie, &state.args);
-	state.args.flags |= read_cpu_times(&state.oncpu_at_ns, &state.runq_at_ns);
+	if (emit_records) /* histograms alone (funclat) never use them */
+		state.args.flags |= read_cpu_times(&state.oncpu_at_ns, &state.runq_at_ns);
 	state.entry_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&call_states, &key, &state, BPF_ANY))
 		__sync_fetch_and_add(&counters.state_failures, 1);
