@@ -159,15 +159,20 @@ TEST(MpiHang, ARankCallingADifferentCollectiveIsAMismatch) {
       << m.dump();
 }
 
-// A 4-rank DDP job; once traced, rank 2 gets `signal`.
-Session trace_ddp_kill(int signal, int32_t* killed_pid) {
-  TempDir dir;
+// A healthy 4-rank DDP job of the bundled workload, its logs in `dir`.
+Result<TorchJob> launch_ddp(const TempDir& dir) {
   TorchJobOptions options;
   options.script = testing::workload_path("slowburn-ddp-workload.py");
   options.args = ddp_workload_args(-1, 0, 0, 60);
   options.ranks = 4;
   options.log_dir = dir.path().string();
-  auto job = TorchJob::launch(options);
+  return TorchJob::launch(options);
+}
+
+// A 4-rank DDP job; once traced, rank 2 gets `signal`.
+Session trace_ddp_kill(int signal, int32_t* killed_pid) {
+  TempDir dir;
+  auto job = launch_ddp(dir);
   EXPECT_TRUE(job.ok()) << job.error().message;
   if (!job) return {};
   for (const RankIdentity& r : job->ranks())
@@ -205,12 +210,7 @@ void expect_first_failure(const Session& s, int32_t pid, const std::string& sign
 TEST(DdpHang, AFrozenGlooRankIsNamedAndItsPeersAreNot) {
   SKIP_UNLESS_TORCH();
   TempDir dir;
-  TorchJobOptions options;
-  options.script = testing::workload_path("slowburn-ddp-workload.py");
-  options.args = ddp_workload_args(-1, 0, 0, 60);
-  options.ranks = 4;
-  options.log_dir = dir.path().string();
-  auto job = TorchJob::launch(options);
+  auto job = launch_ddp(dir);
   ASSERT_TRUE(job.ok()) << job.error().message;
   int32_t frozen = 0;
   for (const RankIdentity& r : job->ranks())

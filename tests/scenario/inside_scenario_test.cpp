@@ -48,6 +48,21 @@ void expect_cpu_starved(const Finding& f) {
   EXPECT_GT(f.cost_share, 0.05) << f.summary;
 }
 
+// Rank 1 of `job` into `group`, the job traced for 10 s, then stopped.
+Traced trace_with_rank_1_throttled(MpiJob& job, const CpuQuotaGroup& group) {
+  int32_t throttled = pid_of_rank(job.ranks(), 1);
+  if (throttled == 0) {  // never group.add(0): that moves the writer, this test
+    ADD_FAILURE() << "the job has no rank 1";
+    job.stop();
+    return {};
+  }
+  EXPECT_TRUE(group.add(throttled)) << "cannot move rank 1 into " << group.path();
+  Traced t = trace(job.pids(), {"mpi.*"}, 10);
+  EXPECT_GT(group.throttled_periods(), 0) << "the quota never bit";
+  job.stop();
+  return t;
+}
+
 // Each rank's share of the trace spent waiting for a CPU (the kernel's schedstat).
 std::string runq(const Traced& t) {
   std::string out = "schedstat run-queue wait, share of the trace:";
@@ -66,14 +81,7 @@ TEST(InsideCollective, ARankThrottledInACommunicationBoundJobIsNamedForItsCpu) {
   TempDir dir;
   auto job = mpi_job(4, 0, -1, dir, 1.0, kComputeUs, kCommBound);
   ASSERT_TRUE(job);
-  int32_t throttled = 0;
-  for (const RankIdentity& r : job->ranks())
-    if (r.rank == 1) throttled = r.pid;
-  ASSERT_NE(throttled, 0);
-  ASSERT_TRUE(group->add(throttled)) << "cannot move rank 1 into " << group->path();
-  Traced t = trace(job->pids(), {"mpi.*"}, 10);
-  EXPECT_GT(group->throttled_periods(), 0) << "the quota never bit";
-  job->stop();
+  Traced t = trace_with_rank_1_throttled(*job, *group);
   EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << runq(t);
   const Finding* f = named_finding(t, 1);
   ASSERT_NE(f, nullptr) << t.summaries;
@@ -92,12 +100,6 @@ TEST(InsideCollective, AHealthyCommunicationBoundJobNamesNobody) {
   EXPECT_TRUE(t.named.empty()) << t.summaries << runq(t);
 }
 
-// Every thread of `pid` on `cpu`.
-bool pin(int32_t pid, int cpu) {
-  auto taskset = Subprocess::spawn({"taskset", "-a", "-p", "-c", std::to_string(cpu), std::to_string(pid)});
-  return taskset && taskset->wait_for(std::chrono::seconds(10)) == 0;
-}
-
 TEST(InsideCollective, ARankBesideABusyProcessIsNamedForItsCpuWithThatProcess) {
   SKIP_UNLESS_MPI();
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs: the rank's and its peers'";
@@ -107,11 +109,9 @@ TEST(InsideCollective, ARankBesideABusyProcessIsNamedForItsCpuWithThatProcess) {
   // time, and loses its CPU inside the all-reduce.
   auto job = mpi_job(3, 0, -1, dir, 1.0, kComputeUs, kCommBound);
   ASSERT_TRUE(job);
-  int32_t beside = 0;
-  for (const RankIdentity& r : job->ranks()) {
+  for (const RankIdentity& r : job->ranks())
     ASSERT_TRUE(pin(r.pid, r.rank == 1 ? 1 : 0)) << "cannot pin rank " << r.rank;
-    if (r.rank == 1) beside = r.pid;
-  }
+  int32_t beside = pid_of_rank(job->ranks(), 1);
   auto busy = Subprocess::spawn({"taskset", "-c", "1", "nice", "-n", "-5", "sh", "-c", "while :; do :; done"});
   ASSERT_TRUE(busy) << busy.error().message;
   int32_t busy_pid = busy->pid();
@@ -152,14 +152,7 @@ TEST(InsideCollective, AThrottledRankOfAPythonMpiJobIsNamed) {
   options.log_path = (dir / "mpirun.log").string();
   auto job = MpiJob::launch(options);
   ASSERT_TRUE(job.ok()) << job.error().message;
-  int32_t throttled = 0;
-  for (const RankIdentity& r : job->ranks())
-    if (r.rank == 1) throttled = r.pid;
-  ASSERT_NE(throttled, 0);
-  ASSERT_TRUE(group->add(throttled)) << "cannot move rank 1 into " << group->path();
-  Traced t = trace(job->pids(), {"mpi.*"}, 10);
-  EXPECT_GT(group->throttled_periods(), 0) << "the quota never bit";
-  job->stop();
+  Traced t = trace_with_rank_1_throttled(*job, *group);
   // Late or held up inside, whichever it is on this node: named, with its cgroup as the cause.
   EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << runq(t);
   const Finding* f = named_finding(t, 1);

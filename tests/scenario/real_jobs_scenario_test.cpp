@@ -304,12 +304,6 @@ TEST(CpuQuota, ARankThrottledByItsCgroupIsNamed) {
   expect_host_causes_only_on(t, 3);
 }
 
-// Every thread of `pid` (and those it starts later: they inherit it) on `cpu`.
-bool pin(int32_t pid, int cpu) {
-  auto taskset = Subprocess::spawn({"taskset", "-a", "-p", "-c", std::to_string(cpu), std::to_string(pid)});
-  return taskset && taskset->wait_for(std::chrono::seconds(10)) == 0;
-}
-
 TEST(CpuSharing, ARankBesideABusyProcessIsNamedWithThatProcess) {
   SKIP_UNLESS_MPI();
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs: the rank's and its peers'";

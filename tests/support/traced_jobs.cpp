@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/subprocess.h"
 #include "sinks/json_sink.h"
 #include "support/test_support.h"
 
@@ -68,6 +69,17 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
   EXPECT_TRUE(job.ok()) << job.error().message;
   if (!job) return std::nullopt;
   return std::move(*job);
+}
+
+int32_t pid_of_rank(const std::vector<RankIdentity>& ranks, int rank) {
+  for (const RankIdentity& r : ranks)
+    if (r.rank == rank) return r.pid;
+  return 0;
+}
+
+bool pin(int32_t pid, int cpu) {
+  auto taskset = Subprocess::spawn({"taskset", "-a", "-p", "-c", std::to_string(cpu), std::to_string(pid)});
+  return taskset && taskset->wait_for(std::chrono::seconds(10)) == 0;
 }
 
 const Finding* named_finding(const Traced& t, int rank) {

@@ -42,6 +42,12 @@ std::optional<std::string> workload(const std::string& name);
 std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5,
                               double compute_us = 3000, const std::vector<std::string>& extra = {});
 
+// The pid of `rank` among `ranks`, 0 when none.
+int32_t pid_of_rank(const std::vector<RankIdentity>& ranks, int rank);
+
+// Every thread of `pid` (and those it starts later: they inherit it) on `cpu`.
+bool pin(int32_t pid, int cpu);
+
 // The verdict's finding on `rank`, or nullptr.
 const Finding* named_finding(const Traced& t, int rank);
 // Every host.* event of the session, one per line (for failure messages).
