@@ -14,7 +14,7 @@
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
-namespace slowburn {
+namespace slowburn::callpair_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -262,4 +262,4 @@ TEST(CallpairBpf, DestroyingTheProgramLeavesNothingLoaded) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::callpair_test

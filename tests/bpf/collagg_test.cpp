@@ -21,7 +21,7 @@ extern "C" __attribute__((noinline, used)) int sb_agg_sync_point(int release_fd)
   return static_cast<int>(read(release_fd, &byte, 1));
 }
 
-namespace slowburn {
+namespace slowburn::collagg_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -133,4 +133,4 @@ TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::collagg_test

@@ -30,7 +30,7 @@ extern "C" __attribute__((noinline, used)) int sb_conformance_point(int release_
   return static_cast<int>(read(release_fd, &byte, 1));
 }
 
-namespace slowburn {
+namespace slowburn::conformance_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -366,4 +366,4 @@ TEST_F(Conformance, ARankAttachedButAbsentIsLeftOutByBoth) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::conformance_test

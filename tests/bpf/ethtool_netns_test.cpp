@@ -15,7 +15,7 @@
 #include "rdma/fabric_sampler.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::ethtool_netns_test {
 namespace {
 
 int run(const std::vector<std::string>& argv) {
@@ -98,4 +98,4 @@ TEST(Ethtool, ReadsVethStatisticsInANetworkNamespace) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::ethtool_netns_test

@@ -24,7 +24,7 @@
 #include "support/test_support.h"
 #include "tracefs/tracefs.h"
 
-namespace slowburn {
+namespace slowburn::hw_events_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -315,4 +315,4 @@ TEST(GpuIrq, NvidiaFilterCountsNothingWithoutNvidiaInterrupts) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::hw_events_test

@@ -20,7 +20,7 @@
 #include "support/test_support.h"
 #include "trace/trace_session.h"
 
-namespace slowburn {
+namespace slowburn::nccl_communicators_test {
 namespace {
 
 constexpr int kRanks = 4;
@@ -122,4 +122,4 @@ TEST(NcclCommunicators, EachCallOnItsCommunicatorAlignedBySequence) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::nccl_communicators_test

@@ -16,7 +16,7 @@
 #include "probes/resolver.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::ncclib_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -209,4 +209,4 @@ TEST(NcclIb, AProbeOfAnotherProgramIsRefused) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::ncclib_test

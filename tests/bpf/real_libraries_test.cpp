@@ -15,7 +15,7 @@
 #include "procfs/ranks.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::real_libraries_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -173,4 +173,4 @@ TEST(RealLibraries, NcclAndCudaProbesAttachAndCountRealCalls) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::real_libraries_test

@@ -14,7 +14,7 @@
 #include "sources/host_monitor.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::sched_program_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -135,4 +135,4 @@ TEST(HostMonitor, ARankBesideABusyProcessIsTheOneNamed) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::sched_program_test

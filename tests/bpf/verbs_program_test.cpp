@@ -17,7 +17,7 @@
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
-namespace slowburn {
+namespace slowburn::verbs_program_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -189,4 +189,4 @@ TEST(VerbsProgram, AProbeOfAnotherProgramIsRefused) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::verbs_program_test

@@ -19,7 +19,7 @@
 #include "support/temp_dir.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::analyze_scenario_test {
 namespace {
 
 using namespace testing;
@@ -247,4 +247,4 @@ TEST(AnalyzeAcrossNodes, ATracerKilledMidWriteLeavesARecordingAnalyzeReads) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::analyze_scenario_test

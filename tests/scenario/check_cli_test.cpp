@@ -16,7 +16,7 @@
 #include "support/test_support.h"
 #include "tracefs/tracefs.h"
 
-namespace slowburn {
+namespace slowburn::check_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -191,4 +191,4 @@ TEST(CheckCli, PidOfAStandinRankAndOfAProcessThatIsNotARank) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::check_cli_test

@@ -11,7 +11,7 @@
 #include "core/subprocess.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::cli_inputs_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -160,4 +160,4 @@ TEST(CliInputs, AerWithoutPrivilegesPrintsNoTableFirst) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::cli_inputs_test

@@ -15,7 +15,7 @@
 #include "demo/mpi_job.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::cli_sessions_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -185,4 +185,4 @@ TEST(Trace, ARankThatLoadsNcclLaterIsWaitedForAndAttached) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::cli_sessions_test

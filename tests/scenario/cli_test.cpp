@@ -15,7 +15,7 @@
 #include "core/subprocess.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::cli_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -437,4 +437,4 @@ TEST(Cli, IbToolPerConnectionRequestsAndLatency) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::cli_test

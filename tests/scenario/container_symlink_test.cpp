@@ -14,7 +14,7 @@
 #include "core/subprocess.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::container_symlink_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -161,4 +161,4 @@ TEST(ContainerSymlink, ATracedProcessCannotPointSlowburnAtAHostFile) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::container_symlink_test

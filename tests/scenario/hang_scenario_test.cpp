@@ -16,7 +16,7 @@
 #include "demo/torch_job.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::hang_scenario_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -251,4 +251,4 @@ TEST(DdpFailure, ARankThatSegfaultsIsNamedWithItsSignal) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::hang_scenario_test

@@ -12,7 +12,7 @@
 #include "core/subprocess.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::health_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -124,4 +124,4 @@ TEST(HealthCli, ErrorsAreOneLineAndExitOne) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::health_cli_test

@@ -19,7 +19,7 @@
 #include "support/test_support.h"
 #include "support/traced_jobs.h"
 
-namespace slowburn {
+namespace slowburn::inside_scenario_test {
 namespace {
 
 using namespace testing;
@@ -161,4 +161,4 @@ TEST(InsideCollective, AThrottledRankOfAPythonMpiJobIsNamed) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::inside_scenario_test

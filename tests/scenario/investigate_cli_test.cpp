@@ -10,7 +10,7 @@
 #include "demo/mpi_job.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::investigate_cli_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -122,4 +122,4 @@ TEST(Investigate, AHealthyJobListsTheLayersCheckedAndFindsNothing) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::investigate_cli_test

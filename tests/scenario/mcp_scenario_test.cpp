@@ -18,7 +18,7 @@
 #include "support/synthetic_recording.h"
 #include "support/test_support.h"
 
-namespace slowburn {
+namespace slowburn::mcp_scenario_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -111,4 +111,4 @@ TEST(McpWithTheSdkClient, ListsAndCallsEveryToolNamesTheSlowRankAndSurvivesError
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::mcp_scenario_test

@@ -38,7 +38,7 @@ extern "C" __attribute__((noinline, used)) int sb_toggle_point(int x) {
   return x + 1;
 }
 
-namespace slowburn {
+namespace slowburn::probe_service_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -1044,4 +1044,4 @@ TEST(ProbeService, AnAddressInUseIsAClearError) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::probe_service_test

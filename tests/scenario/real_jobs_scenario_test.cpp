@@ -27,7 +27,7 @@
 #include "support/traced_jobs.h"
 #include "trace/trace_session.h"
 
-namespace slowburn {
+namespace slowburn::real_jobs_scenario_test {
 namespace {
 
 using testing::TempDir;
@@ -380,4 +380,4 @@ TEST(CpuHog, AHogOutsideTheJobNamesNobody) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::real_jobs_scenario_test

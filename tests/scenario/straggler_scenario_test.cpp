@@ -16,7 +16,7 @@
 #include "support/test_support.h"
 #include "trace/trace_session.h"
 
-namespace slowburn {
+namespace slowburn::straggler_scenario_test {
 namespace {
 
 using testing::TempDir;
@@ -159,4 +159,4 @@ TEST(HealthyJob, NamesNobody) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::straggler_scenario_test

@@ -6,7 +6,7 @@
 
 #include "support/raw_record.h"
 
-namespace slowburn {
+namespace slowburn::aer_test {
 namespace {
 
 using testing::load_format;
@@ -109,4 +109,4 @@ TEST(AerCounterMonitor, DeltasBecomeEventsResetsRebaseline) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::aer_test

@@ -6,7 +6,7 @@
 
 #include "stats/robust.h"
 
-namespace slowburn {
+namespace slowburn::aggregate_detector_test {
 namespace {
 
 constexpr uint32_t kAllreduce = 1;
@@ -329,4 +329,4 @@ TEST(AggregateDetector, TheSequentialTestIsOffWithTheConfig) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::aggregate_detector_test

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace slowburn {
+namespace slowburn::aligner_test {
 namespace {
 
 RankCall rank_call(int32_t pid, uint64_t entry_ns, uint64_t exit_ns, uint64_t seq = 0) {
@@ -81,4 +81,4 @@ TEST(CollectiveAligner, QueueIsBounded) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::aligner_test

@@ -24,7 +24,7 @@
 #include "support/synthetic_job.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::analyze_test {
 namespace {
 
 using testing::SyntheticJob;
@@ -433,9 +433,9 @@ TEST(Analyze, ThePerfettoTimelineHasANodePerProcessARankPerTrackAndNoOverlaps) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::analyze_test
 
-namespace slowburn {
+namespace slowburn::analyze_test {
 namespace {
 
 TEST(PerfettoTimeline, TraceNamesItsNodeAsHostSaysAndAFullDiskIsAnError) {
@@ -553,4 +553,4 @@ TEST(MergedReplay, EveryCallOnceInExitOrderOnTheReferenceClock) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::analyze_test

@@ -8,7 +8,7 @@
 #include "probes/cookie.h"
 #include "slowburn/callpair.h"
 
-namespace slowburn {
+namespace slowburn::catalog_test {
 namespace {
 
 TEST(Catalog, HasTheRequiredProbes) {
@@ -149,4 +149,4 @@ TEST(NcclDatatype, Bytes) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::catalog_test

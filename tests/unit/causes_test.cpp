@@ -9,7 +9,7 @@
 #include "sinks/json_sink.h"
 #include "sources/device_events.h"
 
-namespace slowburn {
+namespace slowburn::causes_test {
 namespace {
 
 DeviceEvent event(std::string type, std::string device, std::vector<int> ranks,
@@ -250,4 +250,4 @@ TEST(DeviceEventJson, XidHasTheDocumentedShape) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::causes_test

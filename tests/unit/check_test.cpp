@@ -28,7 +28,7 @@
 #include "sched.skel.h"
 #include "tprecord.skel.h"
 
-namespace slowburn {
+namespace slowburn::check_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -504,4 +504,4 @@ TEST(CheckTracepoints, TheListCoversEverySkeletonSection) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::check_test

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace slowburn {
+namespace slowburn::clock_check_test {
 namespace {
 
 RankIdentity rank_on(int rank, const std::string& host) {
@@ -129,4 +129,4 @@ TEST(ClockCheck, OneNodesInstancesTestNothingAndNearTiesNameNobody) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::clock_check_test

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <random>
 
-namespace slowburn {
+namespace slowburn::clock_offsets_test {
 namespace {
 
 // Releases of a job whose steps take ~10 ms with a few % of jitter, on the
@@ -95,9 +95,9 @@ TEST(ClockOffsets, TheLaneWithMostMatchesDecides) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::clock_offsets_test
 
-namespace slowburn {
+namespace slowburn::clock_offsets_test {
 namespace {
 
 TEST(ClockOffsets, AStretchOfTheNodeWhereTheRecordingsOverlapGivesTheSameOffset) {
@@ -128,4 +128,4 @@ TEST(ClockOffsets, AStretchOfTheNodeWhereTheRecordingsOverlapGivesTheSameOffset)
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::clock_offsets_test

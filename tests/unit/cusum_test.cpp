@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace slowburn {
+namespace slowburn::cusum_test {
 namespace {
 
 TEST(Cusum, AccumulatesOnlyAboveAllowance) {
@@ -39,4 +39,4 @@ TEST(Cusum, SlowShiftAlarmsWhereNoSingleValueIsExtreme) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::cusum_test

@@ -7,7 +7,7 @@
 
 #include "slowburn/callpair.h"
 
-namespace slowburn {
+namespace slowburn::decoder_test {
 namespace {
 
 std::vector<std::byte> raw(const sb_call_event& e, size_t size = sizeof(sb_call_event)) {
@@ -98,4 +98,4 @@ TEST(EventDecoder, SurvivesArbitraryBytes) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::decoder_test

@@ -17,7 +17,7 @@ __attribute__((noinline, used)) long demangle_me(int a, char* b, unsigned long c
 }
 }  // namespace sbtest
 
-namespace slowburn {
+namespace slowburn::elf_symbols_test {
 namespace {
 
 std::vector<char> file_bytes(const std::string& path, uint64_t offset, size_t size) {
@@ -98,4 +98,4 @@ TEST(ElfSymbols, FromBytesReadsTheSameTablesAsOpen) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::elf_symbols_test

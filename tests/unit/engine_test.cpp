@@ -12,7 +12,7 @@
 #include "support/synthetic_job.h"
 #include "sysfs/topology.h"
 
-namespace slowburn {
+namespace slowburn::engine_test {
 namespace {
 
 const std::filesystem::path kFixtures = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures";
@@ -105,4 +105,4 @@ TEST(JobJudges, ReplayedCallsWithTheirCommunicatorsAreJudgedAsLiveOnes) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::engine_test

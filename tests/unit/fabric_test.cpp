@@ -14,7 +14,7 @@
 #include "support/temp_dir.h"
 #include "sysfs/rdma_ports.h"
 
-namespace slowburn {
+namespace slowburn::fabric_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -372,4 +372,4 @@ TEST(FabricReplay, ScriptedSysfsAndEthtoolCaptures) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::fabric_test

@@ -11,7 +11,7 @@
 #include "service/probe_metrics.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::fleet_rules_test {
 namespace {
 
 const std::string kDeploy = std::string(SLOWBURN_SOURCE_DIR) + "/deploy";
@@ -79,4 +79,4 @@ TEST(FleetRules, EveryMetricTheyReadIsExported) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::fleet_rules_test

@@ -5,7 +5,7 @@
 
 #include <set>
 
-namespace slowburn {
+namespace slowburn::gloo_groups_test {
 namespace {
 
 std::set<int32_t> pids_of(const GlooGroups& g, const std::vector<size_t>& members) {
@@ -76,4 +76,4 @@ TEST(GlooGroups, AGroupWithMembersOnOtherNodesIsWhatIsHere) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::gloo_groups_test

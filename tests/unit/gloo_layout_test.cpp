@@ -22,7 +22,7 @@
 #include <cstddef>
 #endif
 
-namespace slowburn {
+namespace slowburn::gloo_layout_test {
 namespace {
 
 #ifdef SLOWBURN_HAVE_GLOO_HEADERS
@@ -93,7 +93,7 @@ TEST(GlooLayout, TheContextIsTheOptionsFirstWordAndHoldsRankThenSize) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::gloo_layout_test
 
 #ifdef SLOWBURN_HAVE_GLOO_HEADERS
 #pragma GCC diagnostic pop

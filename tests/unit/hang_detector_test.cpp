@@ -9,7 +9,7 @@
 #include "detect/straggler.h"
 #include "support/synthetic_job.h"
 
-namespace slowburn {
+namespace slowburn::hang_detector_test {
 namespace {
 
 using namespace testing;
@@ -234,4 +234,4 @@ TEST(HangDetector, TheFirstFailureIsNamedWithTheRanksThatFollowedIt) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::hang_detector_test

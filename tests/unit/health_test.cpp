@@ -18,7 +18,7 @@
 #include "procfs/ranks.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::health_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -539,4 +539,4 @@ TEST(HealthLive, ThisMachineEveryUnavailableRowSaysWhy) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::health_test

@@ -13,7 +13,7 @@
 #include "sources/host_monitor.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::host_test {
 namespace {
 
 TEST(HostParsers, ProcStatWithSpacesAndParenthesesInTheComm) {
@@ -404,4 +404,4 @@ TEST(NumaPlacement, TheCpusNodesAreReadFromSysfs) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::host_test

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace slowburn {
+namespace slowburn::http_request_test {
 namespace {
 
 using State = HttpRequestHead::State;
@@ -70,4 +70,4 @@ TEST(HttpResponse, TheHeadSaysTheLengthAndClosesTheConnection) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::http_request_test

@@ -10,7 +10,7 @@
 #include "procfs/ranks.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::hw_monitor_test {
 namespace {
 
 const std::filesystem::path kFixtures = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures";
@@ -131,4 +131,4 @@ TEST_F(HwMonitorSysfs, MalformedOrVanishingFilesDoNotStopIt) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::hw_monitor_test

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace slowburn {
+namespace slowburn::ib_connections_test {
 namespace {
 
 IbConnectionStats connection(uint32_t pid, IbDirection dir, uint64_t comm, uint64_t requests, uint64_t mean_us) {
@@ -67,4 +67,4 @@ TEST(Log2HistogramQuantile, UpperBoundOfTheSlot) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::ib_connections_test

@@ -7,7 +7,7 @@
 #include "detect/straggler.h"
 #include "support/synthetic_job.h"
 
-namespace slowburn {
+namespace slowburn::inside_test {
 namespace {
 
 using namespace testing;
@@ -201,4 +201,4 @@ TEST(StragglerDetectorInside, AHealthyJobNeverSaysTheCollectiveIsSlower) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::inside_test

@@ -16,7 +16,7 @@
 
 #include "detect/straggler.h"
 
-namespace slowburn {
+namespace slowburn::instance_rules_test {
 namespace {
 
 constexpr uint32_t kProbe = 5;
@@ -258,4 +258,4 @@ TEST(InstanceRules, TheSequentialEventNeedsThreeRanksAStepAndALeadOfItsOwn) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::instance_rules_test

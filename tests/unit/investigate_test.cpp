@@ -7,7 +7,7 @@
 #include "investigate/investigation.h"
 #include "investigate/investigation_output.h"
 
-namespace slowburn {
+namespace slowburn::investigate_test {
 namespace {
 
 Finding straggler(int rank, uint64_t cost_ns) {
@@ -259,4 +259,4 @@ TEST(InvestigationOutput, JsonLinesAndDotCarryTheGraph) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::investigate_test

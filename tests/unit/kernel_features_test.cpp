@@ -12,7 +12,7 @@
 #include "loader/uprobe_links.h"
 #include "sources/kernel_sources.h"
 
-namespace slowburn {
+namespace slowburn::kernel_features_test {
 namespace {
 
 KernelFeatures kernel_with(std::set<std::string> tracepoints, bool uprobe_multi = true) {
@@ -112,4 +112,4 @@ TEST(LoadFailure, TheVerifiersLastWordsAreInTheError) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::kernel_features_test

@@ -4,7 +4,7 @@
 
 #include "support/raw_record.h"
 
-namespace slowburn {
+namespace slowburn::link_test {
 namespace {
 
 TEST(LinkSpeed, EveryKernelSpelling) {
@@ -144,4 +144,4 @@ TEST(PcieLinkEventFromHandWrittenV7Formats, DecodesLinkAndHotplugRecords) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::link_test

@@ -4,7 +4,7 @@
 
 #include "sinks/hist_printer.h"
 
-namespace slowburn {
+namespace slowburn::log2_hist_test {
 namespace {
 
 TEST(Log2Histogram, SlotsMatchTheKernelLayout) {
@@ -51,4 +51,4 @@ TEST(HistPrinter, LibbpfToolsLayout) {
 TEST(HistPrinter, EmptyHistogramPrintsNothing) { EXPECT_EQ(format_log2_hist(Log2Histogram("usecs")), ""); }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::log2_hist_test

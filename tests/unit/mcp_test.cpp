@@ -15,7 +15,7 @@
 #include "support/synthetic_recording.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::mcp_test {
 namespace {
 
 using nlohmann::json;
@@ -340,4 +340,4 @@ TEST(McpStdio, EveryLineAnsweredInOrderNotificationsSkipped) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::mcp_test

@@ -11,7 +11,7 @@
 #include <atomic>
 #include <string>
 
-namespace slowburn {
+namespace slowburn::metrics_endpoint_test {
 namespace {
 
 // GET /metrics over loopback; the whole response, or "" when it cannot connect.
@@ -59,4 +59,4 @@ TEST(MetricsEndpoint, RendersAPublishedPageOnlyWhenScrapedAndOnce) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::metrics_endpoint_test

@@ -11,7 +11,7 @@
 #include "service/probe_metrics.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::metrics_text_test {
 namespace {
 
 TEST(MetricsText, FamiliesSamplesAndEscaping) {
@@ -194,4 +194,4 @@ TEST(ListenAddress, ParsesHostAndPort) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::metrics_text_test

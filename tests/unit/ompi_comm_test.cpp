@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-namespace slowburn {
+namespace slowburn::ompi_comm_test {
 namespace {
 
 // A sparse address space.
@@ -146,4 +146,4 @@ TEST(OmpiComm, AFreedOrCorruptCommunicatorIsAnErrorNotAHugeRead) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::ompi_comm_test

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace slowburn {
+namespace slowburn::overhead_budget_test {
 namespace {
 
 constexpr uint64_t kSecond = 1'000'000'000;
@@ -168,4 +168,4 @@ TEST(OverheadBudget, ARateThatWobblesForcesNoExtraToggle) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::overhead_budget_test

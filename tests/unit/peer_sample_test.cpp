@@ -10,7 +10,7 @@
 
 #include "stats/robust.h"
 
-namespace slowburn {
+namespace slowburn::peer_sample_test {
 namespace {
 
 using Pool = std::map<int32_t, std::vector<double>>;
@@ -78,4 +78,4 @@ TEST(PeerSample, AMemberAloneHasNoPeers) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::peer_sample_test

@@ -7,7 +7,7 @@
 #include "procfs/maps.h"
 #include "procfs/ranks.h"
 
-namespace slowburn {
+namespace slowburn::procfs_test {
 namespace {
 
 const std::filesystem::path kProc = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/proc";
@@ -132,4 +132,4 @@ TEST(Ranks, ProcessAliveReadsState) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::procfs_test

@@ -13,7 +13,7 @@
 #include "core/clock.h"
 #include "procfs/process_state.h"
 
-namespace slowburn {
+namespace slowburn::rank_watch_test {
 namespace {
 
 TEST(ProcStat, ParsesStateCpuThreadsAndExitCodePastANameWithParentheses) {
@@ -141,4 +141,4 @@ TEST(RankWatch, SeesAChildBlockedReadingAPipeAndThenStopped) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::rank_watch_test

@@ -13,7 +13,7 @@
 #include "record/schema.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::recording_test {
 namespace {
 
 using testing::TempDir;
@@ -234,4 +234,4 @@ TEST(Recording, ARecursiveViewIsRefusedNotRunForever) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::recording_test

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-namespace slowburn {
+namespace slowburn::robust_test {
 namespace {
 
 TEST(Median, OddEvenEmpty) {
@@ -79,4 +79,4 @@ TEST(Quantile, NearestRank) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::robust_test

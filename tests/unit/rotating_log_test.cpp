@@ -8,7 +8,7 @@
 
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::rotating_log_test {
 namespace {
 
 std::vector<std::string> lines_of(const std::filesystem::path& path) {
@@ -80,4 +80,4 @@ TEST(RotatingLog, AnUnwritableDirectoryIsAClearError) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::rotating_log_test

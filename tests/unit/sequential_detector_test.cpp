@@ -9,7 +9,7 @@
 #include "detect/straggler.h"
 #include "support/synthetic_job.h"
 
-namespace slowburn {
+namespace slowburn::sequential_detector_test {
 namespace {
 
 using namespace testing;
@@ -132,4 +132,4 @@ TEST(SequentialTest, TwoRanksAreLeftToTheWindowRule) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::sequential_detector_test

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-namespace slowburn {
+namespace slowburn::sequential_test {
 namespace {
 
 TEST(BernoulliCusum, ThresholdIsTheLogOfTheTargetArl) {
@@ -161,4 +161,4 @@ TEST(BernoulliCusum, MoreEventsThanObservationsCountAsAllEvents) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::sequential_test

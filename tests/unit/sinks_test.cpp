@@ -6,7 +6,7 @@
 #include "sinks/json_sink.h"
 #include "sinks/text_sink.h"
 
-namespace slowburn {
+namespace slowburn::sinks_test {
 namespace {
 
 RankIdentity rank(int r, int32_t pid) {
@@ -162,4 +162,4 @@ TEST(TextSink, VerdictNamesTheCulpritNobodyOrSaysWhyItCannot) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::sinks_test

@@ -4,7 +4,7 @@
 
 #include "support/synthetic_job.h"
 
-namespace slowburn {
+namespace slowburn::straggler_test {
 namespace {
 
 using namespace testing;
@@ -356,4 +356,4 @@ TEST(StragglerDetector, CostIsTheBlameCharged) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::straggler_test

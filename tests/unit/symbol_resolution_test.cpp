@@ -11,7 +11,7 @@
 #include "support/temp_dir.h"
 #include "symbols/elf_symbols.h"
 
-namespace slowburn {
+namespace slowburn::symbol_resolution_test {
 namespace {
 
 const std::filesystem::path kTargets = std::filesystem::path(SLOWBURN_BUILD_DIR) / "tests/targets";
@@ -141,4 +141,4 @@ TEST(SymbolResolution, AProviderFunctionInAStrippedLibrarySaysHowToGetIt) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::symbol_resolution_test

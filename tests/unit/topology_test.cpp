@@ -7,7 +7,7 @@
 #include "pcie/aer.h"
 #include "support/temp_dir.h"
 
-namespace slowburn {
+namespace slowburn::topology_test {
 namespace {
 
 const std::filesystem::path kFixtures = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures";
@@ -195,4 +195,4 @@ TEST(Topology, SoftRoceIsThePciNicOfItsNetdev) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::topology_test

@@ -6,7 +6,7 @@
 #include "support/raw_record.h"
 #include "tracefs/format.h"
 
-namespace slowburn {
+namespace slowburn::tracefs_format_test {
 namespace {
 
 TEST(TracefsFormat, ParsesThisMachinesConsoleFormat) {
@@ -90,4 +90,4 @@ TEST(RecordView, ZeroSizedFieldOfAnEmptyRecordIsAnEmptyString) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::tracefs_format_test

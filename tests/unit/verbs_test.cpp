@@ -31,7 +31,7 @@ static_assert(sizeof(ibv_device::name) == SB_IBV_DEVICE_NAME_BYTES);
 static_assert(IBV_QP_STATE == SB_IBV_QP_STATE && IBV_QP_AV == SB_IBV_QP_AV && IBV_QP_DEST_QPN == SB_IBV_QP_DEST_QPN);
 static_assert(IBV_QPS_SQE == 5 && IBV_QPS_ERR == 6 && IBV_EVENT_DEVICE_FATAL == 8 && IBV_EVENT_WQ_FATAL == 19);
 
-namespace slowburn {
+namespace slowburn::verbs_test {
 namespace {
 
 TEST(VerbsNames, StatesTypesEventsAndGids) {
@@ -235,4 +235,4 @@ TEST(QpInventory, AsyncEventsAndFailedCreates) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::verbs_test

@@ -8,7 +8,7 @@
 
 #include "support/synthetic_job.h"
 
-namespace slowburn {
+namespace slowburn::verdict_test {
 namespace {
 
 using namespace testing;
@@ -173,4 +173,4 @@ TEST(Verdict, ARampIsNamedWhileItGrows) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::verdict_test

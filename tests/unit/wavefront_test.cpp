@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace slowburn {
+namespace slowburn::wavefront_test {
 namespace {
 
 constexpr uint64_t kS = 1'000'000'000;
@@ -152,4 +152,4 @@ TEST(ProcessView, SaysWhatTheKernelSees) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::wavefront_test

@@ -12,7 +12,7 @@
 
 #include "support/raw_record.h"
 
-namespace slowburn {
+namespace slowburn::xid_record_test {
 namespace {
 
 // __string(dev) at 8, __field(u32, error_code) at 12, __string(msg) at 16
@@ -70,4 +70,4 @@ TEST(XidRecordFromHandWrittenV575Format, ARecordOfAnotherLayoutIsAnError) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::xid_record_test

@@ -4,7 +4,7 @@
 
 #include "nvidia/xid_catalog.h"
 
-namespace slowburn {
+namespace slowburn::xid_test {
 namespace {
 
 TEST(XidParser, WithPidAndName) {
@@ -136,4 +136,4 @@ TEST(XidCatalog, OneTableGradesAndGroupsEveryCode) {
 }
 
 }  // namespace
-}  // namespace slowburn
+}  // namespace slowburn::xid_test
