@@ -47,6 +47,12 @@ Command add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
   detector
+      ->add_option("--min-cost", args->options.detector.session_cost_thresholds.min_cost_share,
+                   "The slow burn: name a rank whose own lateness costs the job this share of the traced time "
+                   "over the session (severity minor under 0.1, major from there)")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  detector
       ->add_option("--hang-s", args->hang_s,
                    "A hang: ranks inside a collective this long, when the recordings end, while a member never entered")
       ->check(CLI::Range(1.0, 86400.0))

@@ -83,6 +83,16 @@ struct InsideEvidence {
   double cost_share = 0;  // of the window it was flagged in
 };
 
+// A straggler by its cost over the session (detector "session-cost"): its
+// own lateness summed over the lane's instances, against the runner-up's
+// and against chance.
+struct SessionCostEvidence {
+  double next_cost_share = 0;         // the rank that costs the job most after it
+  double expected_last_fraction = 0;  // 1 / members: last by chance alone
+  double last_z = 0;                  // its lasts against that, in standard deviations
+  uint64_t traced_ns = 0;
+};
+
 // Where one member stands on a communicator (a mismatch's evidence): the
 // collective it is in and its position there.
 struct MemberCall {
@@ -93,11 +103,15 @@ struct MemberCall {
 
 struct Finding {
   std::string type;      // "straggler", "hang", "mismatch" or "failure"
-  std::string detector;  // "persistence", "cusum", "sequential", "inside", "in-flight" or "lifecycle"
+  std::string detector;  // "persistence", "cusum", "sequential", "inside", "session-cost", "in-flight" or "lifecycle"
   // Straggler: where the job waits for it. "arrival": it comes last;
   // "inside": it comes on time, and the collective waits for its CPU.
   std::string where = "arrival";
   std::optional<InsideEvidence> inside;
+  std::optional<SessionCostEvidence> session_cost;
+  // Straggler: "major" when it costs the job 10%+ of the traced time,
+  // "minor" below (detect/session_cost.h); "" for other types.
+  std::string severity;
   RankIdentity culprit;
   std::string probe;             // the collective carrying the signal
   CommunicatorRef comm;          // on which communicator

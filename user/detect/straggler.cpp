@@ -243,6 +243,8 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
   if (last && second) {
     lane.total_blame_ns[last->pid] += blame;
     lane.total_lasts[last->pid] += 1;
+    lane.total_blame_leaving_ns[last->pid] += blame_leaving;
+    ++lane.total_judged_instances;
   }
   std::vector<double> entries;
   entries.reserve(instance.calls.size());

@@ -55,6 +55,7 @@
 #include "detect/aligner.h"
 #include "detect/inside.h"
 #include "detect/report.h"
+#include "detect/session_cost.h"
 #include "events/call_event.h"
 #include "events/communicator.h"
 #include "probes/catalog.h"
@@ -100,6 +101,12 @@ struct DetectorConfig {
   // from its peers'; named after persistence_m of persistence_n windows.
   bool inside = true;
   InsideThresholds inside_thresholds;
+  // The slow burn (detect/session_cost.h): at the verdict, per lane, the
+  // rank whose own lateness over the whole session costs the job
+  // session_cost.min_cost_share of the traced time, alone and beyond
+  // chance; every straggler's severity from its cost.
+  bool session_cost = true;
+  SessionCostThresholds session_cost_thresholds;
 };
 
 struct DetectorCounters {
@@ -240,6 +247,8 @@ class StragglerDetector {
   void judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart);
   std::vector<std::string> inside_notes_;  // emitted by the window's close
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
+  // The verdict's stragglers by session cost, on ranks it does not name yet.
+  void session_cost_findings(SessionVerdict& verdict) const;
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.
   void sequential_test(Lane& lane, const CollectiveInstance& instance, const RankCall& last, uint64_t blame_ns,

@@ -288,6 +288,37 @@ std::vector<Finding> StragglerDetector::findings() const {
   return result;
 }
 
+void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
+  uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
+  std::map<int32_t, Finding> best;  // per rank, its costliest lane
+  for (const auto& [key, lane] : lanes_) {
+    if (lane->info.kind != CallKind::synchronizing) continue;
+    std::map<int32_t, LaneRankTotals> totals;
+    for (int32_t pid : lane->seen) {
+      LaneRankTotals& t = totals[pid];
+      auto at = [pid](const std::map<int32_t, uint64_t>& m) { return m.contains(pid) ? m.at(pid) : 0; };
+      t.lasts = at(lane->total_lasts);
+      t.blame_ns = at(lane->total_blame_ns);
+      t.blame_leaving_ns = at(lane->total_blame_leaving_ns);
+    }
+    auto j = judge_session_cost(totals, lane->total_judged_instances, lane->seen.size(), traced_ns,
+                                config_.session_cost_thresholds);
+    if (!j) continue;
+    bool named = std::any_of(v.stragglers.begin(), v.stragglers.end(),
+                             [&](const Finding& f) { return f.culprit.pid == j->pid; });
+    if (named || (best.contains(j->pid) && best[j->pid].cost_ns >= j->cost_ns)) continue;
+    // A spell that ended is an episode, not a slow burn: what it cost
+    // outside its episodes must pass the floor on its own.
+    double episodes_ns = 0;
+    if (auto runs = runs_.find(j->pid); runs != runs_.end())
+      for (const Run& run : runs->second) episodes_ns += run.cost_ns;
+    double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
+    if (outside_ns < config_.session_cost_thresholds.min_cost_share * static_cast<double>(traced_ns)) continue;
+    best[j->pid] = session_cost_finding(lane_finding(*lane, j->pid, "straggler", "session-cost"), *j, traced_ns);
+  }
+  for (auto& [pid, f] : best) v.stragglers.push_back(std::move(f));
+}
+
 SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   SessionVerdict v;
   v.instances = counters_.instances;
@@ -320,6 +351,11 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
       v.episodes.push_back(std::move(e));
     }
     if (held) v.stragglers.push_back(all[held->finding]);
+  }
+  if (config_.session_cost) session_cost_findings(v);
+  for (Finding& f : v.stragglers) {
+    f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
+    if (f.session_cost) f.summary = straggler_summary(f);  // it names its severity
   }
   std::sort(v.stragglers.begin(), v.stragglers.end(),
             [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });

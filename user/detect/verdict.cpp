@@ -121,8 +121,37 @@ std::string communicator_phrase(const Finding& f) {
   return fmt::format(" on {}{}", f.comm->label, f.comm_rank ? fmt::format(" as its rank {}", *f.comm_rank) : "");
 }
 
+Finding session_cost_finding(Finding f, const SessionCostJudgement& j, uint64_t traced_ns) {
+  f.last_fraction = j.last_fraction;
+  f.blame_share = j.cost_share;
+  f.instances_considered = j.instances;
+  f.instances_flagged = j.lasts;
+  f.cost_ns = j.cost_ns;
+  f.cost_share = j.cost_share;
+  f.session_cost = SessionCostEvidence{j.next_cost_share, j.expected_last_fraction, j.last_z, traced_ns};
+  f.summary = straggler_summary(f);
+  return f;
+}
+
+namespace {
+
+std::string session_cost_summary(const Finding& f) {
+  const SessionCostEvidence& e = *f.session_cost;
+  return fmt::format(
+      "{} is a {} straggler over the session: its own lateness on {}{} cost the job {} ({:.1f}% of {} traced), "
+      "{}; last in {:.0f}% of {} instances ({:.0f}% by chance alone, z {:.1f})",
+      rank_label(f.culprit), f.severity.empty() ? "slow-burn" : f.severity, f.probe, communicator_phrase(f),
+      format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100, format_ns(static_cast<double>(e.traced_ns)),
+      e.next_cost_share > 0 ? fmt::format("{:.1f}x the next rank's", f.cost_share / e.next_cost_share)
+                            : std::string("no other rank's lateness costs anything"),
+      f.last_fraction * 100, f.instances_considered, e.expected_last_fraction * 100, e.last_z);
+}
+
+}  // namespace
+
 std::string straggler_summary(const Finding& f) {
   if (f.where == "inside" && f.inside) return inside_summary(f);
+  if (f.session_cost) return session_cost_summary(f);
   std::string z = f.detector == "sequential" ? std::string()
                   : f.z_lateness || f.z_gap  ? fmt::format(" (robust z: lateness {}, compute gap {})",
                                                           f.z_lateness ? fmt::format("{:.1f}", *f.z_lateness) : "-",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "detect/report.h"
+#include "detect/session_cost.h"
 #include "detect/straggler.h"
 #include "slowburn/instance_rules.h"
 #include "stats/sequential.h"
@@ -30,6 +31,10 @@ Finding straggler_finding(const char* detector, const WindowReport& report, cons
 // A straggler inside the collective (where "inside") from the window its
 // inside test held in: its thread's CPU times against its peers'.
 Finding inside_finding(const WindowReport& report, const RankWindowStats& evidence, uint64_t now_ns);
+
+// A straggler by its cost over the session (detect/session_cost.h), on the
+// lane `base` names: evidence, cost and summary.
+Finding session_cost_finding(Finding base, const SessionCostJudgement& judgement, uint64_t traced_ns);
 
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.

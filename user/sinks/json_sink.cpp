@@ -236,12 +236,21 @@ json finding_json(const Finding& f) {
       evidence["after_last_arrival_ratio"] = optional_number(f.inside->after_last_arrival_ratio);
       evidence["inside_cost_share"] = f.inside->cost_share;
     }
+    if (f.session_cost) {
+      evidence["next_cost_share"] = f.session_cost->next_cost_share;
+      evidence["expected_last_fraction"] = f.session_cost->expected_last_fraction;
+      evidence["last_z"] = f.session_cost->last_z;
+      evidence["lasts"] = f.instances_flagged;
+      evidence["instances"] = f.instances_considered;
+      evidence["traced_ns"] = f.session_cost->traced_ns;
+    }
   }
   json j{{"type", f.type},
          {"evidence", std::move(evidence)},
          {"communicator", communicator_json(f.comm, f.comm_rank)},
          {"cost_ns", f.cost_ns},
          {"cost_share", f.cost_share},
+         {"severity", f.severity.empty() ? json(nullptr) : json(f.severity)},
          {"likely_causes", f.likely_causes},
          {"sdc_activity", f.sdc_activity ? json(*f.sdc_activity) : json(nullptr)},
          {"summary", f.summary}};

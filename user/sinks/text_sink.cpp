@@ -194,7 +194,8 @@ void TextSink::verdict(const SessionVerdict& v) {
   for (const Finding& f : v.failures) out_ << fmt::format("  failure: {}\n", f.summary);
   for (const Finding& f : v.hangs) out_ << fmt::format("  {}: {}\n", f.type, f.summary);
   for (const PendingHang& p : v.pending_hangs) out_ << fmt::format("  pending hang: {}\n", p.summary);
-  for (const Finding& f : v.stragglers) out_ << fmt::format("  straggler: {}\n", f.summary);
+  for (const Finding& f : v.stragglers)
+    out_ << fmt::format("  straggler: {}{}\n", f.summary, f.severity.empty() ? "" : " [" + f.severity + "]");
   for (const Episode& e : v.episodes) out_ << fmt::format("  episode: {}\n", e.summary);
   if (v.clock_check) out_ << fmt::format("  clocks: {}\n", v.clock_check->summary);
   out_.flush();

@@ -1,0 +1,46 @@
+#include "detect/session_cost.h"
+
+#include <cmath>
+
+namespace slowburn {
+
+std::optional<SessionCostJudgement> judge_session_cost(const std::map<int32_t, LaneRankTotals>& ranks,
+                                                       uint64_t instances, size_t members, uint64_t traced_ns,
+                                                       const SessionCostThresholds& t) {
+  if (members < 2 || instances < t.min_instances || traced_ns == 0) return std::nullopt;
+  const std::pair<const int32_t, LaneRankTotals>* worst = nullptr;
+  uint64_t next_ns = 0;
+  for (const auto& entry : ranks) {
+    uint64_t own = entry.second.own_ns();
+    if (!worst || own > worst->second.own_ns()) {
+      if (worst) next_ns = std::max(next_ns, worst->second.own_ns());
+      worst = &entry;
+    } else {
+      next_ns = std::max(next_ns, own);
+    }
+  }
+  if (!worst) return std::nullopt;
+  SessionCostJudgement j;
+  j.pid = worst->first;
+  j.cost_ns = worst->second.own_ns();
+  j.cost_share = static_cast<double>(j.cost_ns) / static_cast<double>(traced_ns);
+  j.next_cost_share = static_cast<double>(next_ns) / static_cast<double>(traced_ns);
+  j.lasts = worst->second.lasts;
+  j.instances = instances;
+  j.last_fraction = static_cast<double>(j.lasts) / static_cast<double>(instances);
+  j.expected_last_fraction = 1.0 / static_cast<double>(members);
+  double p = j.expected_last_fraction;
+  j.last_z = (static_cast<double>(j.lasts) - static_cast<double>(instances) * p) /
+             std::sqrt(static_cast<double>(instances) * p * (1 - p));
+  bool costs = j.cost_share >= t.min_cost_share;
+  bool alone = static_cast<double>(j.cost_ns) >= t.uniqueness * static_cast<double>(next_ns);
+  bool beyond_chance = j.last_z >= t.min_last_z;
+  if (!costs || !alone || !beyond_chance) return std::nullopt;
+  return j;
+}
+
+std::string severity_of(double cost_share, const SessionCostThresholds& t) {
+  return cost_share >= t.major_cost_share ? "major" : "minor";
+}
+
+}  // namespace slowburn
