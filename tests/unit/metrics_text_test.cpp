@@ -92,6 +92,7 @@ MetricsView sample_view() {
   f.probe = "mpi.allreduce";
   f.comm = tp;
   f.likely_cause_type = "link.downtrained";
+  f.cost_share = 0.04;  // the slow burn: minor
   v.active_findings[4242] = f;
   v.findings_total[{"job-7", 3, "straggler"}] = 1;
   v.device_events_total[{"link.downtrained", "0000:3b:00.0", "gpu", "warning"}] = 2;
@@ -122,7 +123,7 @@ TEST(ProbeMetrics, RendersTheContract) {
            "slowburn_rank_gap_seconds{" + labels + "} 0.009",
            "slowburn_rank_gap_z{" + labels + "} 7.5",
            "slowburn_rank_blame_ratio{" + labels + "} 0.2",
-           "slowburn_straggler{" + labels + ",cause=\"link.downtrained\",where=\"arrival\"} 1",
+           "slowburn_straggler{" + labels + ",cause=\"link.downtrained\",where=\"arrival\",cost=\"minor\"} 1",
            std::string("slowburn_findings_total{job=\"job-7\",rank=\"3\",node=\"node-a\",type=\"straggler\"} 1"),
            std::string("slowburn_device_events_total{node=\"node-a\",type=\"link.downtrained\",device=\"0000:3b:00.0\","
                        "role=\"gpu\",severity=\"warning\"} 2"),

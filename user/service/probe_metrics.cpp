@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "detect/session_cost.h"
 #include "sinks/metrics_text.h"
 
 namespace slowburn {
@@ -130,11 +131,13 @@ void render_window_gauges(MetricsText& m, const MetricsView& v) {
 void render_findings(MetricsText& m, const MetricsView& v) {
   m.family("slowburn_straggler", "gauge",
            "1 while this node's detector has a standing straggler finding on the rank; cause: the likely cause; "
-           "where: arrival (it comes last) or inside (on time, the collective waits for its CPU)");
+           "where: arrival (it comes last) or inside (on time, the collective waits for its CPU); cost: major when "
+           "it costs the job 10%+ of the traced time, else minor");
   for (const auto& [pid, f] : v.active_findings) {
     MetricLabels labels = rank_labels(f.culprit, v.node, f.probe, f.comm);
     labels.emplace_back("cause", f.likely_cause_type.empty() ? "none" : f.likely_cause_type);
     labels.emplace_back("where", f.where);
+    labels.emplace_back("cost", severity_of(f.cost_share));
     m.sample("slowburn_straggler", labels, 1);
   }
   m.family("slowburn_hang_seconds", "gauge",
