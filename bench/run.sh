@@ -111,6 +111,9 @@ first_findings() {
 	verdict=$(grep -A1 '^Verdict' "$build/bench/rss-trace.out" | tail -1 | cut -c1-80)
 	echo "- peak RSS: $((peak / 1024)) MiB ($peak KiB); traced $calls_traced"
 	echo "- verdict: $verdict"
+	echo
+	echo "## The slow burn's sensitivity (bench/sensitivity.sh)"
+	bench/sensitivity.sh "$build" 300
 } | tee "$out"
 echo
 echo "bench: results in $out (copy them into bench/RESULTS.md)"

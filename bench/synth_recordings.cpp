@@ -5,7 +5,10 @@
 // the last arrives. Each node's clock is skewed (tens of ms, both signs) and
 // its tracer starts a few steps late, as on a real cluster.
 //
-//   synth_recordings OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK]
+//   synth_recordings OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE]
+//
+// SLOWDOWN: the slow rank's compute multiplier (1.5); NOISE: each compute
+// step's standard deviation as a share of the step (0.01).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,7 +30,7 @@ int32_t pid_of(int rank) { return 10'000 + rank; }
 // Every node re-runs the same simulation (same seed) and keeps its own
 // ranks' calls: no node's calls wait in memory for another's writer.
 int record_node(const std::filesystem::path& dir, int node, int ranks, int per_node, int steps, double step_ns,
-                int slow_rank) {
+                int slow_rank, double slowdown, double noise_share) {
   std::string host = fmt::format("node-{:03}", node);
   auto recorder = Recorder::create(dir / (host + ".sbr"), {host});
   if (!recorder) {
@@ -61,12 +64,12 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
   const int64_t skew_ns = (static_cast<int64_t>(node) * 7919 % 200 - 100) * 1'000'000;
   const int skipped = (node * 3) % 17;  // its tracer started that many steps late
   std::mt19937_64 rng(42);
-  std::normal_distribution<double> noise(0, step_ns * 0.01);
+  std::normal_distribution<double> noise(0, step_ns * noise_share);
   std::uniform_real_distribution<double> jitter(0, 20e3);
   std::vector<double> prev_exit(static_cast<size_t>(ranks), 1e9), entry(static_cast<size_t>(ranks));
   for (int s = 0; s < steps; ++s) {
     for (int r = 0; r < ranks; ++r) {
-      double compute = (r == slow_rank ? 1.5 : 1.0) * step_ns + noise(rng);
+      double compute = (r == slow_rank ? slowdown : 1.0) * step_ns + noise(rng);
       entry[static_cast<size_t>(r)] = prev_exit[static_cast<size_t>(r)] + std::max(1e3, compute);
     }
     double release = *std::max_element(entry.begin(), entry.end()) + 50e3;
@@ -99,7 +102,8 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    fmt::print(stderr, "usage: {} OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK]\n", argv[0]);
+    fmt::print(stderr, "usage: {} OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE]\n",
+               argv[0]);
     return 2;
   }
   std::filesystem::path dir = argv[1];
@@ -107,15 +111,18 @@ int main(int argc, char** argv) {
   double seconds = std::atof(argv[4]);
   double step_ms = argc > 5 ? std::atof(argv[5]) : 50;
   int slow_rank = argc > 6 ? std::atoi(argv[6]) : -1;
-  if (ranks < 2 || per_node < 1 || seconds <= 0 || step_ms <= 0) {
-    fmt::print(stderr, "RANKS >= 2, RANKS_PER_NODE >= 1, SECONDS and STEP_MS > 0\n");
+  double slowdown = argc > 7 ? std::atof(argv[7]) : 1.5;
+  double noise_share = argc > 8 ? std::atof(argv[8]) : 0.01;
+  if (ranks < 2 || per_node < 1 || seconds <= 0 || step_ms <= 0 || slowdown <= 0 || noise_share < 0) {
+    fmt::print(stderr, "RANKS >= 2, RANKS_PER_NODE >= 1, SECONDS, STEP_MS and SLOWDOWN > 0, NOISE >= 0\n");
     return 2;
   }
   std::filesystem::create_directories(dir);
   int nodes = (ranks + per_node - 1) / per_node;
   int steps = static_cast<int>(seconds * 1000 / step_ms);
   for (int n = 0; n < nodes; ++n)
-    if (int rc = record_node(dir, n, ranks, per_node, steps, step_ms * 1e6, slow_rank)) return rc;
+    if (int rc = record_node(dir, n, ranks, per_node, steps, step_ms * 1e6, slow_rank, slowdown, noise_share))
+      return rc;
   fmt::print("{} recordings, {} ranks, {} steps of {} ms\n", nodes, ranks, steps, step_ms);
   return 0;
 }
