@@ -5,6 +5,7 @@
 // matched left out with the reason.
 #include "analyze/analyze.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -190,6 +191,39 @@ DeviceEvent recorded_event(std::string type, int rank, std::string summary, std:
   e.summary = std::move(summary);
   e.pid = pid;
   return e;
+}
+
+// The slow burn across nodes: 64 ranks on 8 nodes whose clocks are off by
+// up to +-90 ms, 1% compute noise, one rank 5% slower. Under every window's
+// floor; its own lateness over the session costs ~2.5%: named minor on its
+// node. The same job healthy names nobody.
+TEST(Analyze, AFivePercentRankOf64AcrossSkewedNodesIsNamedMinor) {
+  for (int slow : {37, -1}) {
+    SyntheticJob job;
+    job.ranks = 64;
+    job.noise_ns = 30e3;
+    job.compute_ns = [slow](int rank, int) { return rank == slow ? 3e6 * 1.05 : 3e6; };
+    auto events = job.run(3000);
+    TempDir dir;
+    for (int n = 0; n < 8; ++n) {
+      NodeSpec node{fmt::format("node-{}", n), {}, (n % 2 ? 1 : -1) * int64_t{n} * 13'000'000};
+      for (int r = 8 * n; r < 8 * n + 8; ++r) node.ranks.push_back(r);
+      record(dir, events, node, n * 3);
+    }
+    auto a = analyze(dir);
+    ASSERT_TRUE(a.result) << a.result.error().message;
+    if (slow < 0) {
+      EXPECT_TRUE(a.result->verdict.stragglers.empty()) << a.result->verdict.stragglers.front().summary;
+      continue;
+    }
+    EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{37, "node-4"}})) << a.json;
+    ASSERT_EQ(a.result->verdict.stragglers.size(), 1u);
+    const Finding& f = a.result->verdict.stragglers.front();
+    EXPECT_EQ(f.detector, "session-cost") << f.summary;
+    EXPECT_EQ(f.severity, "minor") << f.summary;
+    EXPECT_GT(f.cost_share, 0.01) << f.summary;
+    EXPECT_NE(a.json.find("\"severity\":\"minor\""), std::string::npos);
+  }
 }
 
 TEST(Analyze, TheCulpritsNodeRecordedItsLikelyCause) {
