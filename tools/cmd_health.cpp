@@ -115,7 +115,8 @@ Command add_health_command(CLI::App& app) {
       ->check(root_directory());
   sub->add_option("--kmsg", args->kmsg,
                   "A captured kernel log (/dev/kmsg records or `dmesg` text) instead of this machine's /dev/kmsg; "
-                  "without it a replayed tree's kernel-log checks are unavailable");
+                  "without it a replayed tree's kernel-log checks are unavailable")
+      ->check(kernel_log_file());
   sub->add_option("--expect", args->expect,
                   "Expected PCIe link, SELECTOR=xWIDTH@SPEED as in `slowburn pcie` (default: what both ends can do)");
   sub->add_option("--nic-speed", args->nic_speed_gbps,

@@ -79,6 +79,18 @@ const std::vector<WrongInput> kParseCases = {
     {"CheckPidNotANumber", {"check", "-p", "rank0"}, 1, "'rank0' is not a process id"},
     {"UnknownOption", {"trace", "--nosuch"}, 1, "(see slowburn trace --help)"},
     {"NoSubcommand", {}, 1, "(see slowburn --help)"},
+    {"UnknownCommandNamesTheClosest", {"tracee"}, 1, "unknown command tracee; did you mean trace?"},
+    {"UnknownOptionBeforeTheCommand", {"--bogus"}, 1, "unknown option --bogus"},
+    {"HelpForAnUnknownCommand", {"help", "catalgo"}, 1, "no command catalgo; did you mean catalog?"},
+    {"XidDurationBeyondAnyClock", {"xid", "-d", "1e99"}, 1, "'1e99' seconds is more than slowburn waits: at most"},
+    {"TraceDurationInfinite", {"trace", "-d", "inf"}, 1, "'inf' seconds is more than slowburn waits"},
+    {"GpuirqDurationBeyondAnyClock", {"gpuirq", "-d", "1e17"}, 1, "'1e17' seconds is more than slowburn waits"},
+    {"FabricDurationBeyondAnyClock",
+     {"fabric", "--netdev", "eth0", "-d", "1e99"},
+     1,
+     "'1e99' seconds is more than slowburn waits"},
+    {"HealthKernelLogADirectory", {"health", "--kmsg", "/etc"}, 1, "--kmsg: /etc is a directory"},
+    {"ProbesLibraryNotAnElf", {"probes", "--lib", "/etc/passwd"}, 1, "/etc/passwd is not an ELF file (it does not"},
 };
 
 class WrongInputs : public ::testing::TestWithParam<WrongInput> {};
@@ -93,6 +105,17 @@ TEST_P(WrongInputs, SaysWhatWasWrongAndWhatToDo) {
 
 INSTANTIATE_TEST_SUITE_P(Cli, WrongInputs, ::testing::ValuesIn(kParseCases),
                          [](const auto& info) { return info.param.name; });
+
+// `slowburn help` and `slowburn help CMD` print the help (CLI11 alone said
+// "A subcommand is required").
+TEST(CliInputs, HelpIsACommand) {
+  Ran all = run_slowburn({"help"}, 30s);
+  EXPECT_EQ(all.status, 0) << all.output;
+  EXPECT_NE(all.output.find("slowburn trace -d 30"), std::string::npos) << all.output;
+  Ran trace = run_slowburn({"help", "trace"}, 30s);
+  EXPECT_EQ(trace.status, 0) << trace.output;
+  EXPECT_NE(trace.output.find("--min-cost"), std::string::npos) << trace.output;
+}
 
 // A directory that exists but is not a sysfs: not "a machine with no PCIe device".
 TEST(CliInputs, PcieOnADirectoryThatIsNotASysfs) {

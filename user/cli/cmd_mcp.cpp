@@ -61,7 +61,7 @@ Command add_mcp_command(CLI::App& app) {
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs the tools read the topology and devices from")
       ->capture_default_str()
       ->check(root_directory());
-  sub->add_option("--kmsg", args->kmsg, "health: a captured kernel log instead of /dev/kmsg");
+  sub->add_option("--kmsg", args->kmsg, "health: a captured kernel log instead of /dev/kmsg")->check(kernel_log_file());
   return {sub, [args] { return run_mcp(*args); }};
 }
 

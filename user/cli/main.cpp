@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_health_command(app), slowburn::cli::add_investigate_command(app),
       slowburn::cli::add_check_command(app),  slowburn::cli::add_mcp_command(app),
   };
+  if (auto exit_code = slowburn::cli::before_parse(app, argc, argv)) return *exit_code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

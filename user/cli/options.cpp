@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <iostream>
+
+#include "core/strings.h"
 
 namespace slowburn::cli {
 
@@ -30,9 +33,29 @@ CLI::Validator seconds(bool positive) {
         double value = 0;
         if (!parse_double(text, value) || !(value >= 0) || (positive && value == 0))
           return fmt::format("'{}' is not a number of seconds{} (e.g. 30 or 0.5)", text, positive ? " above 0" : "");
+        // Past this, seconds overflow the nanosecond clocks they are added to
+        // (1e99 and inf ended a session at once): one bound for every command.
+        constexpr double kMostSeconds = 1e7;
+        if (value > kMostSeconds)
+          return fmt::format("'{}' seconds is more than slowburn waits: at most {:.0f} (~115 days){}", text,
+                             kMostSeconds, positive ? "" : "; without -d it runs until Ctrl-C");
         return "";
       },
       positive ? "SECONDS>0" : "SECONDS");
+}
+
+CLI::Validator kernel_log_file() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::error_code ec;
+        auto status = std::filesystem::status(text, ec);
+        if (ec || !std::filesystem::exists(status))
+          return fmt::format("{} does not exist: give a captured kernel log (e.g. dmesg > kmsg.txt)", text);
+        if (std::filesystem::is_directory(status))
+          return fmt::format("{} is a directory: give a captured kernel log file (e.g. dmesg > kmsg.txt)", text);
+        return "";
+      },
+      "FILE");
 }
 
 CLI::Validator process_id() {
@@ -74,6 +97,48 @@ void add_node_source_options(CLI::App* sub, NodeSourcesOptions& node) {
   sub->add_flag("!--no-host", node.host,
                 "Leave out the host's side: time off the CPU and who ran instead (sched tracepoints), cgroup "
                 "throttling, memory and pressure");
+}
+
+std::optional<int> before_parse(const CLI::App& app, int argc, const char* const* argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names.push_back(sub->get_name());
+    for (const std::string& alias : sub->get_aliases()) names.push_back(alias);
+  }
+  auto known = [&](const std::string& word) { return std::find(names.begin(), names.end(), word) != names.end(); };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-v" || arg == "--verbose") continue;
+    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "--version") return std::nullopt;
+    if (arg.starts_with("-")) {
+      std::cerr << fmt::format(
+          "slowburn: unknown option {} (before the command, only -v, --version and --help; "
+          "see slowburn --help)\n",
+          arg);
+      return 1;
+    }
+    if (arg == "help") {
+      std::string what = i + 1 < argc ? argv[i + 1] : "";
+      if (what.empty()) {
+        std::cout << app.help();
+        return 0;
+      }
+      if (!known(what)) {
+        auto near = closest_match(what, names);
+        std::cerr << fmt::format("slowburn: no command {}{} (see slowburn --help)\n", what,
+                                 near ? fmt::format("; did you mean {}?", *near) : "");
+        return 1;
+      }
+      std::cout << app.get_subcommand(what)->help();
+      return 0;
+    }
+    if (known(arg)) return std::nullopt;
+    auto near = closest_match(arg, names);
+    std::cerr << fmt::format("slowburn: unknown command {}{} (see slowburn --help for the commands)\n", arg,
+                             near ? fmt::format("; did you mean {}?", *near) : "");
+    return 1;
+  }
+  return std::nullopt;
 }
 
 int usage_error(const CLI::App& app, const CLI::ParseError& error) {

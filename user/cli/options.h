@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "engine/node_sources.h"
@@ -13,6 +14,9 @@ namespace slowburn::cli {
 // Seconds: a number >= 0 ("-d 30", "-i 0.5"); with `positive`, > 0.
 CLI::Validator seconds(bool positive = false);
 
+// A captured kernel log: a file (or device) that exists, never a directory
+// (which read as an empty log: every kernel-log row "ok").
+CLI::Validator kernel_log_file();
 // A process id: a positive integer.
 CLI::Validator process_id();
 
@@ -28,5 +32,11 @@ void add_node_source_options(CLI::App* sub, NodeSourcesOptions& node);
 // A command-line parse error as one line on stderr and exit status 1 (the
 // project's "an error"), naming the command and where its options are.
 int usage_error(const CLI::App& app, const CLI::ParseError& error);
+
+// Before CLI11 parses: `slowburn help [CMD]` prints that help (exit 0); an
+// unknown command or an unknown option before the command is named, with
+// the closest command (exit 1). nullopt: let the parser go on (CLI11 alone
+// said "A subcommand is required" for all three).
+std::optional<int> before_parse(const CLI::App& app, int argc, const char* const* argv);
 
 }  // namespace slowburn::cli

@@ -27,6 +27,10 @@ std::optional<T> parse_number(std::string_view text, int base = 10) {
   return value;
 }
 
+// The candidate nearest to `word` by edit distance, when it is within
+// max(2, word's length / 3) edits ("tracee" -> "trace"); nullopt otherwise.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
 // Without trailing newlines and spaces (sysfs and procfs values end in "\n").
 std::string_view trim_right(std::string_view text);
 // Without white space at either end.

@@ -58,15 +58,19 @@ struct ElfHandle {
     if (fstat(fd, &st) != 0) return make_sys_error(errno, "cannot stat " + path.string());
     if (!S_ISREG(st.st_mode)) return make_error("{} is not a regular file", path.string());
     elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-    if (!elf || elf_kind(elf) != ELF_K_ELF)
-      return make_error("{} is not an ELF file: {}", path.string(), elf_errmsg(-1));
-    return {};
+    return check_kind(path.string());
   }
   Result<void> open_image(std::span<const std::byte> bytes, const std::string& name) {
     const char* first = reinterpret_cast<const char*>(bytes.data());
     image.assign(first, first + bytes.size());
     elf = image.empty() ? nullptr : elf_memory(image.data(), image.size());
-    if (!elf || elf_kind(elf) != ELF_K_ELF) return make_error("{} is not an ELF file: {}", name, elf_errmsg(-1));
+    return check_kind(name);
+  }
+  // libelf reads any bytes as kind NONE without an error of its own: say
+  // what is wrong rather than its "no error".
+  Result<void> check_kind(const std::string& name) const {
+    if (!elf) return make_error("{} is not an ELF file: {}", name, elf_errmsg(-1));
+    if (elf_kind(elf) != ELF_K_ELF) return make_error("{} is not an ELF file (it does not begin with \\x7fELF)", name);
     return {};
   }
 };
