@@ -23,7 +23,6 @@ using testing::TempDir;
 
 struct Outcome {
   std::set<int> named;
-  std::vector<Finding> stragglers;  // the verdict's
   std::vector<std::string> likely_causes;
   std::string summaries;  // of every finding, for failure messages
   std::optional<double> first_finding_after_s;
@@ -65,7 +64,6 @@ Outcome trace_demo_job(int slow_rank, double duration_s, std::filesystem::path s
   if (!result) return outcome;
   for (const Finding& f : result->verdict.stragglers) {
     outcome.named.insert(f.culprit.rank);
-    outcome.stragglers.push_back(f);
     outcome.summaries += "verdict: " + f.summary + "\n";
     outcome.likely_causes.insert(outcome.likely_causes.end(), f.likely_causes.begin(), f.likely_causes.end());
     if (f.sdc_activity) outcome.sdc_activity.push_back(*f.sdc_activity);

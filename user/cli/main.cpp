@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
       "slowburn: names the straggler rank of a synchronised training job (the one that arrives last, not the "
       "ones that wait longest) from eBPF uprobes on collective-library calls.\n\n"
       "Examples:\n"
+      "  slowburn help trace                     # one command's help (as slowburn trace --help)\n"
       "  slowburn ranks                          # rank processes on this node\n"
       "  slowburn catalog --pid 4242             # where each probe attaches in a rank\n"
       "  slowburn trace -d 30                    # trace every rank for 30 s, name the straggler\n"
