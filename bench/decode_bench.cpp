@@ -60,7 +60,7 @@ void BM_DecodeAndDetect(benchmark::State& state) {
     for (int r = 0; r < kRanks; ++r) ranks.push_back(RankIdentity{1000 + r, r, {}, {}, {}, {}, {}, {}, {}, {}});
     auto judges = std::make_unique<JobJudges>(
         DetectorConfig{}, std::vector<const ProbeSpec*>{find_probe(1)}, ranks,
-        CommRegistry([](int32_t) { return nullptr; }, [](int32_t) { return std::vector<uint64_t>{}; }));
+        CommRegistry([](int32_t) { return nullptr; }, [](int32_t) { return MpiLibrary{}; }));
     for (int r = 0; r < kRanks; ++r) judges->attached(1, 1000 + r);
     return judges;
   };

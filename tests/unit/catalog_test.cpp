@@ -36,9 +36,13 @@ TEST(Catalog, MpiProbesCarryTheirPmpiAlias) {
   const ProbeSpec* spec = find_probe("mpi.allreduce");
   ASSERT_NE(spec, nullptr);
   EXPECT_EQ(spec->kind, CallKind::synchronizing);
-  ASSERT_EQ(spec->targets.size(), 1u);
+  // Open MPI, Intel MPI and MVAPICH (libmpi.so), MPICH, Cray MPICH: one ABI of names.
+  ASSERT_EQ(spec->targets.size(), 3u);
   EXPECT_EQ(spec->targets[0].library, "libmpi.so");
-  EXPECT_EQ(spec->targets[0].symbols, (std::vector<std::string>{"MPI_Allreduce", "PMPI_Allreduce"}));
+  EXPECT_EQ(spec->targets[1].library, "libmpich.so");
+  EXPECT_EQ(spec->targets[2].library, "libmpi_cray.so");
+  for (const ProbeTarget& t : spec->targets)
+    EXPECT_EQ(t.symbols, (std::vector<std::string>{"MPI_Allreduce", "PMPI_Allreduce"}));
   EXPECT_EQ(spec->size_arg, 3);
 }
 

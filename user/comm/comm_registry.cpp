@@ -4,10 +4,9 @@
 
 #include <algorithm>
 
+#include "comm/mpi_library.h"
 #include "core/strings.h"
 #include "probes/resolver.h"
-#include "procfs/mapped_file.h"
-#include "symbols/elf_symbols.h"
 
 namespace slowburn {
 
@@ -38,51 +37,14 @@ std::string members_text(const std::vector<int>& members) {
   return fmt::format("{}..{} ({} ranks, {:016x})", sorted.front(), sorted.back(), sorted.size(), fnv1a(sorted));
 }
 
-// ompi_mpi_comm_world in one mapped file: its load base (where offset 0 is
-// mapped) plus the symbol's value.
-std::optional<uint64_t> world_in(const std::filesystem::path& proc_root, int32_t pid, const std::vector<MapEntry>& maps,
-                                 const std::string& path) {
-  const MapEntry* first = nullptr;
-  for (const MapEntry& m : maps)
-    if (m.path == path && m.offset == 0 && !m.deleted) {
-      first = &m;
-      break;
-    }
-  if (!first) return std::nullopt;
-  std::optional<uint64_t> base = first->start;
-  // The file it mapped, not what its path leads to now (procfs/mapped_file.h).
-  auto file = open_mapped_file(proc_root, pid, *first);
-  if (!file) return std::nullopt;
-  auto symbols = ElfSymbols::open(file->path);
-  if (!symbols) return std::nullopt;
-  auto vaddr = symbols->exported_object("ompi_mpi_comm_world");
-  if (!vaddr) return std::nullopt;
-  return *base + *vaddr;
-}
-
-// Where MPI_COMM_WORLD lives: a C program's copy relocation puts it in the
-// executable (its handle is that copy); otherwise it is libmpi's own.
-std::vector<uint64_t> locate_ompi_world(const std::filesystem::path& proc_root, int32_t pid) {
-  std::vector<uint64_t> found;
-  auto maps = read_process_maps(proc_root, pid);
-  if (!maps) return found;
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink(proc_root / std::to_string(pid) / "exe", ec);
-  if (!ec)
-    if (auto world = world_in(proc_root, pid, *maps, exe.string())) found.push_back(*world);
-  if (auto lib = find_library(*maps, "libmpi.so"))
-    if (auto world = world_in(proc_root, pid, *maps, lib->path)) found.push_back(*world);
-  return found;
-}
-
 }  // namespace
 
-CommRegistry::CommRegistry(MemoryOpener open_memory, WorldLocator locate_world)
-    : open_memory_(std::move(open_memory)), locate_world_(std::move(locate_world)) {}
+CommRegistry::CommRegistry(MemoryOpener open_memory, MpiLocator locate_mpi)
+    : open_memory_(std::move(open_memory)), locate_mpi_(std::move(locate_mpi)) {}
 
 CommRegistry CommRegistry::for_processes(const std::filesystem::path& proc_root) {
   return CommRegistry([proc_root](int32_t pid) { return open_process_memory(proc_root, pid); },
-                      [proc_root](int32_t pid) { return locate_ompi_world(proc_root, pid); });
+                      [proc_root](int32_t pid) { return locate_mpi(proc_root, pid); });
 }
 
 void CommRegistry::add_rank(const RankIdentity& rank) {
@@ -133,18 +95,41 @@ std::vector<CommunicatorRef> CommRegistry::communicators() const {
   return all;
 }
 
-void CommRegistry::ensure_ompi_layout(Process& p) {
-  if (p.ompi_tried) return;
-  p.ompi_tried = true;
+const MpiLibrary& CommRegistry::mpi_library(Process& p) {
+  if (!p.mpi) p.mpi = locate_mpi_(p.identity.pid);
+  return *p.mpi;
+}
+
+uint64_t CommRegistry::mpi_handle(Process& p, uint64_t raw) {
+  return mpi_library(p).family == MpiFamily::mpich ? raw & 0xffffffffu : raw;
+}
+
+void CommRegistry::ensure_mpi_layout(Process& p) {
+  if (p.layout_tried) return;
+  p.layout_tried = true;
   if (!p.memory) p.memory = open_memory_(p.identity.pid);
-  std::vector<uint64_t> candidates = locate_world_(p.identity.pid);
+  const MpiLibrary& lib = mpi_library(p);
   std::string why;
-  if (candidates.empty()) {
-    why = "no ompi_mpi_comm_world in its executable or libmpi (not Open MPI?)";
+  if (lib.family == MpiFamily::mpich) {
+    p.world = kMpichCommWorld;  // fixed by the MPICH ABI
+    if (!p.identity.world_size) {
+      why = "its world size is not in its environment";
+    } else {
+      auto layout = discover_mpich_layout(*p.memory, lib.mpich_data, p.identity.rank, *p.identity.world_size);
+      if (layout) {
+        p.mpich = *layout;
+        return;
+      }
+      why = layout.error().message;
+    }
+  } else if (lib.ompi_worlds.empty()) {
+    why = lib.family == MpiFamily::unknown
+              ? "its MPI library is neither Open MPI nor of the MPICH family (no ompi_mpi_comm_world, no MPIR_*)"
+              : "no ompi_mpi_comm_world in its executable or libmpi";
   } else if (!p.identity.world_size) {
     why = "its world size is not in its environment";
   } else {
-    for (uint64_t world : candidates) {
+    for (uint64_t world : lib.ompi_worlds) {
       auto layout = discover_ompi_layout(*p.memory, world, p.identity.rank, *p.identity.world_size);
       if (layout) {
         p.ompi = *layout;
@@ -153,15 +138,24 @@ void CommRegistry::ensure_ompi_layout(Process& p) {
       }
       why = layout.error().message;
     }
-    p.world = candidates.front();
+    p.world = lib.ompi_worlds.front();
   }
-  note_once("ompi-layout:" + p.identity.job,
+  note_once("mpi-layout:" + p.identity.job,
             fmt::format("{}: MPI communicators cannot be read from memory ({}): communicators made before slowburn "
                         "attached are aligned across all ranks by exit time; new ones are named by their creation",
                         rank_label(p.identity), why));
 }
 
-CommRegistry::Binding CommRegistry::from_ompi(Process& p, const OmpiComm& comm) {
+Result<MpiComm> CommRegistry::read_mpi(Process& p, uint64_t handle) {
+  ensure_mpi_layout(p);
+  if (p.ompi) return read_ompi_comm(*p.memory, *p.ompi, handle);
+  if (p.mpich)
+    return read_mpich_comm(*p.memory, *p.mpich, static_cast<uint32_t>(handle), p.identity.rank,
+                           p.identity.world_size.value_or(0));
+  return make_error("no layout");
+}
+
+CommRegistry::Binding CommRegistry::from_memory(Process& p, const MpiComm& comm) {
   std::string key = fmt::format("mpi:{}:cid={}:ranks={}", p.identity.job, comm.cid, members_text(comm.members));
   auto info = communicator(key);
   if (info->label.empty()) {
@@ -184,12 +178,12 @@ CommRegistry::Binding CommRegistry::from_ompi(Process& p, const OmpiComm& comm) 
 }
 
 CommRegistry::Binding CommRegistry::resolve_mpi(Process& p, uint64_t handle) {
-  ensure_ompi_layout(p);
-  if (p.ompi) {
-    auto comm = read_ompi_comm(*p.memory, *p.ompi, handle);
+  ensure_mpi_layout(p);
+  if (p.ompi || p.mpich) {
+    auto comm = read_mpi(p, handle);
     if (comm) {
       ++counters_.resolved_memory;
-      return from_ompi(p, *comm);
+      return from_memory(p, *comm);
     }
     note_once(fmt::format("ompi-read:{}:{:x}", p.identity.pid, handle),
               fmt::format("{}: {}; its calls are aligned across all ranks by exit time", rank_label(p.identity),
@@ -303,6 +297,7 @@ void CommRegistry::refresh_gloo(Process& p, Binding& b, uint64_t now_ns) {
 }
 
 CommRegistry::Binding& CommRegistry::bind(Process& p, CommBackend backend, uint64_t handle, uint64_t now_ns) {
+  if (backend == CommBackend::mpi) handle = mpi_handle(p, handle);
   auto [it, fresh] = p.handles.try_emplace({backend, handle});
   if (!fresh) return it->second;
   switch (backend) {
@@ -377,7 +372,7 @@ void CommRegistry::on_lifecycle(const CallEvent& call, const ProbeSpec& spec) {
       on_mpi_creation(*p, call, spec);
       break;
     case CommEventKind::mpi_free:
-      if (p->handles.erase({CommBackend::mpi, call.comm})) ++counters_.freed;
+      if (p->handles.erase({CommBackend::mpi, mpi_handle(*p, call.comm)})) ++counters_.freed;
       break;
     case CommEventKind::nccl_init:
     case CommEventKind::nccl_split:
@@ -394,15 +389,14 @@ void CommRegistry::on_lifecycle(const CallEvent& call, const ProbeSpec& spec) {
 
 void CommRegistry::on_mpi_creation(Process& p, const CallEvent& call, const ProbeSpec& spec) {
   if (call.ret != 0 || !call.out_value || *call.out_value == 0) return;  // failed, or MPI_COMM_NULL not written
-  uint64_t handle = *call.out_value;
+  uint64_t handle = mpi_handle(p, *call.out_value);
   const Binding& parent = bind(p, CommBackend::mpi, call.comm);
   Binding made;
-  ensure_ompi_layout(p);
-  auto from_memory = p.ompi ? read_ompi_comm(*p.memory, *p.ompi, handle) : Result<OmpiComm>(make_error("no layout"));
-  if (from_memory) {
-    made = from_ompi(p, *from_memory);
+  auto read = read_mpi(p, handle);
+  if (read) {
+    made = from_memory(p, *read);
     ++counters_.resolved_memory;
-  } else if (p.ompi) {
+  } else if (p.ompi || (p.mpich && !is_mpich_comm_handle(static_cast<uint32_t>(handle)))) {
     return;  // MPI_COMM_NULL (a color of MPI_UNDEFINED) reads as no group: nothing to name
   } else {
     // Every member creates communicators on the parent in the same order:

@@ -2,8 +2,9 @@
 // a job: the handle a call carries is per process (an Open MPI
 // ompi_communicator_t*, an ncclComm_t, a gloo::Context*), so the registry
 // turns (process, handle) into a communicator every member agrees on:
-//   - Open MPI: the context id and members read from the rank's memory
-//     (comm/ompi_comm.h), whenever the communicator was made;
+//   - Open MPI and the MPICH family: the context id and members read from
+//     the rank's memory (comm/ompi_comm.h, comm/mpich_comm.h), whenever
+//     the communicator was made;
 //   - creations it saw (MPI_Comm_split/dup/create, ncclCommInitRank's
 //     unique id, ncclCommSplit): parent, order on the parent, color;
 //   - gloo: process groups told apart by comm/gloo_groups.h, sequence
@@ -24,6 +25,8 @@
 #include <vector>
 
 #include "comm/gloo_groups.h"
+#include "comm/mpi_library.h"
+#include "comm/mpich_comm.h"
 #include "comm/ompi_comm.h"
 #include "comm/process_memory.h"
 #include "core/rank_identity.h"
@@ -43,12 +46,10 @@ struct CommRegistryCounters {
 class CommRegistry {
  public:
   using MemoryOpener = std::function<std::unique_ptr<ProcessMemory>(int32_t pid)>;
-  // Where a rank's MPI_COMM_WORLD object may be (ompi_mpi_comm_world: the
-  // executable's copy, libmpi's own), best first.
-  using WorldLocator = std::function<std::vector<uint64_t>(int32_t pid)>;
+  using MpiLocator = std::function<MpiLibrary(int32_t pid)>;
 
-  CommRegistry(MemoryOpener open_memory, WorldLocator locate_world);
-  // The live machine: /proc/PID/mem and libmpi's symbol in /proc/PID/maps.
+  CommRegistry(MemoryOpener open_memory, MpiLocator locate_mpi);
+  // The live machine: /proc/PID/mem, the MPI library in /proc/PID/maps.
   static CommRegistry for_processes(const std::filesystem::path& proc_root);
 
   void add_rank(const RankIdentity& rank);
@@ -79,8 +80,10 @@ class CommRegistry {
   struct Process {
     RankIdentity identity;
     std::unique_ptr<ProcessMemory> memory;
+    std::optional<MpiLibrary> mpi;  // located on the first MPI handle
     std::optional<OmpiCommLayout> ompi;
-    bool ompi_tried = false;
+    std::optional<MpichCommLayout> mpich;
+    bool layout_tried = false;
     std::optional<uint64_t> world;
     std::map<std::pair<CommBackend, uint64_t>, Binding> handles;
     std::map<std::string, int> creations_on;  // parent key -> creations seen on it (their order)
@@ -92,8 +95,14 @@ class CommRegistry {
   Binding& bind(Process& p, CommBackend backend, uint64_t handle, uint64_t now_ns = 0);
   Binding resolve_mpi(Process& p, uint64_t handle);
   Binding resolve_gloo(Process& p, uint64_t context, uint64_t now_ns);
-  Binding from_ompi(Process& p, const OmpiComm& comm);
-  void ensure_ompi_layout(Process& p);
+  Binding from_memory(Process& p, const MpiComm& comm);
+  // The communicator a handle names, read from the rank's memory.
+  Result<MpiComm> read_mpi(Process& p, uint64_t handle);
+  const MpiLibrary& mpi_library(Process& p);
+  // An MPI handle as the library defines it: the MPICH ABI's MPI_Comm is an
+  // int, so the upper half of its register or 8-byte read is not part of it.
+  uint64_t mpi_handle(Process& p, uint64_t raw);
+  void ensure_mpi_layout(Process& p);
   void on_mpi_creation(Process& p, const CallEvent& call, const ProbeSpec& spec);
   void on_nccl_creation(Process& p, const CallEvent& call, const ProbeSpec& spec);
   void refresh_gloo(Process& p, Binding& binding, uint64_t now_ns);
@@ -105,7 +114,7 @@ class CommRegistry {
   static constexpr uint64_t kGlooSettleNs = 1'000'000'000;
 
   MemoryOpener open_memory_;
-  WorldLocator locate_world_;
+  MpiLocator locate_mpi_;
   std::map<int32_t, Process> processes_;
   std::map<std::string, std::shared_ptr<CommunicatorInfo>> comms_;  // by key
   uint32_t next_id_ = 1;

@@ -79,9 +79,9 @@ Result<OmpiCommLayout> discover_ompi_layout(const ProcessMemory& memory, uint64_
                     world_rank);
 }
 
-Result<OmpiComm> read_ompi_comm(const ProcessMemory& memory, const OmpiCommLayout& layout, uint64_t handle,
-                                int max_members) {
-  OmpiComm comm;
+Result<MpiComm> read_ompi_comm(const ProcessMemory& memory, const OmpiCommLayout& layout, uint64_t handle,
+                               int max_members) {
+  MpiComm comm;
   uint64_t group = 0;
   if (!memory.read_value(handle + layout.cid_offset, comm.cid) ||
       !memory.read_value(handle + layout.my_rank_offset, comm.my_rank) ||

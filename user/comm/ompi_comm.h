@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "comm/mpi_comm.h"
 #include "comm/process_memory.h"
 #include "core/error.h"
 
@@ -35,12 +36,6 @@ struct OmpiCommLayout {
   static constexpr uint32_t kProcVpid = 44;
 };
 
-struct OmpiComm {
-  uint32_t cid = 0;
-  int my_rank = -1;
-  std::vector<int> members;  // MPI_COMM_WORLD ranks, in communicator-rank order
-};
-
 // Finds the layout on MPI_COMM_WORLD (`world` is the address of the
 // ompi_mpi_comm_world symbol in the process) and checks it against the
 // rank's known world rank and size.
@@ -49,7 +44,7 @@ Result<OmpiCommLayout> discover_ompi_layout(const ProcessMemory& memory, uint64_
 
 // Reads a communicator through a checked layout. Members beyond
 // `max_members` (a corrupt count) are an error, not a huge read.
-Result<OmpiComm> read_ompi_comm(const ProcessMemory& memory, const OmpiCommLayout& layout, uint64_t handle,
-                                int max_members = 1 << 20);
+Result<MpiComm> read_ompi_comm(const ProcessMemory& memory, const OmpiCommLayout& layout, uint64_t handle,
+                               int max_members = 1 << 20);
 
 }  // namespace slowburn

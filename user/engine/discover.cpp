@@ -17,9 +17,10 @@ namespace {
 // Libraries a training job communicates through, supported or not: naming
 // them tells a user why nothing was traced and what to ask for.
 constexpr const char* kCommunicationLibraries[] = {
-    "libmpi.so", "libmpich.so",     "libmpi_mpifh.so",  "libnccl.so", "librccl.so",   "libgloo.so",
-    "libucc.so", "libtorch_cpu.so", "libtorch_cuda.so", "libc10d.so", "libhorovod",   "libmlsl.so",
-    "libccl.so", "libibverbs.so",   "libfabric.so",     "libucp.so",  "libcudart.so", "libtorch_python.so",
+    "libmpi.so",    "libmpich.so", "libmpi_cray.so", "libmpi_mpifh.so",    "libnccl.so",
+    "librccl.so",   "libgloo.so",  "libucc.so",      "libtorch_cpu.so",    "libtorch_cuda.so",
+    "libc10d.so",   "libhorovod",  "libmlsl.so",     "libccl.so",          "libibverbs.so",
+    "libfabric.so", "libucp.so",   "libcudart.so",   "libtorch_python.so",
 };
 
 bool is_communication_library(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "probes/mpi_family.h"
 #include "slowburn/cookie.h"
 
 namespace slowburn {
@@ -20,9 +21,11 @@ ProbeSpec mpi(uint16_t id, std::string name, std::string symbol, CallKind kind, 
   spec.name = std::move(name);
   spec.description = std::move(description);
   spec.kind = kind;
-  // MPI_X is a weak alias of PMPI_X in OpenMPI (one address, attached once);
-  // attaching at libmpi also catches calls routed through a PMPI tool layer.
-  spec.targets = {{"libmpi.so", {symbol, "P" + symbol}, ""}};
+  // MPI_X is a weak alias of PMPI_X in Open MPI and MPICH (one address,
+  // attached once); attaching in the MPI library also catches calls routed
+  // through a PMPI tool layer. Every library of either ABI family
+  // (probes/mpi_family.h) exports the same names.
+  for (const std::string& stem : mpi_library_stems()) spec.targets.push_back({stem, {symbol, "P" + symbol}, ""});
   spec.size_arg = size_arg;
   spec.size_unit = size_arg ? SizeUnit::elements : SizeUnit::none;
   return spec;
