@@ -193,7 +193,7 @@ TEST(Cli, RanksFromACapturedProcfs) {
   std::istringstream lines(ran.output);
   std::vector<int> ranks;
   for (std::string line; std::getline(lines, line);) ranks.push_back(nlohmann::json::parse(line)["rank"]);
-  EXPECT_EQ(ranks, (std::vector<int>{4, 0, 1, 2, 6, 5}));
+  EXPECT_EQ(ranks, (std::vector<int>{4, 0, 3, 0, 1, 2, 0, 1, 6, 5}));
 }
 
 TEST(Cli, TheCatalogInALibraryFileUnderItsNameAndItsOldOne) {

@@ -76,11 +76,12 @@ TEST(Ranks, DiscoverFixtureTree) {
   auto ranks = discover_ranks(kProc);
   std::vector<std::pair<int32_t, int>> found;
   for (const RankIdentity& r : ranks) found.push_back({r.pid, r.rank});
-  // Sorted by (job, rank): "" < "777" < "9001.0" < "ns1" < "run-abc"
-  std::vector<std::pair<int32_t, int>> expected{{302, 4}, {101, 0}, {102, 1}, {301, 2}, {303, 6}, {201, 5}};
+  // Sorted by (job, rank): "" < "7001.3" < "7002.1" < "777" < "9001.0" < "hydra:node-a:40123" < "ns1" < "run-abc"
+  std::vector<std::pair<int32_t, int>> expected{{302, 4}, {610, 0}, {611, 3}, {101, 0}, {102, 1},
+                                                {301, 2}, {601, 0}, {602, 1}, {303, 6}, {201, 5}};
   EXPECT_EQ(found, expected);
 
-  const RankIdentity& r0 = ranks[1];
+  const RankIdentity& r0 = ranks[3];
   EXPECT_EQ(r0.launcher, "openmpi");
   EXPECT_EQ(r0.job, "777");
   EXPECT_EQ(r0.local_rank, 0);
@@ -90,15 +91,37 @@ TEST(Ranks, DiscoverFixtureTree) {
   EXPECT_EQ(r0.cuda_visible_devices, "0");
   EXPECT_EQ(r0.nccl_ib_hca, "mlx5_0");
 
-  const RankIdentity& slurm = ranks[3];
+  const RankIdentity& slurm = ranks[5];
   EXPECT_EQ(slurm.launcher, "slurm");
   EXPECT_EQ(slurm.job, "9001.0");
   EXPECT_EQ(slurm.world_size, 8);
 
-  const RankIdentity& torch = ranks[5];
+  const RankIdentity& torch = ranks[9];
   EXPECT_EQ(torch.launcher, "torchrun");
   EXPECT_EQ(torch.local_rank, 1);
   EXPECT_EQ(torch.world_size, 16);
+}
+
+TEST(Ranks, MpichJobsAreNamedByTheirLauncher) {
+  // Hydra sets no job id: its proxy's control port names the mpiexec on every node.
+  auto hydra = read_rank(kProc, 602);
+  ASSERT_TRUE(hydra.ok()) << hydra.error().message;
+  EXPECT_EQ(hydra->launcher, "pmi");
+  EXPECT_EQ(hydra->job, "hydra:node-a:40123");
+  EXPECT_EQ(hydra->rank, 1);
+  EXPECT_EQ(hydra->local_rank, 1);
+  EXPECT_EQ(hydra->world_size, 2);
+  // A PMI rank whose parent is not a hydra proxy: no job to name.
+  auto orphan = read_rank(kProc, 302);
+  ASSERT_TRUE(orphan.ok());
+  EXPECT_EQ(orphan->job, "");
+  // srun --mpi=pmi2 sets PMI_JOBID; a PMI library that sets none falls back to Slurm's job and step.
+  EXPECT_EQ(read_rank(kProc, 610)->job, "7001.3");
+  auto slurm = read_rank(kProc, 611);
+  EXPECT_EQ(slurm->launcher, "pmi");
+  EXPECT_EQ(slurm->job, "7002.1");
+  EXPECT_EQ(slurm->rank, 3);
+  EXPECT_EQ(slurm->local_rank, 0);
 }
 
 TEST(Ranks, ExcludesTheCaller) {

@@ -88,7 +88,10 @@ std::optional<RankIdentity> identify_rank(const Environment& env) {
     id.rank = *rank;
     id.launcher = rule.launcher;
     id.job = env_or_empty(env, rule.job_var);
-    if (rule.job_var == std::string_view("SLURM_JOB_ID") && env.contains("SLURM_STEP_ID"))
+    // A PMI or PMIx rank started by srun names its job by Slurm's ids when
+    // the PMI library sets none.
+    if (id.job.empty() && env.contains("SLURM_JOB_ID")) id.job = env_or_empty(env, "SLURM_JOB_ID");
+    if (!id.job.empty() && id.job == env_or_empty(env, "SLURM_JOB_ID") && env.contains("SLURM_STEP_ID"))
       id.job += "." + env_or_empty(env, "SLURM_STEP_ID");
     id.local_rank = first_int(env, kLocalRankVars);
     id.world_size = first_int(env, kWorldSizeVars);
@@ -117,6 +120,18 @@ std::optional<ProcStat> read_stat(const std::filesystem::path& proc_root, int32_
   size_t space = rest.find(' ');
   if (auto ppid = parse_int(rest.substr(0, space))) parsed.ppid = *ppid;
   return parsed;
+}
+// Hydra (MPICH's mpiexec) gives its ranks no job id; its proxy on every
+// node is started with the launcher's "--control-port HOST:PORT", one per
+// mpiexec: the job's name on every node.
+std::string hydra_job(const std::filesystem::path& proc_root, int32_t proxy) {
+  auto raw = read_file(proc_root / std::to_string(proxy) / "cmdline");
+  if (!raw) return {};
+  std::vector<std::string> argv = split(*raw, '\0');
+  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "hydra_pmi_proxy") return {};
+  for (size_t i = 1; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--control-port") return "hydra:" + argv[i + 1];
+  return {};
 }
 }  // namespace
 
@@ -157,6 +172,8 @@ Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t p
   if (!identity)
     return make_error("pid {} ({}) is not a rank of a training job: none of {} is in its environment", pid,
                       command.empty() ? "?" : command, rank_variable_names());
+  if (identity->job.empty() && identity->launcher == "pmi")
+    if (auto stat = read_stat(proc_root, pid)) identity->job = hydra_job(proc_root, stat->ppid);
   identity->pid = pid;
   identity->command = std::move(command);
   identity->host = read_hostname(proc_root);
@@ -177,6 +194,7 @@ std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root,
     if (!identity) continue;
     auto stat = read_stat(proc_root, *pid);
     if (!stat || stat->state == 'Z' || stat->state == 'X') continue;
+    if (identity->job.empty() && identity->launcher == "pmi") identity->job = hydra_job(proc_root, stat->ppid);
     identity->pid = *pid;
     parents[*pid] = stat->ppid;
     auto cmdline = read_file(entry.path() / "cmdline");

@@ -17,7 +17,11 @@ namespace slowburn {
 
 // Pure: the rank fields an environment declares, or nullopt if none.
 // Precedence (most specific first): OMPI_COMM_WORLD_RANK, PMIX_RANK,
-// PMI_RANK, RANK+WORLD_SIZE (torchrun), SLURM_PROCID.
+// PMI_RANK, RANK+WORLD_SIZE (torchrun), SLURM_PROCID. The job: the
+// launcher's id (OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, PMI_JOBID,
+// TORCHELASTIC_RUN_ID), else Slurm's job.step; for a hydra rank (MPICH's
+// mpiexec sets no id) read_rank and discover_ranks name it by its proxy's
+// control port, "hydra:HOST:PORT", the same on every node.
 std::optional<RankIdentity> identify_rank(const Environment& env);
 
 // The environment variables identify_rank() looks at, for error messages.
