@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "core/strings.h"
+#include "probes/mpi_family.h"
 #include "probes/resolver.h"
 
 namespace slowburn::cli {
@@ -22,7 +23,27 @@ std::string targets_text(const ProbeSpec& spec) {
   return out;
 }
 
-nlohmann::json resolution_json(const ProbeResolution& r) {
+// For an MPI probe, which ABI family the library it resolved in belongs to.
+std::optional<MpiFamily> family_of(const ProbeResolution& r, SymbolCache& cache) {
+  if (!r.resolved || r.spec->backend != CommBackend::mpi) return std::nullopt;
+  auto symbols = cache.get(r.attach_path);
+  if (!symbols) return std::nullopt;
+  return mpi_family(**symbols);
+}
+
+std::string_view family_key(MpiFamily family) {
+  switch (family) {
+    case MpiFamily::open_mpi:
+      return "open_mpi";
+    case MpiFamily::mpich:
+      return "mpich";
+    case MpiFamily::unknown:
+      break;
+  }
+  return "unknown";
+}
+
+nlohmann::json resolution_json(const ProbeResolution& r, std::optional<MpiFamily> family) {
   nlohmann::json j{{"probe", r.spec->name},
                    {"kind", call_kind_name(r.spec->kind)},
                    {"state", r.resolved ? "resolved" : "unavailable"}};
@@ -35,6 +56,7 @@ nlohmann::json resolution_json(const ProbeResolution& r) {
       sites.push_back(std::move(site));
     }
     j["sites"] = std::move(sites);
+    if (family) j["mpi_family"] = family_key(*family);
   } else {
     j["reason"] = r.reason;
   }
@@ -56,6 +78,7 @@ Command add_catalog_command(CLI::App& app) {
       "List the probe catalog; with --pid or --lib, where each probe attaches (library, symbol, offset) or why "
       "it cannot. (Its old name, 'probes', one letter from 'probe', still works for this release.)\n\nExamples:\n"
       "  slowburn catalog\n  slowburn catalog --pid 4242\n"
+      "  slowburn catalog --lib /usr/lib/x86_64-linux-gnu/libmpich.so.12   (MPI probes say their ABI family)\n"
       "  slowburn catalog --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
   sub->alias("probes");
   auto* pid =
@@ -101,8 +124,9 @@ Command add_catalog_command(CLI::App& app) {
             for (const ProbeSpec& spec : catalog) {
               ProbeResolution r = args->pid ? resolve_in_process(spec, args->proc_root, args->pid, maps, cache)
                                             : resolve_in_file(spec, args->library, cache);
+              auto family = family_of(r, cache);
               if (args->json) {
-                std::cout << resolution_json(r).dump() << '\n';
+                std::cout << resolution_json(r, family).dump() << '\n';
                 continue;
               }
               if (!r.resolved) {
@@ -110,8 +134,9 @@ Command add_catalog_command(CLI::App& app) {
                 continue;
               }
               for (const AttachSite& s : r.sites)
-                std::cout << fmt::format("{:<26} {:<11} {} {}+0x{:x}\n", spec.name, "resolved", r.library, s.symbol,
-                                         s.file_offset);
+                std::cout << fmt::format("{:<26} {:<11} {} {}+0x{:x}{}\n", spec.name, "resolved", r.library, s.symbol,
+                                         s.file_offset,
+                                         family ? fmt::format(" ({})", mpi_family_name(*family)) : std::string());
             }
             return 0;
           }};
