@@ -20,6 +20,7 @@ BPFTOOL    ?= bpftool
 CXX        ?= g++
 CC         ?= gcc
 MPICC      ?= mpicc
+MPICC_MPICH ?= mpicc.mpich
 ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 ifeq ($(V),1)
@@ -177,7 +178,8 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
            $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller \
            $(TARGET_DIR)/rc_peer \
-           $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks
+           $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks \
+           $(TARGET_DIR)/mpich-workload
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
 	@mkdir -p $(@D)
@@ -260,6 +262,13 @@ $(TARGET_DIR)/rc_peer: tests/targets/rc_peer.c
 $(TARGET_DIR)/verbs_real_caller: tests/targets/verbs_real_caller.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+# The demo workload built against MPICH (Debian's mpich beside Open MPI): the
+# MPICH-family tests' job.
+$(TARGET_DIR)/mpich-workload: user/demo/mpi_workload.c
+	@mkdir -p $(@D)
+	$(call msg,MPICC,$@)
+	$(Q)$(MPICC_MPICH) -O2 -Wall -Wextra -Werror -o $@ $<
 
 $(TARGET_DIR)/mpi_allreduce_loop: tests/targets/mpi_allreduce_loop.c
 	@mkdir -p $(@D)

@@ -13,6 +13,7 @@ packages=(
 	libcli11-dev libfmt-dev nlohmann-json3-dev # CLI, formatting, JSON
 	libgtest-dev libgmock-dev libbenchmark-dev # tests, benchmarks
 	openmpi-bin libopenmpi-dev                # demo workload, MPI probes, scenarios
+	mpich libmpich-dev                        # tests: the MPICH family (mpirun.mpich; Open MPI keeps mpirun)
 	libibverbs-dev ibverbs-providers          # verbs probes (the real libibverbs.so.1)
 	iproute2 binutils                         # tests: veth in a network namespace; objcopy
 	bpftrace                                  # bench baseline (the one-liner we replace)

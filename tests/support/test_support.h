@@ -51,6 +51,12 @@ inline constexpr double kClearSlowdown = 2.0;
     if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)"; \
   } while (0)
 
+#define SKIP_UNLESS_MPICH()                                                                              \
+  do {                                                                                                   \
+    SKIP_UNLESS_ROOT();                                                                                  \
+    if (!find_program("mpirun.mpich")) GTEST_SKIP() << "MPICH is not installed (apt-get install mpich)"; \
+  } while (0)
+
 #define SKIP_UNLESS_TORCH()                                                                                    \
   do {                                                                                                         \
     SKIP_UNLESS_ROOT();                                                                                        \

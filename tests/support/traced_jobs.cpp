@@ -24,9 +24,16 @@ uint64_t runq_wait_ns(int32_t pid) {
 
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
              uint64_t window_ns) {
+  DetectorConfig detector;
+  detector.window_ns = window_ns;
+  return trace(pids, probes, seconds, detector);
+}
+
+Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
+             const DetectorConfig& detector) {
   Traced out;
   TraceOptions options;
-  options.detector.window_ns = window_ns;
+  options.detector = detector;
   options.pids = pids;
   options.probe_patterns = probes;
   options.duration_s = seconds;
@@ -47,6 +54,7 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   for (const Finding& f : out.result.verdict.stragglers) out.named.insert(f.culprit.rank);
   for (const Finding& f : out.result.summary.findings) out.summaries += "finding: " + f.summary + "\n";
   for (const Episode& e : out.result.verdict.episodes) out.summaries += "episode: " + e.summary + "\n";
+  for (const Finding& f : out.result.verdict.stragglers) out.summaries += "verdict: " + f.summary + "\n";
   if (!out.result.verdict.judged) out.summaries += "not judged: " + out.result.verdict.reason + "\n";
   return out;
 }
@@ -61,6 +69,21 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
                               const std::vector<std::string>& extra) {
   MpiJobOptions options;
   options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, compute_us, 90);
+  if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
+  options.program.insert(options.program.end(), extra.begin(), extra.end());
+  options.ranks = ranks;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  EXPECT_TRUE(job.ok()) << job.error().message;
+  if (!job) return std::nullopt;
+  return std::move(*job);
+}
+
+std::optional<MpiJob> mpich_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown,
+                                const std::vector<std::string>& extra) {
+  MpiJobOptions options;
+  options.launcher = MpiLauncher::mpich;
+  options.program = demo_workload_argv(target_path("mpich-workload").string(), slow_rank, slowdown, 3000, 90);
   if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
   options.program.insert(options.program.end(), extra.begin(), extra.end());
   options.ranks = ranks;

@@ -33,6 +33,8 @@ uint64_t runq_wait_ns(int32_t pid);
 // Traces `pids` in this process for `seconds` (hardware and RDMA sources off).
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
              uint64_t window_ns = DetectorConfig{}.window_ns);
+Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
+             const DetectorConfig& detector);
 
 // build/libexec/NAME, when built.
 std::optional<std::string> workload(const std::string& name);
@@ -41,6 +43,10 @@ std::optional<std::string> workload(const std::string& name);
 // tensor-parallel groups of `tp`; `extra`: more of the workload's options.
 std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5,
                               double compute_us = 3000, const std::vector<std::string>& extra = {});
+// The same workload built against MPICH (build/tests/targets/mpich-workload)
+// under hydra (mpirun.mpich).
+std::optional<MpiJob> mpich_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown = 1.5,
+                                const std::vector<std::string>& extra = {});
 
 // The pid of `rank` among `ranks`, 0 when none.
 int32_t pid_of_rank(const std::vector<RankIdentity>& ranks, int rank);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "demo/torch_job.h"
+#include "probes/mpi_family.h"
 #include "probes/resolver.h"
 #include "procfs/ranks.h"
 
@@ -38,9 +40,11 @@ std::vector<std::string> demo_workload_argv(const std::string& workload, int slo
 }
 
 Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
-  auto mpirun = find_program("mpirun");
+  bool mpich = o.launcher == MpiLauncher::mpich;
+  auto mpirun = find_program(mpich ? "mpirun.mpich" : "mpirun");
   if (!mpirun)
-    return make_error("mpirun not found on PATH: install OpenMPI (apt-get install openmpi-bin, or make deps)");
+    return mpich ? make_error("mpirun.mpich not found on PATH: install MPICH (apt-get install mpich, or make deps)")
+                 : make_error("mpirun not found on PATH: install OpenMPI (apt-get install openmpi-bin, or make deps)");
   if (o.program.empty() || access(o.program[0].c_str(), X_OK) != 0)
     return make_error("rank program {} is missing or not executable: run make", o.program.empty() ? "" : o.program[0]);
 
@@ -48,8 +52,11 @@ Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
   std::set<std::string> earlier_jobs;
   for (const RankIdentity& r : discover_ranks(o.proc_root, getpid())) earlier_jobs.insert(r.job);
 
-  std::vector<std::string> argv = {*mpirun, "--allow-run-as-root",  "--oversubscribe", "--bind-to", "none",
-                                   "-np",   std::to_string(o.ranks)};
+  // Hydra runs as root and oversubscribes without being asked, and binds nothing by default.
+  std::vector<std::string> argv =
+      mpich ? std::vector<std::string>{*mpirun, "-n", std::to_string(o.ranks)}
+            : std::vector<std::string>{*mpirun, "--allow-run-as-root",  "--oversubscribe", "--bind-to", "none",
+                                       "-np",   std::to_string(o.ranks)};
   argv.insert(argv.end(), o.program.begin(), o.program.end());
   auto child = Subprocess::spawn(argv, {o.log_path, {}});
   if (!child) return child.error();
@@ -64,10 +71,12 @@ Result<MpiJob> MpiJob::launch(const MpiJobOptions& o, double timeout_s) {
         jobs[r.job].push_back(std::move(r));
     for (auto& [job, ranks] : jobs) {
       if (static_cast<int>(ranks.size()) != o.ranks) continue;
-      bool loaded = true;  // libmpi mapped: the probes have something to resolve
+      bool loaded = true;  // the MPI library mapped: the probes have something to resolve
       for (const RankIdentity& r : ranks) {
         auto maps = read_process_maps(o.proc_root, r.pid);
-        loaded = loaded && maps && find_library(*maps, "libmpi.so");
+        loaded = loaded && maps &&
+                 std::any_of(mpi_library_stems().begin(), mpi_library_stems().end(),
+                             [&](const std::string& stem) { return find_library(*maps, stem); });
       }
       if (loaded) return MpiJob(std::move(*child), std::move(ranks));
     }

@@ -12,9 +12,15 @@
 
 namespace slowburn {
 
+// Which MPI launches the job: Open MPI's mpirun (the default), or MPICH's
+// hydra (mpirun.mpich: Debian's mpich beside Open MPI, whose alternatives
+// keep the plain mpirun).
+enum class MpiLauncher { open_mpi, mpich };
+
 struct MpiJobOptions {
   std::vector<std::string> program;  // argv of each rank: the program and its arguments
   int ranks = 4;
+  MpiLauncher launcher = MpiLauncher::open_mpi;
   std::string log_path = "/dev/null";
   std::string proc_root = "/proc";
 };
@@ -27,7 +33,7 @@ std::vector<std::string> demo_workload_argv(const std::string& workload, int slo
 class MpiJob {
  public:
   // Starts mpirun (as root, oversubscribed) and waits until every rank runs
-  // with libmpi mapped.
+  // with its MPI library mapped.
   static Result<MpiJob> launch(const MpiJobOptions& options, double timeout_s = 30);
 
   const std::vector<RankIdentity>& ranks() const { return ranks_; }

@@ -19,7 +19,12 @@
  *                         [--compute-us C] [--tp K] [--seconds S]
  *                         [--steps N] [--warmup-s W] [--progress-s P]
  *                         [--wait-file F] [--init-wait-file F]
- *                         [--gradient-bytes B]
+ *                         [--gradient-bytes B] [--spare-comms N]
+ *
+ * --spare-comms N duplicates MPI_COMM_WORLD N times before the --tp split
+ * and keeps the copies (frameworks make many groups): the split's
+ * communicators then sit where a library puts its later ones (MPICH: past
+ * its 8 preallocated objects, in a heap block).
  *
  * --gradient-bytes B all-reduces B bytes of "gradients" on the world after
  * each step's compute: with little compute the job is communication-bound,
@@ -167,7 +172,7 @@ int main(int argc, char **argv)
 {
 	int slow_rank = -1, rank, size;
 	double slowdown = 1.0, seconds = 60, compute_us = 3000, warmup_s = 0, ramp_s = 0, progress_s = 0;
-	int tp = 0;
+	int tp = 0, spare_comms = 0;
 	MPI_Comm tp_comm = MPI_COMM_NULL, dp_comm = MPI_COMM_NULL;
 	long steps = -1;
 	const char *wait_file = NULL, *init_wait_file = NULL;
@@ -208,11 +213,13 @@ int main(int argc, char **argv)
 			parse_fault(argv[++i], &mismatch_rank, &mismatch_step);
 		else if (!strcmp(argv[i], "--gradient-bytes") && i + 1 < argc)
 			gradient_bytes = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--spare-comms") && i + 1 < argc)
+			spare_comms = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
 					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P] "
 					"[--wait-file F] [--init-wait-file F] [--freeze-inside R:S] "
-					"[--read-pipe R:S] [--mismatch R:S] [--gradient-bytes B]\n", argv[0]);
+					"[--read-pipe R:S] [--mismatch R:S] [--gradient-bytes B] [--spare-comms N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -225,6 +232,10 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Comm *spare = calloc(spare_comms > 0 ? (size_t)spare_comms : 1, sizeof(MPI_Comm));
+
+	for (int i = 0; i < spare_comms; i++)
+		MPI_Comm_dup(MPI_COMM_WORLD, &spare[i]);
 	if (tp > 1) {
 		MPI_Comm_split(MPI_COMM_WORLD, rank / tp, rank, &tp_comm);
 		MPI_Comm_split(MPI_COMM_WORLD, rank % tp, rank, &dp_comm);
@@ -318,6 +329,9 @@ int main(int argc, char **argv)
 		MPI_Comm_free(&tp_comm);
 		MPI_Comm_free(&dp_comm);
 	}
+	for (int i = 0; i < spare_comms; i++)
+		MPI_Comm_free(&spare[i]);
+	free(spare);
 	MPI_Finalize();
 	return 0;
 }
