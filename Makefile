@@ -324,8 +324,9 @@ FUZZ_SRCS_recording := user/record/recording_reader.cpp user/probes/probe_status
 		user/events/communicator.cpp user/core/rank_identity.cpp user/core/strings.cpp user/core/error.cpp
 FUZZ_LIBS_recording := -lSQLiteCpp -lsqlite3
 FUZZ_MAX_LEN_recording := 16384
-# Open MPI communicators read from a rank's memory (layout discovery, members).
-FUZZ_SRCS_comm := user/comm/ompi_comm.cpp user/core/error.cpp
+# Open MPI and MPICH communicators read from a rank's memory (layout discovery, members).
+FUZZ_MAX_LEN_comm := 8192
+FUZZ_SRCS_comm := user/comm/ompi_comm.cpp user/comm/mpich_comm.cpp user/core/error.cpp
 FUZZ_SRCS_tracefs := user/tracefs/format.cpp user/pcie/aer.cpp user/pcie/link.cpp user/sysfs/pci_devices.cpp user/core/files.cpp user/nvidia/xid_record.cpp \
 		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
 

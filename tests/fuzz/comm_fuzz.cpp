@@ -1,6 +1,7 @@
-// libFuzzer target for reading Open MPI communicators out of a rank's
-// memory (comm/ompi_comm.h): the layout discovered on MPI_COMM_WORLD, then
-// a communicator read through it, and through a layout the input makes up.
+// libFuzzer target for reading Open MPI and MPICH communicators out of a
+// rank's memory (comm/ompi_comm.h, comm/mpich_comm.h): the layout
+// discovered on MPI_COMM_WORLD, then a communicator read through it, and
+// through a layout the input makes up.
 // The rank's memory is the traced process's to corrupt (a freed handle, a
 // wild pointer, a count of millions), so no memory may crash, hang or make
 // slowburn read without bounds (ASan and UBSan, `make fuzz`). The input: a
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/mpich_comm.h"
 #include "comm/ompi_comm.h"
 #include "comm/process_memory.h"
 
@@ -57,5 +59,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   made_up.my_rank_offset = made_up_offset + 68;
   made_up.group_offset = (made_up_offset + 72 + 7) & ~7u;
   (void)read_ompi_comm(memory, made_up, kBase, kMaxMembers);
+  // MPICH: the image is the library's data; handles of every kind.
+  std::vector<MemoryRange> library_data = {{kBase, kBase + (size - 3)}};
+  if (auto layout = discover_mpich_layout(memory, library_data, world_rank, world_size)) {
+    for (uint32_t handle : {kMpichCommWorld, 0x84000000u | made_up_offset, 0xc4000000u | made_up_offset << 4})
+      if (auto comm = read_mpich_comm(memory, *layout, handle, world_rank, world_size))
+        if (comm->members.empty() || comm->members.size() > static_cast<size_t>(world_size)) std::abort();
+  }
   return 0;
 }

@@ -152,6 +152,18 @@ TEST(MpichComm, MembersThatDoNotHoldThisRankAreRefused) {
   EXPECT_NE(wrong.error().message.find("does not check out"), std::string::npos) << wrong.error().message;
 }
 
+TEST(MpichComm, ARankMapThatOverflowsIsRefused) {
+  Rank3 r;
+  auto layout = r.layout();
+  ASSERT_TRUE(layout.ok());
+  // Stride mode with offset 1 and a stride near INT_MAX: member 1 is past any int (found by the fuzzer).
+  uint64_t triple = kBlock;
+  r.m.put<int32_t>(triple + kMap + 16, 0x7fffffff);
+  auto wrong = read_mpich_comm(r.m, *layout, 0xc4000000, 3, kWorldSize);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("does not check out"), std::string::npos) << wrong.error().message;
+}
+
 TEST(MpichComm, WithoutARankMapTheMembersAreUnknownAndSaidSo) {
   Rank3 r(false);  // ch3: no ch4 rank map on the world
   auto layout = r.layout();

@@ -1,5 +1,6 @@
 #include "comm/mpich_comm.h"
 
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -64,10 +65,13 @@ std::vector<Region> read_ranges(const ProcessMemory& memory, const std::vector<M
 
 // Where two objects of consecutive handles `first`, `first + 1` lie one
 // object apart: (address of the first, object size) candidates.
+// At most kMaxCandidates: the rank's memory is its own to fill with
+// look-alikes, and each costs a search of object sizes.
 std::vector<std::pair<uint64_t, uint32_t>> handle_pairs(const std::vector<Region>& regions, uint32_t first) {
+  constexpr size_t kMaxCandidates = 16;
   std::vector<std::pair<uint64_t, uint32_t>> found;
   for (const Region& r : regions)
-    for (size_t i = 0; i + 4 <= r.bytes.size(); i += 8) {
+    for (size_t i = 0; i + 4 <= r.bytes.size() && found.size() < kMaxCandidates; i += 8) {
       if (at<uint32_t>(r.bytes, i) != first) continue;
       for (uint32_t size = kMinObject; size <= kMaxObject && i + size + 4 <= r.bytes.size(); size += 8)
         if (at<uint32_t>(r.bytes, i + size) == first + 1) {
@@ -160,28 +164,37 @@ Result<std::vector<int>> members_of(const ProcessMemory& memory, const MpichComm
   if (!memory.read(object + l.map_offset, map, sizeof(map)) ||
       !memory.read_value(object + l.map_offset + kMapLpid, lpid))
     return make_error("cannot read MPICH communicator {:#x}'s rank map", handle);
-  auto [mode, avtid, map_size, offset, stride, block] = std::tuple(map[0], map[1], map[2], map[3], map[4], map[5]);
+  int32_t mode = map[0], avtid = map[1], map_size = map[2];
+  int64_t offset = map[3], stride = map[4], block = map[5];
   if (map_size != size)
     return make_error("MPICH communicator {:#x}: its rank map has {} ranks, the communicator {}", handle, map_size,
                       size);
   std::vector<int> members(static_cast<size_t>(size));
+  // In 64 bits: the map's numbers are the rank's memory, any value at all;
+  // a member outside an int is refused with the rest by the caller's check.
+  auto regular = [&](auto rule) {
+    for (int i = 0; i < size; ++i) {
+      int64_t world = rule(int64_t{i});
+      members[i] = world < 0 || world > INT32_MAX ? -1 : static_cast<int>(world);
+    }
+  };
   switch (mode) {
     case kDirect:
     case kDirectIntra:
-      for (int i = 0; i < size; ++i) members[i] = i;
+      regular([](int64_t i) { return i; });
       break;
     case kOffset:
     case kOffsetIntra:
-      for (int i = 0; i < size; ++i) members[i] = offset + i;
+      regular([&](int64_t i) { return offset + i; });
       break;
     case kStride:
     case kStrideIntra:
-      for (int i = 0; i < size; ++i) members[i] = offset + i * stride;
+      regular([&](int64_t i) { return offset + i * stride; });
       break;
     case kStrideBlock:
     case kStrideBlockIntra:
       if (block <= 0) return make_error("MPICH communicator {:#x}: a rank map of block size {}", handle, block);
-      for (int i = 0; i < size; ++i) members[i] = i / block * (stride - block) + i + offset;
+      regular([&](int64_t i) { return i / block * (stride - block) + i + offset; });
       break;
     case kLut:
     case kLutIntra:

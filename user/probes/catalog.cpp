@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/strings.h"
-#include "probes/mpi_family.h"
 #include "slowburn/cookie.h"
 
 namespace slowburn {
@@ -276,6 +275,11 @@ std::string_view comm_backend_name(CommBackend backend) {
       return "gloo";
   }
   return "?";
+}
+
+const std::vector<std::string>& mpi_library_stems() {
+  static const std::vector<std::string> stems = {"libmpi.so", "libmpich.so", "libmpi_cray.so"};
+  return stems;
 }
 
 const std::vector<ProbeSpec>& probe_catalog() {

@@ -85,6 +85,11 @@ struct ProbeSpec {
   CommEventKind comm_event = CommEventKind::none;
 };
 
+// The soname stems an MPI library goes by, in the order MPI probes try
+// them: Open MPI, Intel MPI and MVAPICH (libmpi.so), MPICH (libmpich.so),
+// Cray MPICH (libmpi_cray.so). Which ABI a library is: probes/mpi_family.h.
+const std::vector<std::string>& mpi_library_stems();
+
 // Ids below kFirstDynamicProbeId belong to the catalog; funclat's ad-hoc
 // probes take ids from there on.
 constexpr uint16_t kFirstDynamicProbeId = 1000;

@@ -34,9 +34,4 @@ MpiFamily mpi_family(const ElfSymbols& symbols) {
   return MpiFamily::unknown;
 }
 
-const std::vector<std::string>& mpi_library_stems() {
-  static const std::vector<std::string> stems = {"libmpi.so", "libmpich.so", "libmpi_cray.so"};
-  return stems;
-}
-
 }  // namespace slowburn

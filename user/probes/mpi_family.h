@@ -4,9 +4,7 @@
 // communicator handle is read (an Open MPI object pointer, an MPICH int).
 #pragma once
 
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "symbols/elf_symbols.h"
 
@@ -22,9 +20,5 @@ std::string_view mpi_family_name(MpiFamily family);
 
 // The library's MPI family; `unknown` for a file that is not an MPI library.
 MpiFamily mpi_family(const ElfSymbols& symbols);
-
-// The soname stems an MPI library goes by: Open MPI and Intel MPI/MVAPICH
-// (libmpi.so), MPICH (libmpich.so), Cray MPICH (libmpi_cray.so).
-const std::vector<std::string>& mpi_library_stems();
 
 }  // namespace slowburn
