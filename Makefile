@@ -66,7 +66,7 @@ HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null)
 HTTPLIB_LIBS   := $(shell pkg-config --libs cpp-httplib 2>/dev/null || echo -lcpp-httplib)
 # `slowburn check` attaches to its own function: exported to .dynsym, it survives strip (dh_strip, install -s).
 CHECK_TARGET_EXPORT := -Wl,--export-dynamic-symbol=slowburn_check_probe_target
-LDLIBS   := -lbpf -lelf -lz -lfmt -lpthread -lSQLiteCpp -lsqlite3
+LDLIBS   := -lbpf -ldw -lelf -lz -lfmt -lpthread -lSQLiteCpp -lsqlite3
 
 LIB_SRCS  := $(shell find user -name '*.cpp' ! -path 'user/cli/*' | sort)
 TOOL_SRCS := $(sort $(wildcard tools/*.cpp))

@@ -10,6 +10,7 @@ build_dir=${1:-build}
 packages=(
 	make g++ clang llvm pkg-config            # toolchain (llvm: llvm-strip)
 	libbpf-dev bpftool libelf-dev zlib1g-dev  # BPF: loader, skeletons
+	libdw-dev                                 # slowburn stacks: unwinding through .eh_frame (elfutils' libdwfl)
 	libcli11-dev libfmt-dev nlohmann-json3-dev # CLI, formatting, JSON
 	libgtest-dev libgmock-dev libbenchmark-dev # tests, benchmarks
 	openmpi-bin libopenmpi-dev                # demo workload, MPI probes, scenarios

@@ -29,6 +29,7 @@ Command add_catalog_command(CLI::App& app);  // alias: probes, for a release
 Command add_analyze_command(CLI::App& app);
 Command add_investigate_command(CLI::App& app);
 Command add_ranks_command(CLI::App& app);
+Command add_stacks_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
 Command add_funclat_command(CLI::App& app);  // tools/cmd_funclat.cpp
 Command add_xid_command(CLI::App& app);      // tools/cmd_xid.cpp

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  slowburn help trace                     # one command's help (as slowburn trace --help)\n"
       "  slowburn ranks                          # rank processes on this node\n"
+      "  slowburn stacks                         # a stuck job: every rank's stack, the odd one named\n"
       "  slowburn catalog --pid 4242             # where each probe attaches in a rank\n"
       "  slowburn trace -d 30                    # trace every rank for 30 s, name the straggler\n"
       "  slowburn trace --probe 'mpi.*' --json   # JSON lines\n"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
       slowburn::cli::add_fabric_command(app), slowburn::cli::add_analyze_command(app),
       slowburn::cli::add_health_command(app), slowburn::cli::add_investigate_command(app),
       slowburn::cli::add_check_command(app),  slowburn::cli::add_mcp_command(app),
+      slowburn::cli::add_stacks_command(app),
   };
   if (auto exit_code = slowburn::cli::before_parse(app, argc, argv)) return *exit_code;
   try {

@@ -1,0 +1,198 @@
+// slowburn stacks on real jobs that were stuck before it came, as the
+// on-call runs it: an Open MPI rank stopped inside a collective, one
+// blocked reading a pipe, one calling a different collective than its
+// peers, a PyTorch DDP (gloo) rank frozen, and a healthy job. Stacks come
+// through Debian's libmpi, libgloo and libtorch_cpu, built without frame
+// pointers: the collective frame must still be found. Each test asserts
+// exactly who is named, and why.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "demo/mpi_job.h"
+#include "demo/torch_job.h"
+#include "support/test_support.h"
+#include "support/traced_jobs.h"
+
+namespace slowburn::stacks_scenario_test {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+using namespace testing;
+
+struct Snapshot {
+  std::map<int, json> stacks;  // by rank
+  std::vector<json> findings;
+  json summary;
+  std::string out;
+};
+
+Snapshot snapshot(const std::vector<int32_t>& pids, int samples = 3) {
+  std::vector<std::string> args = {"stacks", "--json", "--samples", std::to_string(samples)};
+  for (int32_t pid : pids) args.insert(args.end(), {"-p", std::to_string(pid)});
+  Ran ran = run_slowburn(args, 60s);
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  Snapshot s;
+  s.out = ran.output;
+  for (const json& j : json_lines(ran.output)) {
+    std::string kind = j.value("kind", "");
+    if (kind == "stack") s.stacks[j["rank"].get<int>()] = j;
+    if (kind == "finding") s.findings.push_back(j);
+    if (kind == "summary") s.summary = j;
+  }
+  return s;
+}
+
+char state_of(int32_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
+}
+
+std::string syscall_of(int32_t pid) { return read_text("/proc/" + std::to_string(pid) + "/syscall"); }
+
+// A 4-rank Open MPI job with one fault (--freeze-inside, --read-pipe or
+// --mismatch R:S) at step 50, left to get stuck before the snapshot.
+std::optional<MpiJob> stuck_mpi_job(const TempDir& dir, const std::string& fault, const std::string& rank_step) {
+  MpiJobOptions options;
+  options.program = demo_workload_argv(workload_path("slowburn-mpi-workload"), -1, 1.0, 3000, 60);
+  options.program.insert(options.program.end(), {fault, rank_step});
+  options.ranks = 4;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  EXPECT_TRUE(job.ok()) << job.error().message;
+  if (!job) return std::nullopt;
+  return std::move(*job);
+}
+
+const json& only_finding(const Snapshot& s) {
+  static const json none;
+  EXPECT_EQ(s.findings.size(), 1u) << s.out;
+  return s.findings.empty() ? none : s.findings.front();
+}
+
+TEST(Stacks, AnMpiRankStoppedInsideACollectiveBeforeSlowburnCameIsNamed) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = stuck_mpi_job(dir, "--freeze-inside", "1:50");
+  ASSERT_TRUE(job);
+  int32_t frozen = pid_of_rank(job->ranks(), 1);
+  ASSERT_TRUE(wait_until([&] { return state_of(frozen) == 'T'; }, 30s)) << "rank 1 never stopped";
+  std::this_thread::sleep_for(1s);
+  Snapshot s = snapshot(job->pids());
+  kill(frozen, SIGKILL);
+  job->stop();
+  const json& f = only_finding(s);
+  EXPECT_EQ(f["rank"], 1) << f.dump();
+  EXPECT_EQ(f["pid"], frozen);
+  EXPECT_EQ(f["evidence"]["why"], "stopped") << f.dump();
+  EXPECT_EQ(f["evidence"]["waiting_ranks"], (std::vector<int>{0, 2, 3})) << f.dump();
+  EXPECT_NE(f["summary"].get<std::string>().find("is stopped (state T"), std::string::npos) << f.dump();
+  // Its stack, unwound through libmpi without frame pointers, reaches the collective and main.
+  const json& stack = s.stacks[1];
+  EXPECT_EQ(stack["state"], "T");
+  EXPECT_EQ(stack["symbol"], "MPI_Allgather") << stack.dump();
+  bool main_reached = false;
+  for (const json& frame : stack["frames"]) main_reached = main_reached || frame["symbol"] == "main";
+  EXPECT_TRUE(main_reached) << stack.dump();
+}
+
+TEST(Stacks, AnMpiRankBlockedReadingAPipeOutsideAnyCollectiveIsNamedWithTheRead) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = stuck_mpi_job(dir, "--read-pipe", "2:50");
+  ASSERT_TRUE(job);
+  int32_t blocked = pid_of_rank(job->ranks(), 2);
+  // read(2) is system call 0 on x86-64, 63 on arm64.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::string call = syscall_of(blocked);
+        return call.starts_with("0 ") || call.starts_with("63 ");
+      },
+      30s));
+  std::this_thread::sleep_for(1s);
+  Snapshot s = snapshot(job->pids());
+  kill(blocked, SIGKILL);
+  job->stop();
+  const json& f = only_finding(s);
+  EXPECT_EQ(f["rank"], 2) << f.dump();
+  EXPECT_EQ(f["evidence"]["why"], "blocked") << f.dump();
+  EXPECT_NE(f["summary"].get<std::string>().find("outside any collective in read(pipe:["), std::string::npos)
+      << f.dump();
+  EXPECT_TRUE(s.stacks[2]["symbol"].is_null()) << s.stacks[2].dump();
+}
+
+TEST(Stacks, AnMpiRankInADifferentCollectiveIsAMismatch) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = stuck_mpi_job(dir, "--mismatch", "1:50");
+  ASSERT_TRUE(job);
+  int32_t odd = pid_of_rank(job->ranks(), 1);
+  // Step 50 comes within a second; the job then stays deadlocked.
+  std::this_thread::sleep_for(3s);
+  Snapshot s = snapshot(job->pids());
+  kill(odd, SIGKILL);
+  job->stop();
+  const json& f = only_finding(s);
+  EXPECT_EQ(f["rank"], 1) << f.dump();
+  EXPECT_EQ(f["evidence"]["why"], "mismatch") << f.dump();
+  EXPECT_NE(f["summary"].get<std::string>().find("is alone inside MPI_Bcast"), std::string::npos) << f.dump();
+  EXPECT_EQ(f["evidence"]["waiting_in"], "MPI_Allgather") << f.dump();
+}
+
+TEST(Stacks, AHealthyMpiJobIsGroupedAndNobodyIsNamed) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  MpiJobOptions options;
+  options.program = demo_workload_argv(workload_path("slowburn-mpi-workload"), -1, 1.0, 3000, 60);
+  options.ranks = 4;
+  options.log_path = (dir / "mpirun.log").string();
+  auto job = MpiJob::launch(options);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  std::this_thread::sleep_for(2s);
+  Snapshot s = snapshot(job->pids(), 5);
+  job->stop();
+  EXPECT_TRUE(s.findings.empty()) << s.out;
+  EXPECT_EQ(s.stacks.size(), 4u) << s.out;
+  EXPECT_GE(s.summary["groups"].get<int>(), 1) << s.out;
+}
+
+TEST(Stacks, AFrozenDdpRankIsNamedThroughGlooAndLibtorch) {
+  SKIP_UNLESS_TORCH();
+  TempDir dir;
+  TorchJobOptions options;
+  options.script = workload_path("slowburn-ddp-workload.py");
+  options.args = ddp_workload_args(-1, 0, 0, 60);
+  options.ranks = 4;
+  options.log_dir = dir.path().string();
+  auto job = TorchJob::launch(options);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  // Training has begun once a rank is seen inside a gloo collective.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        Snapshot once = snapshot(job->pids(), 1);
+        for (const auto& [rank, stack] : once.stacks)
+          if (stack["collective"].is_string()) return true;
+        return false;
+      },
+      60s));
+  int32_t frozen = pid_of_rank(job->ranks(), 2);
+  kill(frozen, SIGSTOP);
+  std::this_thread::sleep_for(1s);
+  Snapshot s = snapshot(job->pids());
+  kill(frozen, SIGKILL);
+  job->stop();
+  const json& f = only_finding(s);
+  EXPECT_EQ(f["rank"], 2) << f.dump();
+  EXPECT_EQ(f["evidence"]["why"], "stopped") << f.dump();
+  EXPECT_EQ(f["evidence"]["waiting_ranks"], (std::vector<int>{0, 1, 3})) << f.dump();
+  for (int peer : {0, 1, 3}) EXPECT_EQ(s.stacks[peer]["collective"], "gloo") << s.stacks[peer].dump();
+}
+
+}  // namespace
+}  // namespace slowburn::stacks_scenario_test
