@@ -65,7 +65,7 @@ async function withSdkClient() {
 
   const { tools } = await client.listTools();  // caches each tool's outputSchema validator
   summary.tools = tools.map((t) => t.name);
-  for (const name of ['check', 'ranks', 'trace', 'events', 'health', 'investigate', 'analyze'])
+  for (const name of ['check', 'ranks', 'trace', 'stacks', 'events', 'health', 'investigate', 'analyze'])
     check(summary.tools.includes(name), `tools/list has ${name}`);
   for (const t of tools) {
     check(t.inputSchema?.type === 'object' && t.outputSchema?.type === 'object', `${t.name}: object schemas`);
@@ -118,6 +118,11 @@ async function withSdkClient() {
       check(out.ranks.some((r) => r.rank === slowRank && r.straggler), 'trace: the slowed rank\'s row says straggler');
     }
   }
+
+  // A running job: a snapshot of every rank; nobody is stuck.
+  const stacks = await callTool('stacks', { pids, samples: 2, interval_s: 0.2 });
+  check(calls.stacks?.validated === true, 'stacks: a valid structured result');
+  summary.stacks_ranks = (stacks?.structuredContent?.stacks ?? []).map((s) => s.rank).sort();
 
   const checked = await callTool('check', {});
   check(calls.check?.validated === true, 'check: a valid structured result');

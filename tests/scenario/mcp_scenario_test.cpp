@@ -87,14 +87,16 @@ TEST(McpWithTheSdkClient, ListsAndCallsEveryToolNamesTheSlowRankAndSurvivesError
   EXPECT_EQ((*summary)["failures"], json::array()) << summary->dump(2);
   EXPECT_EQ(*status, 0) << output;
   EXPECT_EQ((*summary)["server"]["name"], "slowburn");
-  EXPECT_EQ((*summary)["tools"], (json{"check", "ranks", "trace", "events", "health", "investigate", "analyze"}));
+  EXPECT_EQ((*summary)["tools"],
+            (json{"check", "ranks", "trace", "stacks", "events", "health", "investigate", "analyze"}));
   // Every tool answered a structured result the SDK validated against its outputSchema.
-  for (const char* tool : {"check", "ranks", "trace", "events", "health", "investigate", "analyze"}) {
+  for (const char* tool : {"check", "ranks", "trace", "stacks", "events", "health", "investigate", "analyze"}) {
     const json& c = (*summary)["calls"][tool];
     EXPECT_EQ(c["validated"], true) << tool << ": " << c;
     EXPECT_EQ(c["text_is_same_json"], true) << tool << ": " << c;
   }
   EXPECT_EQ((*summary)["ranks_found"], (json{0, 1, 2, 3}));
+  EXPECT_EQ((*summary)["stacks_ranks"], (json{0, 1, 2, 3})) << "stacks: a snapshot of every rank";
   EXPECT_EQ((*summary)["stragglers"], (json{kSlowRank})) << (*summary)["straggler_summary"];
   EXPECT_EQ((*summary)["analyze_stragglers"], (json{kRecordedSlowRank}));
   EXPECT_EQ((*summary)["can_trace"], true);

@@ -117,7 +117,8 @@ TEST(McpProtocol, ToolsListGivesEveryToolWithObjectSchemas) {
     EXPECT_EQ(tool["annotations"]["readOnlyHint"], true) << tool["name"];
     EXPECT_EQ(tool["annotations"]["destructiveHint"], false) << tool["name"];
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"check", "ranks", "trace", "events", "health", "investigate", "analyze"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"check", "ranks", "trace", "stacks", "events", "health", "investigate",
+                                             "analyze"}));
   const json& trace = reply["result"]["tools"][2];
   EXPECT_EQ(trace["inputSchema"]["properties"]["duration_s"]["maximum"], kMaxTraceSeconds);
   for (const char* field : {"findings", "verdict", "ranks"})
@@ -175,7 +176,8 @@ TEST(McpProtocol, UnknownToolIsInvalidParamsNamingTheTools) {
   EXPECT_EQ(error_code(reply), kInvalidParams);
   std::string message = reply["error"]["message"];
   EXPECT_NE(message.find("Unknown tool: rm_rf"), std::string::npos) << message;
-  EXPECT_NE(message.find("check, ranks, trace, events, health, investigate, analyze"), std::string::npos) << message;
+  EXPECT_NE(message.find("check, ranks, trace, stacks, events, health, investigate, analyze"), std::string::npos)
+      << message;
 }
 
 TEST(McpProtocol, MalformedToolsCallParamsAreInvalidParams) {
@@ -240,7 +242,7 @@ TEST(McpProtocol, ATableEntryIsAToolListedAndCalled) {
   bad.name = "bad";
   bad.output_schema = {{"type", "array"}};
   EXPECT_FALSE(tools.add(bad));
-  EXPECT_EQ(answer(request("tools/list"), tools)["result"]["tools"].size(), 8u);
+  EXPECT_EQ(answer(request("tools/list"), tools)["result"]["tools"].size(), 9u);
   json reply = call(tools, "jobs", {{"job", "42"}});
   EXPECT_EQ(reply["result"]["isError"], false);
   EXPECT_EQ(reply["result"]["structuredContent"], (json{{"job", "42"}}));

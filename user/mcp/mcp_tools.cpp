@@ -128,7 +128,7 @@ McpTool ranks_tool(const McpToolContext& context) {
   tool.description =
       "The training-job rank processes on this node, found from their environment (OMPI_COMM_WORLD_*, PMIX_RANK, "
       "PMI_RANK, SLURM_PROCID, torchrun's RANK/LOCAL_RANK/WORLD_SIZE), as `slowburn ranks --json` gives them. Start "
-      "here: the pids are what trace takes.";
+      "here: the pids are what trace and stacks take.";
   tool.input_schema = object_schema(json::object());
   tool.input_schema["additionalProperties"] = false;
   tool.output_schema = object_schema({{"ranks", array_of(object_schema({{"pid", {{"type", "integer"}}},
@@ -262,7 +262,7 @@ McpTool analyze_tool(const McpToolContext&) {
 Result<ToolTable> slowburn_tools(const McpToolContext& context) {
   ToolTable table;
   for (McpTool (*make)(const McpToolContext&) :
-       {check_tool, ranks_tool, trace_tool, events_tool, health_tool, investigate_tool, analyze_tool})
+       {check_tool, ranks_tool, trace_tool, stacks_tool, events_tool, health_tool, investigate_tool, analyze_tool})
     if (auto ok = table.add(make(context)); !ok) return ok.error();
   return table;
 }
@@ -270,8 +270,10 @@ Result<ToolTable> slowburn_tools(const McpToolContext& context) {
 std::string slowburn_instructions() {
   return "slowburn names the straggler rank of a synchronised training job on this node (the rank that arrives last "
          "at collectives, not the ones that wait longest) and the hardware or host cause behind it. Every tool only "
-         "reads the node. Start with ranks (which processes are ranks), then trace (a few seconds, at most 50, of the "
-         "ranks' collective calls: findings, a verdict, a row per rank); events and health for the node's hardware, "
+         "reads the node (stacks stops each rank for milliseconds to read its registers). Start with ranks (which "
+         "processes are ranks), then trace (a few seconds, at most 50, of the "
+         "ranks' collective calls: findings, a verdict, a row per rank); stacks when the job seems stuck already "
+         "(every rank's stack, the odd one named); events and health for the node's hardware, "
          "fabric and telemetry; investigate to walk the layers below a culprit (host, GPU, PCIe, fabric) to a failure "
          "graph; check when something cannot be seen; analyze for recordings made on many nodes with `slowburn "
          "trace --record`. One tool call runs at a time; trace, investigate and events block for their duration.";

@@ -45,6 +45,7 @@ McpTool health_tool(const McpToolContext& context);
 McpTool analyze_tool(const McpToolContext& context);
 McpTool check_tool(const McpToolContext& context);        // mcp_investigate_tools.cpp
 McpTool investigate_tool(const McpToolContext& context);  // mcp_investigate_tools.cpp
+McpTool stacks_tool(const McpToolContext& context);       // mcp_stacks_tool.cpp
 
 // The whole table, in the order tools/list gives it.
 Result<ToolTable> slowburn_tools(const McpToolContext& context);
