@@ -285,6 +285,14 @@ TEST(ProbeServiceWithPrometheus, AStoppedRankRaisesTheHangMetricAndAlert) {
       EXPECT_EQ(line.value("rank", -1), 2) << line.dump();
     }
   EXPECT_TRUE(logged) << "the hang finding in the event log";
+  // And where every rank sat when it was named: a `stack` line each.
+  std::map<int, json> stacks;
+  for (const json& line : log_lines(service.log_dir()))
+    if (line.value("kind", "") == "stack") stacks[line.value("rank", -1)] = line;
+  ASSERT_EQ(stacks.size(), 4u) << "a stack line per rank of the job in the event log";
+  EXPECT_EQ(stacks[2]["state"], "T") << stacks[2].dump();
+  EXPECT_EQ(stacks[2]["symbol"], "MPI_Allgather") << stacks[2].dump();
+  EXPECT_EQ(stacks[0]["hang_of"], 2) << stacks[0].dump();
 }
 
 TEST(ProbeServiceWithPrometheus, AHealthyJobRaisesNoAlert) {

@@ -18,6 +18,7 @@
 #include "service/calibrate.h"
 #include "service/counts_baseline.h"
 #include "service/event_log.h"
+#include "service/hang_snapshot.h"
 #include "service/hang_watch.h"
 #include "service/health_watch.h"
 #include "service/metrics_endpoint.h"
@@ -328,6 +329,12 @@ void ProbeService::check_hangs(uint64_t now_ns, const std::vector<AggStats>& sta
   std::erase_if(calls, [&](const InFlightCall& c) { return c.entry_ns < restored_ns_; });
   std::vector<Finding> found = hangs_->check(now_ns, calls, stepping, complete);
   report_findings(found);
+  snapshot_hung_jobs(
+      found, tracker_->identities(),
+      [this](nlohmann::json line) {
+        if (log_) log_->line(std::move(line));
+      },
+      [this](const std::string& text) { note(text); });
 }
 
 // Waits for the kernel's records up to kSourcesPollMs: the loop's pace.
