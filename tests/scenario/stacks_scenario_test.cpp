@@ -102,6 +102,34 @@ TEST(Stacks, AnMpiRankStoppedInsideACollectiveBeforeSlowburnCameIsNamed) {
   EXPECT_TRUE(main_reached) << stack.dump();
 }
 
+// `trace` on the same job: no call to see, so its verdict comes from the
+// ranks' stacks, not "undetermined".
+TEST(Stacks, TraceOnAJobStuckBeforeItCameNamesTheStoppedRank) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = stuck_mpi_job(dir, "--freeze-inside", "2:50");
+  ASSERT_TRUE(job);
+  int32_t frozen = pid_of_rank(job->ranks(), 2);
+  ASSERT_TRUE(wait_until([&] { return state_of(frozen) == 'T'; }, 30s)) << "rank 2 never stopped";
+  std::vector<std::string> args = {"trace", "--probe", "mpi.*", "-d", "2", "--json", "--no-hardware"};
+  for (int32_t pid : job->pids()) args.insert(args.end(), {"--pid", std::to_string(pid)});
+  Ran ran = run_slowburn(args, 60s);
+  kill(frozen, SIGKILL);
+  job->stop();
+  EXPECT_EQ(ran.status, 0) << "a verdict, not undetermined\n" << ran.output;
+  json verdict;
+  for (const json& j : json_lines(ran.output))
+    if (j.value("kind", "") == "verdict") verdict = j;
+  ASSERT_FALSE(verdict.is_null()) << ran.output;
+  EXPECT_EQ(verdict["judged"], true);
+  ASSERT_EQ(verdict["hangs"].size(), 1u) << verdict.dump();
+  const json& hang = verdict["hangs"][0];
+  EXPECT_EQ(hang["rank"], 2) << hang.dump();
+  EXPECT_EQ(hang["evidence"]["detector"], "stacks") << hang.dump();
+  EXPECT_EQ(hang["evidence"]["waiting_ranks"], (std::vector<int>{0, 1, 3})) << hang.dump();
+  EXPECT_NE(hang["summary"].get<std::string>().find("is stopped (state T"), std::string::npos) << hang.dump();
+}
+
 TEST(Stacks, AnMpiRankBlockedReadingAPipeOutsideAnyCollectiveIsNamedWithTheRead) {
   SKIP_UNLESS_MPI();
   TempDir dir;

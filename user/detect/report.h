@@ -102,8 +102,9 @@ struct MemberCall {
 };
 
 struct Finding {
-  std::string type;      // "straggler", "hang", "mismatch" or "failure"
-  std::string detector;  // "persistence", "cusum", "sequential", "inside", "session-cost", "in-flight" or "lifecycle"
+  std::string type;  // "straggler", "hang", "mismatch" or "failure"
+  std::string
+      detector;  // "persistence", "cusum", "sequential", "inside", "session-cost", "in-flight", "lifecycle", "stacks"
   // Straggler: where the job waits for it. "arrival": it comes last;
   // "inside": it comes on time, and the collective waits for its CPU.
   std::string where = "arrival";

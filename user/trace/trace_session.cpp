@@ -17,6 +17,7 @@
 #include "engine/job_judges.h"
 #include "engine/periodic.h"
 #include "engine/rank_watch.h"
+#include "engine/stuck_at_attach.h"
 #include "loader/attach_probes.h"
 #include "loader/callpair_program.h"
 #include "loader/privileges.h"
@@ -352,6 +353,15 @@ TraceResult TraceSession::finish() {
   report_histograms();
   report_summary(now);
   result_.verdict = judges_->verdict(now);
+  // No verdict and nobody hung or failed under the trace: the job may have
+  // stopped before we came (its waits began unobserved); its stacks say.
+  if (!result_.verdict.judged && result_.verdict.hangs.empty() && result_.verdict.failures.empty() &&
+      result_.ranks.size() >= 2) {
+    std::vector<std::string> notes;
+    for (Finding& f : stuck_before_attach(result_.ranks, notes)) result_.verdict.hangs.push_back(std::move(f));
+    for (const std::string& n : notes) sink_.note(n);
+    if (!result_.verdict.hangs.empty()) result_.verdict.judged = true;
+  }
   explainer_.explain(result_.verdict, now);
   result_.device_events = explainer_.events();
   sink_.verdict(result_.verdict);
