@@ -1,6 +1,7 @@
 #include "engine/stuck_at_attach.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "stacks/stacks_session.h"
 

@@ -1,6 +1,7 @@
 #include "stacks/stacks_session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +50,14 @@ StacksSnapshot take_stacks(const std::vector<RankIdentity>& ranks, const StacksO
       by_pid[r.pid].samples.push_back(std::move(*sample));
     }
   }
+  std::vector<std::string> python;
+  for (const RankIdentity& r : ranks)
+    if (r.command.find("python") != std::string::npos) python.push_back(std::to_string(r.rank));
+  if (!python.empty())
+    out.notes.push_back(
+        fmt::format("rank(s) {} run Python: their native stacks are shown, down to the collective; "
+                    "their Python frames are not read (py-spy dump --pid PID reads them)",
+                    fmt::join(python, ", ")));
   for (auto& [pid, r] : by_pid) out.ranks.push_back(std::move(r));
   std::sort(out.ranks.begin(), out.ranks.end(),
             [](const RankSamples& a, const RankSamples& b) { return a.rank < b.rank; });
