@@ -91,6 +91,12 @@ const std::vector<WrongInput> kParseCases = {
      "'1e99' seconds is more than slowburn waits"},
     {"HealthKernelLogADirectory", {"health", "--kmsg", "/etc"}, 1, "--kmsg: /etc is a directory"},
     {"ProbesLibraryNotAnElf", {"probes", "--lib", "/etc/passwd"}, 1, "/etc/passwd is not an ELF file (it does not"},
+    // A threshold refused in one short line (CLI11's PositiveNumber printed DBL_MAX in full).
+    {"TraceZThresholdNegative", {"trace", "--z-threshold", "-3"}, 1, "'-3' is not a number above 0 (e.g. 3.5)"},
+    {"AnalyzeZThresholdInfinite", {"analyze", "--z-threshold", "inf", "/tmp"}, 1, "'inf' is not a number above 0"},
+    // -5 picked a random rank in silence.
+    {"DemoSlowRankNegative", {"demo", "--slow-rank", "-5"}, 1, "--slow-rank: Value -5 not in range 0 to 3"},
+    {"StacksOneSample", {"stacks", "--samples", "0"}, 1, "--samples: Value 0 not in range 1 to 100"},
 };
 
 class WrongInputs : public ::testing::TestWithParam<WrongInput> {};
@@ -105,6 +111,18 @@ TEST_P(WrongInputs, SaysWhatWasWrongAndWhatToDo) {
 
 INSTANTIATE_TEST_SUITE_P(Cli, WrongInputs, ::testing::ValuesIn(kParseCases),
                          [](const auto& info) { return info.param.name; });
+
+// As root, a process whose environment root may not read (here pid 1, in
+// this VM's container) is not answered with "run as root".
+TEST(CliInputs, APidRootMayNotReadIsNotAnsweredWithRunAsRoot) {
+  SKIP_UNLESS_ROOT();
+  Ran ran = run_slowburn({"trace", "--pid", "1", "-d", "1", "--no-hardware"}, 30s);
+  EXPECT_NE(ran.status, 0) << ran.output;
+  EXPECT_EQ(ran.output.find("run as root"), std::string::npos) << ran.output;
+  if (ran.output.find("Permission denied") != std::string::npos) {
+    EXPECT_NE(ran.output.find("denied to root as well"), std::string::npos) << ran.output;
+  }
+}
 
 // `slowburn help` and `slowburn help CMD` print the help (CLI11 alone said
 // "A subcommand is required").

@@ -3,6 +3,7 @@
 
 #include "analyze/analyze.h"
 #include "cli/command.h"
+#include "cli/options.h"
 #include "record/recording_reader.h"
 #include "sinks/fan_out_sink.h"
 
@@ -44,7 +45,8 @@ Command add_analyze_command(CLI::App& app) {
       ->check(CLI::Range(10.0, 3'600'000.0))
       ->capture_default_str();
   detector->add_option("--z-threshold", args->options.detector.z_threshold, "Robust z of arrival lateness")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(above_zero("3.5"));
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
   detector
       ->add_option("--min-cost", args->options.detector.session_cost_thresholds.min_cost_share,

@@ -176,7 +176,8 @@ Command add_demo_command(CLI::App& app) {
       "stalling in its data path). Exit 0 on a match, 3 on a mismatch.\n\n"
       "Examples:\n  slowburn demo\n  slowburn demo --slow-rank 2 --slowdown 1.3\n  slowburn demo --healthy\n"
       "  slowburn demo --workload pytorch\n  slowburn demo --workload pytorch --slow-rank 1 --slow-ms 12");
-  auto* slow = sub->add_option("--slow-rank", args->slow_rank, "Rank to slow down (default: random)");
+  auto* slow = sub->add_option("--slow-rank", args->slow_rank, "Rank to slow down (default: random)")
+                   ->check(CLI::Range(0, kRanks - 1));
   sub->add_option("--slowdown", args->slowdown, "MPI: compute multiplier of the slow rank")
       ->check(CLI::Range(1.0, 100.0))
       ->capture_default_str();

@@ -127,7 +127,7 @@ Command add_trace_command(CLI::App& app) {
   sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")
       ->check(seconds(true))
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event}");
+  sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event, verdict}");
   sub->add_option("--record", args->record,
                   "Also write the session to this SQLite recording (a directory: DIR/HOST.sbr) for 'slowburn analyze'");
   sub->add_option(
@@ -139,7 +139,9 @@ Command add_trace_command(CLI::App& app) {
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))
       ->capture_default_str();
-  detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness")->capture_default_str();
+  detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness")
+      ->capture_default_str()
+      ->check(above_zero("3.5"));
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
   detector
       ->add_option("--min-blame-share", o.detector.min_blame_share, "Effect-size floor: blame as a share of the window")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -42,6 +43,17 @@ CLI::Validator seconds(bool positive) {
         return "";
       },
       positive ? "SECONDS>0" : "SECONDS");
+}
+
+CLI::Validator above_zero(const std::string& example) {
+  return CLI::Validator(
+      [example](std::string& text) -> std::string {
+        double value = 0;
+        if (!parse_double(text, value) || !(value > 0) || !std::isfinite(value))
+          return fmt::format("'{}' is not a number above 0 (e.g. {})", text, example);
+        return "";
+      },
+      "NUMBER>0");
 }
 
 CLI::Validator kernel_log_file() {

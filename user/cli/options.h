@@ -14,6 +14,10 @@ namespace slowburn::cli {
 // Seconds: a number >= 0 ("-d 30", "-i 0.5"); with `positive`, > 0.
 CLI::Validator seconds(bool positive = false);
 
+// A finite number above 0 (a threshold such as --z-threshold), refused in
+// one short line with an example; CLI11's PositiveNumber printed DBL_MAX.
+CLI::Validator above_zero(const std::string& example);
+
 // A captured kernel log: a file (or device) that exists, never a directory
 // (which read as an empty log: every kernel-log row "ok").
 CLI::Validator kernel_log_file();

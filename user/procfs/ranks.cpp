@@ -1,5 +1,7 @@
 #include "procfs/ranks.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -163,7 +165,12 @@ Result<RankIdentity> read_rank(const std::filesystem::path& proc_root, int32_t p
   auto environ = read_file(proc / "environ");
   if (!environ) {
     if (environ.error().sys_errno == EACCES || environ.error().sys_errno == EPERM)
-      return make_error("{} (run as root, or with CAP_SYS_PTRACE)", environ.error().message);
+      return geteuid() == 0 ? make_error(
+                                  "{}: denied to root as well (the process is beyond what this root may inspect: "
+                                  "another user namespace, or a ptrace restriction); give a rank's pid (slowburn ranks "
+                                  "lists them)",
+                                  environ.error().message)
+                            : make_error("{} (run as root, or with CAP_SYS_PTRACE)", environ.error().message);
     return make_error("pid {}: {}", pid, environ.error().message);
   }
   auto cmdline = read_file(proc / "cmdline");
@@ -218,7 +225,8 @@ std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root,
 
 nlohmann::json rank_json(const RankIdentity& r) {
   auto opt = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"pid", r.pid},
+  return {{"kind", "rank"},
+          {"pid", r.pid},
           {"rank", r.rank},
           {"local_rank", opt(r.local_rank)},
           {"world_size", opt(r.world_size)},

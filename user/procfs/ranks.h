@@ -33,8 +33,9 @@ const char* rank_variable_names();
 std::vector<RankIdentity> discover_ranks(const std::filesystem::path& proc_root, int32_t exclude_pid = 0);
 
 // The object `slowburn ranks --json` prints for a rank (and slowburn mcp's
-// ranks tool returns): pid, rank, local_rank, world_size, launcher, job,
-// host, command, cuda_visible_devices, nccl_ib_hca.
+// ranks tool returns): kind "rank" (as every JSON line says what it is),
+// pid, rank, local_rank, world_size, launcher, job, host, command,
+// cuda_visible_devices, nccl_ib_hca.
 nlohmann::json rank_json(const RankIdentity& rank);
 
 // One process, with an error saying why it is not usable as a rank.
