@@ -65,10 +65,13 @@ std::optional<std::string> workload(const std::string& name) {
   return path;
 }
 
-std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown, double compute_us,
-                              const std::vector<std::string>& extra) {
+namespace {
+// The demo workload under `launcher`: `program` its argv, laid out in groups of `tp`.
+std::optional<MpiJob> launch_workload(MpiLauncher launcher, std::vector<std::string> program, int ranks, int tp,
+                                      const TempDir& dir, const std::vector<std::string>& extra) {
   MpiJobOptions options;
-  options.program = demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, compute_us, 90);
+  options.launcher = launcher;
+  options.program = std::move(program);
   if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
   options.program.insert(options.program.end(), extra.begin(), extra.end());
   options.ranks = ranks;
@@ -78,20 +81,20 @@ std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& d
   if (!job) return std::nullopt;
   return std::move(*job);
 }
+}  // namespace
+
+std::optional<MpiJob> mpi_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown, double compute_us,
+                              const std::vector<std::string>& extra) {
+  return launch_workload(MpiLauncher::open_mpi,
+                         demo_workload_argv(*workload("slowburn-mpi-workload"), slow_rank, slowdown, compute_us, 90),
+                         ranks, tp, dir, extra);
+}
 
 std::optional<MpiJob> mpich_job(int ranks, int tp, int slow_rank, const TempDir& dir, double slowdown,
                                 const std::vector<std::string>& extra) {
-  MpiJobOptions options;
-  options.launcher = MpiLauncher::mpich;
-  options.program = demo_workload_argv(target_path("mpich-workload").string(), slow_rank, slowdown, 3000, 90);
-  if (tp > 1) options.program.insert(options.program.end(), {"--tp", std::to_string(tp)});
-  options.program.insert(options.program.end(), extra.begin(), extra.end());
-  options.ranks = ranks;
-  options.log_path = (dir / "mpirun.log").string();
-  auto job = MpiJob::launch(options);
-  EXPECT_TRUE(job.ok()) << job.error().message;
-  if (!job) return std::nullopt;
-  return std::move(*job);
+  return launch_workload(MpiLauncher::mpich,
+                         demo_workload_argv(target_path("mpich-workload").string(), slow_rank, slowdown, 3000, 90),
+                         ranks, tp, dir, extra);
 }
 
 int32_t pid_of_rank(const std::vector<RankIdentity>& ranks, int rank) {

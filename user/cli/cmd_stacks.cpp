@@ -40,10 +40,8 @@ int run(const Args& a) {
       "read, then let go)\n",
       s.ranks.size(), s.samples, s.interval_s, s.held_ms_per_read);
   for (const StackGroup& g : s.groups) {
-    std::vector<std::string> listed;
-    for (int r : g.ranks) listed.push_back(std::to_string(r));
-    std::cout << fmt::format("\n{} {} ({}): {}, {}\n", g.ranks.size() == 1 ? "rank" : "ranks", join(listed, ", "),
-                             g.ranks.size(), g.state, g.where);
+    std::cout << fmt::format("\n{} {} ({}): {}, {}\n", g.ranks.size() == 1 ? "rank" : "ranks",
+                             join_numbers(g.ranks, ", "), g.ranks.size(), g.state, g.where);
     for (size_t i = 0; i < g.frames.size(); ++i) std::cout << fmt::format("    #{:<2} {}\n", i, g.frames[i]);
   }
   for (const std::string& n : s.notes) std::cout << "note: " << n << '\n';

@@ -23,14 +23,13 @@ void snapshot_hung_jobs(const std::vector<Finding>& findings, const std::vector<
     options.samples = 2;
     options.interval_s = 0.2;
     StacksSnapshot s = take_stacks(job, options);
+    std::string where;
     for (nlohmann::json line : stack_lines(s)) {
+      if (line["rank"] == f.culprit.rank)
+        where = line["symbol"].is_string() ? "inside " + line["symbol"].get<std::string>() : "outside any collective";
       line["hang_of"] = f.culprit.rank;
       log(std::move(line));
     }
-    std::string where;
-    for (const nlohmann::json& line : stack_lines(s))
-      if (line["rank"] == f.culprit.rank)
-        where = line["symbol"].is_string() ? "inside " + line["symbol"].get<std::string>() : "outside any collective";
     note(fmt::format("stacks of job {} at the hang: {} rank(s) in {} group(s); rank {} {}{}", f.culprit.job,
                      s.ranks.size(), s.groups.size(), f.culprit.rank, where.empty() ? "(no stack)" : "sits " + where,
                      s.stuck.empty() ? "" : "; " + s.stuck.front().summary));

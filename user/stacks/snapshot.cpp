@@ -1,34 +1,27 @@
 #include "stacks/snapshot.h"
 
-#include <time.h>
-
 #include <map>
 
+#include "core/clock.h"
 #include "probes/catalog.h"
 
 namespace slowburn {
 
 namespace {
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // A C++ frame's function without its parameters: "gloo::allreduce".
 std::string bare(const std::string& symbol) { return symbol.substr(0, symbol.find('(')); }
 
-// Every collective's entry points, by bare name: the catalog's MPI, NCCL and
-// gloo probes that a rank waits inside (not communicator lifecycle, not the
-// IB transport or verbs).
-// Each with its probe and the name a user calls it by (MPI_Allreduce, where
-// the library's symbol table may give its alias PMPI_Allreduce).
+// A collective a rank waits inside: its probe and the name a user calls it
+// by (MPI_Allreduce, where the library's symbol table may give its alias
+// PMPI_Allreduce).
 struct Collective {
   std::string probe;
   std::string name;
 };
 
+// Every collective's entry points, by bare name: the catalog's MPI, NCCL and
+// gloo probes (not communicator lifecycle, not the IB transport or verbs).
 const std::map<std::string, Collective>& collective_symbols() {
   static const std::map<std::string, Collective> symbols = [] {
     std::map<std::string, Collective> out;

@@ -44,9 +44,7 @@ std::string state_class(char state) {
 bool stopped(char state) { return state == 'T' || state == 't'; }
 
 std::string ranks_text(const std::vector<int>& ranks) {
-  std::vector<std::string> parts;
-  for (int r : ranks) parts.push_back(std::to_string(r));
-  return (ranks.size() == 1 ? "rank " : "ranks ") + join(parts, ", ");
+  return (ranks.size() == 1 ? "rank " : "ranks ") + join_numbers(ranks, ", ");
 }
 
 // The collective a rank sat inside in every sample, "" when none or it moved.

@@ -3,10 +3,10 @@
 #include <elfutils/libdwfl.h>
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstring>
 #include <memory>
 
+#include "core/clock.h"
 #include "symbols/elf_symbols.h"
 
 namespace slowburn {
@@ -71,7 +71,7 @@ Result<ProcessStacks> unwind_process(int32_t pid, size_t max_frames) {
     return make_error("pid {}: cannot read its mappings ({})", pid,
                       err > 0 ? std::string(strerror(err)) : std::string(dwfl_errmsg(-1)));
   if (dwfl_report_end(dwfl.get(), nullptr, nullptr) != 0) return make_error("pid {}: {}", pid, dwfl_errmsg(-1));
-  auto began = std::chrono::steady_clock::now();
+  uint64_t began_ns = monotonic_ns();
   if (int err = dwfl_linux_proc_attach(dwfl.get(), pid, false); err != 0)
     return make_error(
         "pid {}: cannot stop it to read its registers ({}): needs root or CAP_SYS_PTRACE, and "
@@ -95,8 +95,7 @@ Result<ProcessStacks> unwind_process(int32_t pid, size_t max_frames) {
       },
       &state);
   dwfl.reset();  // detach: the threads run again (a stopped one stays stopped)
-  out.held_ns =
-      static_cast<uint64_t>(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count());
+  out.held_ns = monotonic_ns() - began_ns;
   if (rc != 0 && out.threads.empty()) return make_error("pid {}: {}", pid, dwfl_errmsg(-1));
   return out;
 }
