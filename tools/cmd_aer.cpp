@@ -14,13 +14,15 @@
 namespace slowburn::cli {
 
 namespace {
-// The counters as they stand: what `lspci -vv` would show, per device.
+// The counters as they stand: what `lspci -vv` would show, per device;
+// with --json, a `summary` line closes the table (so a machine without AER
+// counters still answers).
 void print_counter_table(const HwToolArgs& args, const Topology& topology, std::ostream& out) {
-  bool any = false;
+  size_t devices = 0;
   for (const TopologyDevice& dev : topology.devices()) {
     auto counters = read_aer_counters(args.sysfs_root, dev.pci.bdf);
     if (counters.empty()) continue;
-    any = true;
+    ++devices;
     if (args.json) {
       nlohmann::json by_severity = nlohmann::json::object();
       std::vector<std::string> malformed;
@@ -45,7 +47,14 @@ void print_counter_table(const HwToolArgs& args, const Topology& topology, std::
     out << fmt::format("{} {:<12} {:<28} {}\n", dev.pci.bdf, device_role_name(dev.role), dev.label,
                        nonzero.empty() ? "no errors counted" : join(nonzero, ", "));
   }
-  if (!any && !args.json) out << "No device has AER counters in " << args.sysfs_root << "/bus/pci/devices.\n";
+  std::string none = fmt::format("No device has AER counters in {}/bus/pci/devices.", args.sysfs_root);
+  if (args.json) {
+    nlohmann::json summary{{"kind", "summary"}, {"event", "aer_counters"}, {"devices", devices}};
+    if (!devices) summary["note"] = none;
+    out << summary.dump() << '\n';
+  } else if (!devices) {
+    out << none << '\n';
+  }
 }
 }  // namespace
 

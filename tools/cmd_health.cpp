@@ -58,6 +58,7 @@ void print_json(const std::vector<CheckRow>& checks, std::ostream& out) {
 }
 
 int run_health(const HealthArgs& args) {
+  if (auto ok = check_sysfs_tree(args.sysfs_root); !ok) return fail(ok.error());
   HealthRunOptions options;
   options.sources.sysfs_root = args.sysfs_root;
   options.sources.proc_root = args.proc_root;

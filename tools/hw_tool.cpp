@@ -25,15 +25,7 @@ void add_hw_options(CLI::App* sub, HwToolArgs& args) {
       ->check(root_directory());
 }
 
-Result<void> check_pci_tree(const HwToolArgs& args) {
-  std::error_code ec;
-  if (args.live() || std::filesystem::is_directory(std::filesystem::path(args.sysfs_root) / "bus/pci/devices", ec))
-    return {};
-  return make_error(
-      "--sysfs-root {} has no bus/pci/devices: not a sysfs tree (give the directory a /sys was captured to, or "
-      "leave --sysfs-root out on a live machine)",
-      args.sysfs_root);
-}
+Result<void> check_pci_tree(const HwToolArgs& args) { return check_sysfs_tree(args.sysfs_root); }
 
 std::shared_ptr<Topology> read_topology(const HwToolArgs& args) {
   auto topology = std::make_shared<Topology>(Topology::read(args.sysfs_root, args.proc_root));

@@ -15,6 +15,7 @@ namespace slowburn::cli_inputs_test {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::json_lines;
 using testing::Ran;
 using testing::run_slowburn;
 using testing::TempDir;
@@ -33,7 +34,7 @@ const std::vector<WrongInput> kParseCases = {
     {"PcieRootMissing",
      {"pcie", "--sysfs-root", "/nonexistent"},
      1,
-     "--sysfs-root: /nonexistent does not exist (give / for this machine's tree"},
+     "--sysfs-root: /nonexistent does not exist (this machine's trees are /sys and /proc"},
     {"PcieRootNotADirectory", {"pcie", "--sysfs-root", "/etc/passwd"}, 1, "/etc/passwd is not a directory"},
     {"AerRootMissing", {"aer", "--sysfs-root", "/nonexistent"}, 1, "--sysfs-root: /nonexistent does not exist"},
     {"XidProcfsRootMissing", {"xid", "--procfs-root", "/nonexistent"}, 1, "--procfs-root: /nonexistent does not exist"},
@@ -143,6 +144,29 @@ TEST(CliInputs, PcieOnADirectoryThatIsNotASysfs) {
     EXPECT_EQ(ran.status, 1) << tool << ": " << ran.output;
     EXPECT_NE(ran.output.find("has no bus/pci/devices: not a sysfs tree"), std::string::npos) << ran.output;
   }
+}
+
+// A machine with no AER counters still gets an answer in JSON: the table's summary line.
+TEST(CliInputs, AerOnceJsonAnswersWithoutCounters) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "bus/pci/devices");
+  Ran ran = run_slowburn(
+      {"aer", "--once", "--json", "--sysfs-root", dir.path().string(), "--procfs-root", dir.path().string()});
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  auto lines = json_lines(ran.output);
+  ASSERT_EQ(lines.size(), 1u) << ran.output;
+  EXPECT_EQ(lines[0]["kind"], "summary") << ran.output;
+  EXPECT_EQ(lines[0]["devices"], 0) << ran.output;
+  EXPECT_NE(lines[0].value("note", "").find("No device has AER counters"), std::string::npos) << ran.output;
+}
+
+// -p means --pid in catalog as in trace, funclat, ib, qp, check and stacks.
+TEST(CliInputs, CatalogTakesDashP) {
+  std::string self = std::to_string(getpid());
+  Ran longer = run_slowburn({"catalog", "--pid", self});
+  Ran shorter = run_slowburn({"catalog", "-p", self});
+  EXPECT_EQ(shorter.status, longer.status) << shorter.output;
+  EXPECT_EQ(shorter.output, longer.output);
 }
 
 TEST(CliInputs, ProbesInALibraryThatIsNotThere) {

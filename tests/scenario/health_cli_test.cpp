@@ -113,8 +113,13 @@ TEST(HealthCli, ErrorsAreOneLineAndExitOne) {
   Ran root = run_slowburn({"health", "--sysfs-root", "/nonexistent/sys", "-i", "0"}, 30s);
   EXPECT_EQ(root.status, 1);
   EXPECT_EQ(root.output,
-            "slowburn: --sysfs-root: /nonexistent/sys does not exist (give / for this machine's tree, or the directory "
-            "a captured tree was saved to) (see slowburn health --help)\n");
+            "slowburn: --sysfs-root: /nonexistent/sys does not exist (this machine's trees are /sys and /proc; or give "
+            "the directory a captured /sys or /proc was saved to) (see slowburn health --help)\n");
+  // The root of this machine is not its sysfs: following a wrong hint must not read as a node with no devices.
+  Ran slash = run_slowburn({"health", "--sysfs-root", "/", "-i", "0"}, 30s);
+  EXPECT_EQ(slash.status, 1) << slash.output;
+  EXPECT_NE(slash.output.find("--sysfs-root / has no bus/pci/devices: not a sysfs tree"), std::string::npos)
+      << slash.output;
   Tree tree;
   Ran log = run_slowburn(
       {"health", "--sysfs-root", tree.sys(), "--procfs-root", tree.proc(), "--kmsg", "/nonexistent/kmsg", "-i", "0"},

@@ -82,7 +82,7 @@ Command add_catalog_command(CLI::App& app) {
       "  slowburn catalog --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
   sub->alias("probes");
   auto* pid =
-      sub->add_option("--pid", args->pid, "Resolve in this process (the libraries it loaded)")->check(process_id());
+      sub->add_option("-p,--pid", args->pid, "Resolve in this process (the libraries it loaded)")->check(process_id());
   sub->add_option("--lib", args->library, "Resolve in this library file")->excludes(pid);
   sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
       ->capture_default_str()

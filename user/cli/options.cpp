@@ -88,10 +88,22 @@ CLI::Validator root_directory() {
         std::error_code ec;
         if (std::filesystem::is_directory(text, ec)) return "";
         bool exists = std::filesystem::exists(text, ec);
-        return fmt::format("{} {} (give / for this machine's tree, or the directory a captured tree was saved to)",
-                           text, exists ? "is not a directory" : "does not exist");
+        return fmt::format(
+            "{} {} (this machine's trees are /sys and /proc; or give the directory a captured /sys or /proc was "
+            "saved to)",
+            text, exists ? "is not a directory" : "does not exist");
       },
       "DIR");
+}
+
+Result<void> check_sysfs_tree(const std::string& sysfs_root) {
+  std::error_code ec;
+  if (sysfs_root == "/sys" || std::filesystem::is_directory(std::filesystem::path(sysfs_root) / "bus/pci/devices", ec))
+    return {};
+  return make_error(
+      "--sysfs-root {} has no bus/pci/devices: not a sysfs tree (give the directory a /sys was captured to, or "
+      "leave --sysfs-root out on a live machine: its tree is /sys)",
+      sysfs_root);
 }
 
 void add_node_source_options(CLI::App* sub, NodeSourcesOptions& node) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/error.h"
 #include "engine/node_sources.h"
 
 namespace slowburn::cli {
@@ -28,6 +29,11 @@ CLI::Validator process_id();
 // existing directory. A root that is not there is an error, not an empty
 // machine.
 CLI::Validator root_directory();
+
+// A --sysfs-root other than this machine's /sys must hold bus/pci/devices:
+// a directory that does not would read as a machine with no PCIe device
+// (every check unavailable, nothing to watch), not as a mistake.
+Result<void> check_sysfs_tree(const std::string& sysfs_root);
 
 // --procfs-root, --sysfs-root, --no-hardware, --no-rdma and --no-host: the
 // node's sources of a session (trace, investigate, probe), in one place.
