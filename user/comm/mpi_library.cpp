@@ -8,8 +8,9 @@ namespace slowburn {
 
 namespace {
 
-// ompi_mpi_comm_world in one mapped file: its load base (where offset 0 is
-// mapped) plus the symbol's value.
+// ompi_mpi_comm_world in one mapped file: its load bias (where offset 0 is
+// mapped, less its link-time address: non-zero for a non-PIE executable)
+// plus the symbol's value.
 std::optional<uint64_t> world_in(const std::filesystem::path& proc_root, int32_t pid, const std::vector<MapEntry>& maps,
                                  const std::string& path) {
   const MapEntry* first = nullptr;
@@ -27,7 +28,7 @@ std::optional<uint64_t> world_in(const std::filesystem::path& proc_root, int32_t
   if (!symbols) return std::nullopt;
   auto vaddr = symbols->exported_object("ompi_mpi_comm_world");
   if (!vaddr) return std::nullopt;
-  return *base + *vaddr;
+  return *base - symbols->load_vaddr() + *vaddr;
 }
 
 // The MPI library a rank mapped, its family told by its symbols; for Open

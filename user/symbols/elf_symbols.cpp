@@ -29,6 +29,7 @@ struct ElfSymbols::Table {
   std::optional<std::filesystem::path> debug_file;
   std::optional<std::string> debuglink;
   bool has_symtab = false;  // its own .symtab, or one from a debug file
+  uint64_t load_vaddr = 0;
 };
 
 namespace {
@@ -330,6 +331,7 @@ std::optional<uint64_t> ElfSymbols::exported_object(const std::string& name) con
   if (it == table_->exported_objects.end()) return std::nullopt;
   return it->second;
 }
+uint64_t ElfSymbols::load_vaddr() const { return table_->load_vaddr; }
 const std::string& ElfSymbols::build_id() const { return table_->build_id; }
 const std::optional<std::filesystem::path>& ElfSymbols::debug_file() const { return table_->debug_file; }
 const std::optional<std::string>& ElfSymbols::debuglink() const { return table_->debuglink; }
@@ -350,6 +352,10 @@ MainTables read_main_tables(Elf* elf) {
   MainTables main{std::make_unique<ElfSymbols::Table>(), load_segments(elf), {}, debuglink_of(elf)};
   ElfSymbols::Table& table = *main.table;
   table.build_id = build_id_of(elf);
+  constexpr uint64_t kPage = 4096;
+  // The first PT_LOAD maps the file's start (its vaddr and offset agree modulo the page).
+  if (!main.segments.empty())
+    table.load_vaddr = (main.segments.front().vaddr - main.segments.front().offset) & ~(kPage - 1);
   if (main.debuglink) table.debuglink = main.debuglink->first;
   if (Elf_Scn* dynsym = find_section(elf, SHT_DYNSYM)) {
     Elf_Scn* versym = find_section(elf, SHT_GNU_versym);

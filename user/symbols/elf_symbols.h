@@ -62,8 +62,13 @@ class ElfSymbols {
   std::vector<ElfSymbol> lookup(std::string_view query) const;
 
   // An exported data object's link-time address (st_value): its address in
-  // a process is that plus the load base (where offset 0 is mapped).
+  // a process is that plus the load bias, where offset 0 is mapped less
+  // load_vaddr().
   std::optional<uint64_t> exported_object(const std::string& name) const;
+  // The link-time address of file offset 0 (the first PT_LOAD's, page
+  // aligned): 0 for a shared library or a PIE, 0x400000 for a non-PIE
+  // executable such as Debian's /usr/bin/python3.11.
+  uint64_t load_vaddr() const;
 
   const std::filesystem::path& path() const { return path_; }
   size_t function_count() const;
