@@ -180,6 +180,11 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/rc_peer \
            $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks \
            $(TARGET_DIR)/mpich-workload
+# CPython 3.11's offsets from its headers, where libpython3.11-dev is installed.
+PY311_INCLUDE := /usr/include/python3.11
+ifneq ($(wildcard $(PY311_INCLUDE)/internal/pycore_frame.h),)
+TARGETS += $(TARGET_DIR)/python311_offsets
+endif
 
 $(TARGET_DIR)/call_counter: tests/targets/call_counter.c
 	@mkdir -p $(@D)
@@ -262,6 +267,11 @@ $(TARGET_DIR)/rc_peer: tests/targets/rc_peer.c
 $(TARGET_DIR)/verbs_real_caller: tests/targets/verbs_real_caller.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+$(TARGET_DIR)/python311_offsets: tests/targets/python311_offsets.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -Wall -Wextra -Werror -I$(PY311_INCLUDE) -o $@ $<
 
 # The demo workload built against MPICH (Debian's mpich beside Open MPI): the
 # MPICH-family tests' job.

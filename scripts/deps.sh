@@ -22,6 +22,7 @@ packages=(
 	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
 	libcpp-httplib-dev                        # the tests' HTTP client (scrapes of slowburn probe)
 	python3-torch libgloo-dev                 # the PyTorch DDP workload (gloo); gloo headers check the offsets we read
+	libpython3.11-dev                         # tests: CPython's headers check the frame offsets stacks read
 	python3-mpi4py                            # tests: a Python MPI job (mpi4py on Open MPI)
 	prometheus                                # tests: promtool and a real server scraping slowburn probe
 	libsqlitecpp-dev libsqlite3-dev sqlite3   # recordings (trace --record, analyze); sqlite3 for queries

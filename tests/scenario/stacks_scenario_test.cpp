@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/subprocess.h"
 #include "demo/mpi_job.h"
 #include "demo/torch_job.h"
+#include "stacks/python_stack.h"
 #include "support/test_support.h"
 #include "support/traced_jobs.h"
 
@@ -70,6 +72,11 @@ std::optional<MpiJob> stuck_mpi_job(const TempDir& dir, const std::string& fault
   return std::move(*job);
 }
 
+std::string comm_name(const json& stack) {
+  const json& comm = stack["communicator"];
+  return comm.is_object() ? comm.value("name", "") : "(not read)";
+}
+
 const json& only_finding(const Snapshot& s) {
   static const json none;
   EXPECT_EQ(s.findings.size(), 1u) << s.out;
@@ -97,6 +104,8 @@ TEST(Stacks, AnMpiRankStoppedInsideACollectiveBeforeSlowburnCameIsNamed) {
   const json& stack = s.stacks[1];
   EXPECT_EQ(stack["state"], "T");
   EXPECT_EQ(stack["symbol"], "MPI_Allgather") << stack.dump();
+  // The communicator each waiting rank called its collective on, read from its stack.
+  for (int waiting : {0, 2, 3}) EXPECT_EQ(comm_name(s.stacks[waiting]), "MPI_COMM_WORLD") << s.stacks[waiting].dump();
   bool main_reached = false;
   for (const json& frame : stack["frames"]) main_reached = main_reached || frame["symbol"] == "main";
   EXPECT_TRUE(main_reached) << stack.dump();
@@ -173,6 +182,52 @@ TEST(Stacks, AnMpiRankInADifferentCollectiveIsAMismatch) {
   EXPECT_EQ(f["evidence"]["waiting_in"], "MPI_Allgather") << f.dump();
 }
 
+// A 2-D job (tensor-parallel pairs {0,1} {2,3}, data-parallel pairs {0,2}
+// {1,3}), rank 3 stopped: the others wait in collectives of different
+// sub-communicators, each read from the waiting rank's stack.
+void stopped_in_2d_job(MpiJob& job) {
+  std::this_thread::sleep_for(2s);
+  int32_t frozen = pid_of_rank(job.ranks(), 3);
+  kill(frozen, SIGSTOP);
+  std::this_thread::sleep_for(1500ms);
+  Snapshot s = snapshot(job.pids());
+  kill(frozen, SIGKILL);
+  job.stop();
+  const json& f = only_finding(s);
+  EXPECT_EQ(f["rank"], 3) << f.dump();
+  EXPECT_EQ(f["evidence"]["why"], "stopped") << f.dump();
+  for (int waiting : {0, 1, 2}) {
+    const json& comm = s.stacks[waiting]["communicator"];
+    ASSERT_TRUE(comm.is_object()) << "rank " << waiting << "'s communicator was not read\n" << s.out;
+    auto members = comm["members"].get<std::vector<int>>();
+    EXPECT_NE(std::find(members.begin(), members.end(), waiting), members.end()) << comm.dump();
+    EXPECT_TRUE(members.size() == 2 || members.size() == 4) << comm.dump();
+    if (waiting == 2) {
+      EXPECT_NE(std::find(members.begin(), members.end(), 3), members.end())
+          << "rank 2 waits for rank 3 directly, on a communicator they share: " << comm.dump();
+    }
+  }
+  EXPECT_NE(f["summary"].get<std::string>().find(" on "), std::string::npos) << "where they wait, with the "
+                                                                                "communicator: "
+                                                                             << f.dump();
+}
+
+TEST(Stacks, TheCommunicatorsOfA2dOpenMpiJobAreReadFromTheWaitingRanksStacks) {
+  SKIP_UNLESS_MPI();
+  TempDir dir;
+  auto job = mpi_job(4, 2, -1, dir, 1.0);
+  ASSERT_TRUE(job);
+  stopped_in_2d_job(*job);
+}
+
+TEST(Stacks, TheCommunicatorsOfA2dMpichJobAreReadFromTheWaitingRanksStacks) {
+  SKIP_UNLESS_MPICH();
+  TempDir dir;
+  auto job = mpich_job(4, 2, -1, dir, 1.0);
+  ASSERT_TRUE(job);
+  stopped_in_2d_job(*job);
+}
+
 TEST(Stacks, AHealthyMpiJobIsGroupedAndNobodyIsNamed) {
   SKIP_UNLESS_MPI();
   TempDir dir;
@@ -188,6 +243,43 @@ TEST(Stacks, AHealthyMpiJobIsGroupedAndNobodyIsNamed) {
   EXPECT_TRUE(s.findings.empty()) << s.out;
   EXPECT_EQ(s.stacks.size(), 4u) << s.out;
   EXPECT_GE(s.summary["groups"].get<int>(), 1) << s.out;
+}
+
+// Debian's python3.11 (a non-PIE executable, linked at 0x400000): the
+// frames of a script sleeping two calls deep, innermost first, with lines.
+TEST(Stacks, APythonProcesssFramesAreReadWithoutStoppingIt) {
+  const std::string python = "/usr/bin/python3.11";
+  if (!std::filesystem::exists(python)) GTEST_SKIP() << python << " is not installed";
+  TempDir dir;
+  std::string script = (dir / "sleeper.py").string();
+  std::ofstream(script) << "import time\n"
+                           "def inner():\n"
+                           "    time.sleep(60)\n"
+                           "def outer():\n"
+                           "    inner()\n"
+                           "outer()\n";
+  auto child = Subprocess::spawn({python, script});
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  int32_t pid = child->pid();
+  PythonStack s;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        s = read_python_stack("/proc", pid, pid);
+        return !s.frames.empty() && s.frames[0].function == "inner";  // past the imports of its start
+      },
+      10s))
+      << s.error;
+  EXPECT_NE(state_of(pid), 'T') << "read without stopping it";
+  child->terminate();
+  EXPECT_TRUE(s.python);
+  ASSERT_EQ(s.frames.size(), 3u) << s.error;
+  EXPECT_EQ(s.frames[0].function, "inner");
+  EXPECT_EQ(s.frames[0].line, 3);
+  EXPECT_EQ(s.frames[1].function, "outer");
+  EXPECT_EQ(s.frames[1].line, 5);
+  EXPECT_EQ(s.frames[2].function, "<module>");
+  EXPECT_EQ(s.frames[2].line, 6);
+  EXPECT_EQ(s.frames[0].file, script);
 }
 
 TEST(Stacks, AFrozenDdpRankIsNamedThroughGlooAndLibtorch) {
@@ -220,6 +312,16 @@ TEST(Stacks, AFrozenDdpRankIsNamedThroughGlooAndLibtorch) {
   EXPECT_EQ(f["evidence"]["why"], "stopped") << f.dump();
   EXPECT_EQ(f["evidence"]["waiting_ranks"], (std::vector<int>{0, 1, 3})) << f.dump();
   for (int peer : {0, 1, 3}) EXPECT_EQ(s.stacks[peer]["collective"], "gloo") << s.stacks[peer].dump();
+  // Every rank's Python frames, read without stopping it: the training loop in the workload's main().
+  for (int rank : {0, 1, 2, 3}) {
+    const json& py = s.stacks[rank]["python"];
+    ASSERT_TRUE(py.is_array() && !py.empty()) << s.stacks[rank].dump();
+    bool in_main = false;
+    for (const json& f : py)
+      in_main = in_main || (f["function"] == "main" && f["file"].get<std::string>().ends_with("ddp-workload.py") &&
+                            f["line"].get<int>() > 0);
+    EXPECT_TRUE(in_main) << py.dump();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // the catalog's names and aliases.
 #include <gtest/gtest.h>
 
+#include "stacks/stack_comm.h"
 #include "stacks/stuck.h"
 
 namespace slowburn::stacks_test {
@@ -83,6 +84,83 @@ TEST(Stuck, ARankAloneInAnotherCollectiveIsAMismatch) {
       << found[0].summary;
 }
 
+// The communicator a rank's last sample was read to sit on.
+RankSamples on(RankSamples r, const std::string& label, std::vector<int> members) {
+  RankSample& s = r.samples.back();
+  s.communicator = label;
+  s.comm_key = "mpi:job:" + label;
+  s.comm_members = std::move(members);
+  return r;
+}
+
+TEST(Stuck, CommunicatorsTellAMismatchFromAWaitOnOtherNodes) {
+  // One communicator, one rank in another collective on it: a mismatch, said with the communicator.
+  std::vector<int> world = {0, 1, 2, 3};
+  std::vector<RankSamples> ranks = {on(spinning(0, "MPI_Allreduce"), "MPI_COMM_WORLD", world),
+                                    on(spinning(1, "MPI_Allreduce"), "MPI_COMM_WORLD", world),
+                                    on(spinning(2, "MPI_Allreduce"), "MPI_COMM_WORLD", world),
+                                    on(spinning(3, "MPI_Bcast"), "MPI_COMM_WORLD", world)};
+  auto found = find_stuck(ranks);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].rank, 3);
+  EXPECT_EQ(found[0].kind, "mismatch");
+  EXPECT_EQ(found[0].waiting_on, "MPI_COMM_WORLD");
+  EXPECT_NE(found[0].summary.find("is alone inside MPI_Bcast on MPI_COMM_WORLD (running): a collective mismatch; "
+                                  "ranks 0, 1, 2 spin inside MPI_Allreduce on MPI_COMM_WORLD"),
+            std::string::npos)
+      << found[0].summary;
+
+  // Rank 3 waits on a communicator shared with rank 7, on another node: it
+  // waits for rank 7, it is not mismatched; by the collective alone it would be named.
+  ranks[3] = on(spinning(3, "MPI_Allgather"), "cid 5 (ranks 3,7)", {3, 7});
+  std::vector<int> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int r = 0; r < 3; ++r) ranks[static_cast<size_t>(r)] = on(spinning(r, "MPI_Allreduce"), "MPI_COMM_WORLD", eight);
+  EXPECT_TRUE(find_stuck(ranks).empty()) << find_stuck(ranks).front().summary;
+  std::vector<RankSamples> unread = {spinning(0, "MPI_Allreduce"), spinning(1, "MPI_Allreduce"),
+                                     spinning(2, "MPI_Allreduce"), spinning(3, "MPI_Allgather")};
+  EXPECT_EQ(find_stuck(unread).size(), 1u) << "without communicators the collective alone decides";
+
+  // Groups tell ranks in one collective on two communicators apart.
+  std::vector<RankSamples> rows = {on(spinning(0, "MPI_Allreduce"), "cid 3 (ranks 0,1)", {0, 1}),
+                                   on(spinning(1, "MPI_Allreduce"), "cid 3 (ranks 0,1)", {0, 1}),
+                                   on(spinning(2, "MPI_Allreduce"), "cid 3 (ranks 2,3)", {2, 3})};
+  auto groups = group_ranks(rows);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].where, "inside MPI_Allreduce (mpi.allreduce) on cid 3 (ranks 0,1)");
+}
+
+TEST(StackComm, CandidatesAreTheCollectivesFramesWordsMostSeenFirst) {
+  constexpr uint64_t kSp = 0x7ffd'0000'0000;
+  constexpr uint64_t kComm = 0x5555'aaaa'0000, kOther = 0x5555'bbbb'0000, kCallers = 0x5555'cccc'0000;
+  ThreadStack t;
+  t.tid = 10;
+  // Innermost first: the library's wait, the collective, the program that called it.
+  t.frames = {{0x7f00'0000'1000, "libmpi.so.40", "ompi_request_default_wait", 0, kSp},
+              {0x7f00'0000'2000, "libmpi.so.40", "PMPI_Allreduce", 0, kSp + 0x100},
+              {0x5555'0000'3000, "workload", "main", 0, kSp + 0x200}};
+  t.stack_at = kSp;
+  t.stack_words.assign(0x300 / 8, 0);
+  auto at = [&](uint64_t offset) -> uint64_t& { return t.stack_words[offset / 8]; };
+  at(0x10) = kComm;
+  at(0x80) = kComm;
+  at(0x1f8) = kComm;  // the collective's own frame, its last word
+  at(0x20) = kOther;
+  at(0x28) = 42;                // a count
+  at(0x30) = 0x5555'0000'3000;  // a return address
+  at(0x38) = kSp + 0x40;        // a pointer into the stack
+  at(0x200) = kCallers;         // the caller's frame: not the collective's argument
+  t.registers = {kOther, 7};
+  auto c = comm_candidates(t, 1);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].value, kComm);
+  EXPECT_EQ(c[0].seen, 3);
+  EXPECT_EQ(c[1].value, kOther);
+  EXPECT_EQ(c[1].seen, 2);
+  EXPECT_TRUE(comm_candidates(t, 5).empty()) << "no such frame";
+  t.stack_words.clear();
+  EXPECT_TRUE(comm_candidates(t, 1).empty()) << "nothing copied";
+}
+
 TEST(Stuck, AMovingJobNamesNobody) {
   // Each rank computes in one sample and waits in another: nobody held still.
   std::vector<RankSamples> ranks;
@@ -131,11 +209,12 @@ TEST(Stuck, TheCollectiveAStackIsInsideByTheCatalogsNames) {
 
   ProcessStacks stacks;
   stacks.pid = 10;
-  stacks.threads = {{11,
-                     {{0x1, "libgloo.so.0", "gloo::transport::tcp::UnboundBuffer::waitRecv(int*)", 0},
-                      {0x2, "libtorch_cpu.so", "c10d::ProcessGroupGloo::AsyncWork::execute(x)", 0}},
-                     ""},
-                    {10, {{0x3, "libc.so.6", "pthread_cond_wait", 0}, {0x4, "python3", "main", 0}}, ""}};
+  stacks.threads.resize(2);
+  stacks.threads[0].tid = 11;
+  stacks.threads[0].frames = {{0x1, "libgloo.so.0", "gloo::transport::tcp::UnboundBuffer::waitRecv(int*)", 0},
+                              {0x2, "libtorch_cpu.so", "c10d::ProcessGroupGloo::AsyncWork::execute(x)", 0}};
+  stacks.threads[1].tid = 10;
+  stacks.threads[1].frames = {{0x3, "libc.so.6", "pthread_cond_wait", 0}, {0x4, "python3", "main", 0}};
   RankSample s;
   choose_thread(stacks, s);
   EXPECT_EQ(s.tid, 11) << "the worker thread inside the collective, not the main thread";

@@ -43,6 +43,8 @@ int run(const Args& a) {
     std::cout << fmt::format("\n{} {} ({}): {}, {}\n", g.ranks.size() == 1 ? "rank" : "ranks",
                              join_numbers(g.ranks, ", "), g.ranks.size(), g.state, g.where);
     for (size_t i = 0; i < g.frames.size(); ++i) std::cout << fmt::format("    #{:<2} {}\n", i, g.frames[i]);
+    if (!g.python.empty()) std::cout << "  Python, main thread:\n";
+    for (size_t i = 0; i < g.python.size(); ++i) std::cout << fmt::format("    #{:<2} {}\n", i, g.python[i]);
   }
   for (const std::string& n : s.notes) std::cout << "note: " << n << '\n';
   std::cout << '\n';

@@ -177,6 +177,31 @@ CommRegistry::Binding CommRegistry::from_memory(Process& p, const MpiComm& comm)
   return b;
 }
 
+Result<CommunicatorRef> CommRegistry::read_mpi_value(int32_t pid, uint64_t value) {
+  Process* p = process(pid);
+  if (!p) return make_error("pid {} is not a rank slowburn knows", pid);
+  ensure_mpi_layout(*p);
+  std::vector<uint64_t> handles;
+  if (p->ompi) {
+    handles.push_back(value);
+  } else if (p->mpich) {
+    for (auto half : {static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)})
+      if (is_mpich_comm_handle(half)) handles.push_back(half);
+    uint32_t head = 0;  // every MPIR_Comm begins with its own handle
+    if (handles.empty() && p->memory->read_value(value, head) && is_mpich_comm_handle(head)) handles.push_back(head);
+  } else {
+    return make_error("{}: its MPI communicators cannot be read from memory", rank_label(p->identity));
+  }
+  for (uint64_t handle : handles) {
+    auto comm = read_mpi(*p, handle);
+    if (!comm || comm->my_rank < 0 || static_cast<size_t>(comm->my_rank) >= comm->members.size() ||
+        comm->members[static_cast<size_t>(comm->my_rank)] != p->identity.rank)
+      continue;
+    return CommunicatorRef(from_memory(*p, *comm).comm);
+  }
+  return make_error("{:#x} names no communicator of {}", value, rank_label(p->identity));
+}
+
 CommRegistry::Binding CommRegistry::resolve_mpi(Process& p, uint64_t handle) {
   ensure_mpi_layout(p);
   if (p.ompi || p.mpich) {

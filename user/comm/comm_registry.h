@@ -63,6 +63,14 @@ class CommRegistry {
   // the probe mode). `now_ns` lets a gloo grouping settle (0: no clock).
   CommunicatorRef lookup(int32_t pid, CommBackend backend, uint64_t handle, uint64_t now_ns = 0);
 
+  // A value found in a rank's memory (the stack of a rank stuck inside a
+  // collective, stacks/stack_comm.h) that may name an MPI communicator: an
+  // Open MPI handle, an MPICH handle, or a pointer to an MPICH object. The
+  // communicator when it reads as one that holds this rank at its
+  // position; an error otherwise, with no note and nothing counted (most
+  // values are not handles).
+  Result<CommunicatorRef> read_mpi_value(int32_t pid, uint64_t value);
+
   // What a person should know: layouts not recognised, communicators made
   // before tracing began, process groups told apart.
   std::vector<std::string> take_notes();

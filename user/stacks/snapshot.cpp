@@ -64,20 +64,23 @@ std::string collective_probe_of(const std::string& symbol) {
 
 void choose_thread(const ProcessStacks& stacks, RankSample& sample) {
   const ThreadStack* chosen = nullptr;
+  size_t collective = 0;
   for (const ThreadStack& t : stacks.threads) {
     // The outermost collective frame: the call the program made (MPI_Allreduce),
     // not the library's inner calls.
-    for (auto f = t.frames.rbegin(); f != t.frames.rend(); ++f) {
-      const Collective* c = collective_of(f->symbol);
+    for (size_t i = t.frames.size(); i-- > 0;) {
+      const Collective* c = collective_of(t.frames[i].symbol);
       if (!c) continue;
       if (!chosen || t.tid == stacks.pid) {
         chosen = &t;
+        collective = i;
         sample.probe = c->probe;
         sample.symbol = c->name;
       }
       break;
     }
   }
+  if (chosen) sample.comm_candidates = comm_candidates(*chosen, collective);
   if (!chosen)
     for (const ThreadStack& t : stacks.threads)
       if (t.tid == stacks.pid) chosen = &t;
@@ -94,7 +97,7 @@ Result<RankSample> sample_rank(const RankIdentity& rank, const std::string& proc
   if (!process) return process.error();
   sample.process = std::move(*process);
   sample.at_ns = monotonic_ns();
-  auto stacks = unwind_process(rank.pid);
+  auto stacks = unwind_process(rank.pid, 64, kStackCaptureBytes);
   if (!stacks) {
     sample.unwind_error = stacks.error().message;
     return sample;

@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "core/rank_identity.h"
 #include "procfs/process_state.h"
+#include "stacks/python_stack.h"
+#include "stacks/stack_comm.h"
 #include "stacks/unwind.h"
 
 namespace slowburn {
@@ -26,13 +28,27 @@ struct RankSample {
   std::vector<StackFrame> frames;
   std::string unwind_error;  // why its stack is missing or short
   uint64_t held_ns = 0;      // ptrace hold
+  // What the collective may have been called on (stacks/stack_comm.h), and
+  // the communicator the reader found among them: its label for people,
+  // its key across ranks and its members, empty when not known.
+  std::vector<CommCandidate> comm_candidates;
+  std::string communicator;
+  std::string comm_key;
+  std::vector<int> comm_members;  // its members' MPI_COMM_WORLD ranks
+  // A Python rank's main thread's Python frames (read for the last sample).
+  PythonStack python;
 };
+
+// How much of each thread's stack a sample copies: the collective's frames
+// and the library's below them fit with room to spare.
+constexpr size_t kStackCaptureBytes = 32 * 1024;
 
 // Pure: which collective probe a frame's symbol is, "" when none.
 std::string collective_probe_of(const std::string& symbol);
 
 // Pure: of a process's threads, the one inside a collective (the outermost
-// collective frame), else the main thread; its probe and symbol.
+// collective frame), else the main thread; its probe, symbol and the
+// candidates for its communicator.
 void choose_thread(const ProcessStacks& stacks, RankSample& sample);
 
 // The live process now: /proc and its stacks.

@@ -8,6 +8,8 @@
 #include <map>
 #include <thread>
 
+#include "comm/comm_registry.h"
+
 namespace slowburn {
 
 namespace {
@@ -22,6 +24,48 @@ json frames_json(const std::vector<StackFrame>& frames) {
 }
 
 json or_null(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+json python_json(const PythonStack& py) {
+  if (!py.python) return nullptr;
+  json out = json::array();
+  for (const PythonFrame& f : py.frames) out.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}});
+  return out;
+}
+
+// The communicator each rank inside an MPI collective called it on, read
+// from the words its stack holds (stacks/stack_comm.h) by the communicator
+// reader: the communicator the candidates name most often; none when two
+// are named equally often. Gloo and NCCL ranks keep theirs unread.
+void name_communicators(std::vector<RankSamples>& ranks, const std::vector<RankIdentity>& identities,
+                        std::vector<std::string>& notes) {
+  CommRegistry registry = CommRegistry::for_processes("/proc");
+  for (const RankIdentity& r : identities) registry.add_rank(r);
+  for (RankSamples& r : ranks) {
+    if (r.samples.empty()) continue;
+    RankSample& s = r.samples.back();
+    if (!s.probe.starts_with("mpi.") || s.comm_candidates.empty()) continue;
+    std::map<std::string, std::pair<int, CommunicatorRef>> votes;  // by key
+    for (const CommCandidate& c : s.comm_candidates) {
+      auto comm = registry.read_mpi_value(r.pid, c.value);
+      if (!comm) continue;
+      auto& [seen, ref] = votes[(*comm)->key];
+      seen += c.seen;
+      ref = *comm;
+    }
+    const CommunicatorRef* best = nullptr;
+    int best_seen = 0;
+    bool tie = false;
+    for (const auto& [key, vote] : votes) {
+      if (vote.first == best_seen) tie = true;
+      if (vote.first > best_seen) best = &vote.second, best_seen = vote.first, tie = false;
+    }
+    if (!best || tie) continue;
+    s.communicator = (*best)->label;
+    s.comm_key = (*best)->key;
+    s.comm_members = (*best)->members;
+  }
+  for (std::string& n : registry.take_notes()) notes.push_back(std::move(n));
+}
 
 }  // namespace
 
@@ -50,17 +94,19 @@ StacksSnapshot take_stacks(const std::vector<RankIdentity>& ranks, const StacksO
       by_pid[r.pid].samples.push_back(std::move(*sample));
     }
   }
-  std::vector<std::string> python;
-  for (const RankIdentity& r : ranks)
-    if (r.command.find("python") != std::string::npos) python.push_back(std::to_string(r.rank));
-  if (!python.empty())
-    out.notes.push_back(
-        fmt::format("rank(s) {} run Python: their native stacks are shown, down to the collective; "
-                    "their Python frames are not read (py-spy dump --pid PID reads them)",
-                    fmt::join(python, ", ")));
+  // Python ranks: their main thread's Python frames, read without stopping them.
+  for (auto& [pid, r] : by_pid) {
+    if (r.samples.empty()) continue;
+    PythonStack& py = r.samples.back().python;
+    py = read_python_stack("/proc", pid, pid);
+    if (py.python && py.frames.empty())
+      out.notes.push_back(
+          fmt::format("rank {} (pid {}) runs Python; its Python frames were not read: {}", r.rank, pid, py.error));
+  }
   for (auto& [pid, r] : by_pid) out.ranks.push_back(std::move(r));
   std::sort(out.ranks.begin(), out.ranks.end(),
             [](const RankSamples& a, const RankSamples& b) { return a.rank < b.rank; });
+  name_communicators(out.ranks, ranks, out.notes);
   out.groups = group_ranks(out.ranks);
   out.stuck = find_stuck(out.ranks);
   out.held_ms_per_read = reads ? static_cast<double>(held_ns) / 1e6 / static_cast<double>(reads) : 0;
@@ -87,9 +133,13 @@ std::vector<json> stack_lines(const StacksSnapshot& snapshot) {
            {"kernel_stack", s.process.kernel_stack},
            {"collective", or_null(s.probe)},
            {"symbol", or_null(s.symbol)},
+           {"communicator",
+            s.communicator.empty() ? json(nullptr) : json{{"name", s.communicator}, {"members", s.comm_members}}},
            {"frames", frames_json(s.frames)},
            {"group", group_of[r.rank]}};
     if (!s.unwind_error.empty()) j["unwind_error"] = s.unwind_error;
+    j["python"] = python_json(s.python);
+    if (!s.python.error.empty()) j["python_error"] = s.python.error;
     lines.push_back(std::move(j));
   }
   return lines;
@@ -101,7 +151,11 @@ json finding_json(const StuckFinding& f) {
           {"rank", f.rank},
           {"pid", f.pid},
           {"summary", f.summary},
-          {"evidence", {{"why", f.kind}, {"waiting_ranks", f.waiting_ranks}, {"waiting_in", f.waiting_in}}}};
+          {"evidence",
+           {{"why", f.kind},
+            {"waiting_ranks", f.waiting_ranks},
+            {"waiting_in", f.waiting_in},
+            {"waiting_on", or_null(f.waiting_on)}}}};
 }
 
 json summary_json(const StacksSnapshot& s) {

@@ -47,6 +47,11 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + join_numbers(ranks, ", ");
 }
 
+// "MPI_Allreduce on MPI_COMM_WORLD": the collective and, when read, its communicator.
+std::string call_text(const RankSample& s) {
+  return s.communicator.empty() ? s.symbol : s.symbol + " on " + s.communicator;
+}
+
 // The collective a rank sat inside in every sample, "" when none or it moved.
 std::string steady_collective(const RankSamples& r) {
   if (r.samples.empty()) return {};
@@ -63,7 +68,7 @@ std::optional<StuckFinding> why_odd(const RankSamples& r) {
   StuckFinding f;
   f.rank = r.rank;
   f.pid = r.pid;
-  std::string where = last.symbol.empty() ? "outside any collective" : "inside " + last.symbol;
+  std::string where = last.symbol.empty() ? "outside any collective" : "inside " + call_text(last);
   std::string cpu = fmt::format("{:.0f} ms on CPU in {:.1f} s", r.cpu_share() * static_cast<double>(r.span_ns()) / 1e6,
                                 static_cast<double>(r.span_ns()) / 1e9);
   bool all_stopped =
@@ -103,6 +108,30 @@ std::string waiting_text(std::vector<std::string> where, double cpu) {
   return join(where, " and ");
 }
 
+using Held = std::map<std::string, std::vector<const RankSamples*>>;  // by call: collective and communicator
+
+// The one rank alone in its call while the others wait in other calls.
+// When every communicator was read, only a rank with another member of its
+// communicator here, waiting in another call: a communicator whose other
+// members are on other nodes may be waiting for them, not mismatched.
+const RankSamples* mismatched(const Held& held) {
+  if (held.size() < 2) return nullptr;
+  bool comms = true;
+  for (const auto& [call, members] : held)
+    for (const RankSamples* r : members) comms = comms && !r->samples.back().comm_key.empty();
+  std::vector<const RankSamples*> alone;
+  for (const auto& [call, members] : held) {
+    if (members.size() != 1) continue;
+    const std::vector<int>& own = members.front()->samples.back().comm_members;
+    bool partner = !comms;
+    for (const auto& [other_call, others] : held)
+      for (const RankSamples* o : others)
+        partner = partner || (other_call != call && std::find(own.begin(), own.end(), o->rank) != own.end());
+    if (partner) alone.push_back(members.front());
+  }
+  return alone.size() == 1 ? alone.front() : nullptr;
+}
+
 }  // namespace
 
 uint64_t RankSamples::span_ns() const { return samples.size() < 2 ? 0 : samples.back().at_ns - samples.front().at_ns; }
@@ -133,16 +162,21 @@ std::string state_word(char state) {
 }
 
 std::vector<StackGroup> group_ranks(const std::vector<RankSamples>& ranks) {
-  std::map<std::tuple<std::string, std::string, std::vector<std::string>>, StackGroup> groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::vector<std::string>>, StackGroup> groups;
   for (const RankSamples& r : ranks) {
     if (r.samples.empty()) continue;
     const RankSample& s = r.samples.back();
-    auto key = std::make_tuple(state_class(s.process.state), s.symbol, key_frames(s));
+    auto key = std::make_tuple(state_class(s.process.state), s.symbol, s.comm_key, key_frames(s));
     StackGroup& g = groups[key];
     if (g.ranks.empty()) {
-      g.where = s.symbol.empty() ? "outside any collective" : fmt::format("inside {} ({})", s.symbol, s.probe);
+      g.where = s.symbol.empty() ? "outside any collective"
+                                 : fmt::format("inside {} ({}){}", s.symbol, s.probe,
+                                               s.communicator.empty() ? "" : " on " + s.communicator);
       g.state = state_word(s.process.state);
       for (const StackFrame& f : s.frames) g.frames.push_back(frame_text(f));
+      for (const PythonFrame& f : s.python.frames)
+        g.python.push_back(f.line > 0 ? fmt::format("{} ({}:{})", f.function, f.file, f.line)
+                                      : fmt::format("{} ({})", f.function, f.file));
     }
     g.ranks.push_back(r.rank);
   }
@@ -159,13 +193,13 @@ std::vector<StuckFinding> find_stuck(const std::vector<RankSamples>& ranks) {
   if (ranks.size() < 2) return found;
   for (const RankSamples& r : ranks)
     if (r.samples.size() < 2) return found;  // one instant says nothing of who moved
-  // Held: inside one collective in every sample, and not stopped there.
+  // Held: inside one collective in every sample, and not stopped there;
+  // grouped by the call (collective, and communicator where read) they sit in.
   std::map<std::string, std::vector<const RankSamples*>> held;
   std::vector<const RankSamples*> odd;
   for (const RankSamples& r : ranks) {
-    std::string steady = steady_collective(r);
-    if (!steady.empty() && !stopped(r.samples.back().process.state))
-      held[steady].push_back(&r);
+    if (!steady_collective(r).empty() && !stopped(r.samples.back().process.state))
+      held[call_text(r.samples.back())].push_back(&r);
     else
       odd.push_back(&r);
   }
@@ -173,46 +207,45 @@ std::vector<StuckFinding> find_stuck(const std::vector<RankSamples>& ranks) {
   std::vector<int> waiting_ranks;
   double cpu = 0;
   std::vector<std::string> where;
-  std::string most;
+  const RankSample* most = nullptr;
   size_t most_ranks = 0;
   std::vector<std::pair<std::string, std::vector<const RankSamples*>>> by_size(held.begin(), held.end());
   std::stable_sort(by_size.begin(), by_size.end(),
                    [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
-  for (const auto& [symbol, members] : by_size) {
+  for (const auto& [call, members] : by_size) {
     std::vector<int> listed;
     for (const RankSamples* r : members) {
       listed.push_back(r->rank);
       waiting_ranks.push_back(r->rank);
       cpu += r->cpu_share() / static_cast<double>(holding);
     }
-    where.push_back(fmt::format("{} inside {}", ranks_text(listed), symbol));
-    if (members.size() > most_ranks) most = symbol, most_ranks = members.size();
+    where.push_back(fmt::format("{} inside {}", ranks_text(listed), call));
+    if (members.size() > most_ranks) most = &members.front()->samples.back(), most_ranks = members.size();
   }
   std::sort(waiting_ranks.begin(), waiting_ranks.end());
   auto name = [&](const RankSamples& r, StuckFinding f, const std::string& others) {
     f.waiting_ranks = waiting_ranks;
-    f.waiting_in = most;
+    f.waiting_in = most ? most->symbol : "";
+    f.waiting_on = most ? most->communicator : "";
     // Spinning (busy-polling MPI) or blocked (gloo, NCCL's host thread) while they wait.
     f.summary = fmt::format("rank {} (pid {}) {}; {} ({:.0f}% CPU)", r.rank, r.pid, f.summary, others, cpu * 100);
     found.push_back(std::move(f));
   };
   if (odd.empty()) {
     // Every rank waits inside a collective: a mismatch when exactly one sits
-    // alone in a collective no other rank is in.
-    std::vector<std::string> alone;
-    for (const auto& [symbol, members] : held)
-      if (members.size() == 1) alone.push_back(symbol);
-    if (held.size() < 2 || alone.size() != 1 || ranks.size() < 3) return found;
-    const RankSamples& r = *held[alone.front()].front();
+    // alone in a collective the others are not in.
+    const RankSamples* lone = ranks.size() >= 3 ? mismatched(held) : nullptr;
+    if (!lone) return found;
+    const RankSample& s = lone->samples.back();
     StuckFinding f;
-    f.rank = r.rank;
-    f.pid = r.pid;
+    f.rank = lone->rank;
+    f.pid = lone->pid;
     f.kind = "mismatch";
-    f.summary = fmt::format("is alone inside {} ({}): a collective mismatch", alone.front(),
-                            state_word(r.samples.back().process.state));
-    std::erase(waiting_ranks, r.rank);
-    std::erase_if(where, [&](const std::string& w) { return w.ends_with("inside " + alone.front()); });
-    name(r, std::move(f), waiting_text(where, cpu));
+    f.summary =
+        fmt::format("is alone inside {} ({}): a collective mismatch", call_text(s), state_word(s.process.state));
+    std::erase(waiting_ranks, lone->rank);
+    std::erase_if(where, [&](const std::string& w) { return w.ends_with("inside " + call_text(s)); });
+    name(*lone, std::move(f), waiting_text(where, cpu));
     return found;
   }
   if (!holding || odd.size() > kMaxOdd || holding < odd.size()) return found;

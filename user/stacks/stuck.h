@@ -29,9 +29,10 @@ struct RankSamples {
 
 struct StackGroup {
   std::vector<int> ranks;
-  std::string where;                // "inside MPI_Allreduce (mpi.allreduce)", "outside any collective"
-  std::string state;                // "running", "sleeping", "stopped", "disk sleep"
+  std::string where;  // "inside MPI_Allreduce (mpi.allreduce) on MPI_COMM_WORLD", "outside any collective"
+  std::string state;  // "running", "sleeping", "stopped", "disk sleep"
   std::vector<std::string> frames;  // the first member's frames, "symbol (module)", innermost first
+  std::vector<std::string> python;  // its Python frames, "function (file:line)", innermost first
 };
 
 struct StuckFinding {
@@ -41,14 +42,19 @@ struct StuckFinding {
   std::string summary;
   std::vector<int> waiting_ranks;
   std::string waiting_in;  // the collective's symbol the others wait in
+  std::string waiting_on;  // its communicator, "" when not read
 };
 
-// The last sample's groups: same state class, same collective, same frames
-// from the collective frame out (or the whole stack outside one).
+// The last sample's groups: same state class, same collective on the same
+// communicator, same frames from the collective frame out (or the whole
+// stack outside one).
 std::vector<StackGroup> group_ranks(const std::vector<RankSamples>& ranks);
 
 // The odd ranks when the rest wait, every sample, inside one collective;
 // none otherwise (a moving job, too few samples, or no clear majority).
+// When every waiting rank's communicator is known, a mismatch is a rank
+// alone in its collective on a communicator whose other members wait in
+// another one (ranks of other communicators in other collectives are not).
 std::vector<StuckFinding> find_stuck(const std::vector<RankSamples>& ranks);
 
 // "running" R, "sleeping" S, "disk sleep" D, "stopped" T/t, "zombie" Z.
