@@ -124,6 +124,20 @@ TEST(Stuck, CommunicatorsTellAMismatchFromAWaitOnOtherNodes) {
   std::vector<RankSamples> rows = {on(spinning(0, "MPI_Allreduce"), "cid 3 (ranks 0,1)", {0, 1}),
                                    on(spinning(1, "MPI_Allreduce"), "cid 3 (ranks 0,1)", {0, 1}),
                                    on(spinning(2, "MPI_Allreduce"), "cid 3 (ranks 2,3)", {2, 3})};
+  rows.push_back(still(3, 'T', ""));
+  found = find_stuck(rows);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].summary.find("; ranks 0, 1 spin inside MPI_Allreduce on cid 3 (ranks 0,1) and rank 2 inside "
+                                  "MPI_Allreduce on cid 3 (ranks 2,3)"),
+            std::string::npos)
+      << found[0].summary;
+  rows.erase(rows.begin(), rows.begin() + 2);
+  found = find_stuck(rows);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].summary.find("; rank 2 spins inside"), std::string::npos) << found[0].summary;
+  rows.pop_back();
+  rows.insert(rows.begin(), {on(spinning(0, "MPI_Allreduce"), "cid 3 (ranks 0,1)", {0, 1}),
+                             on(spinning(1, "MPI_Allreduce"), "cid 3 (ranks 0,1)", {0, 1})});
   auto groups = group_ranks(rows);
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].where, "inside MPI_Allreduce (mpi.allreduce) on cid 3 (ranks 0,1)");

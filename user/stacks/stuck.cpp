@@ -104,6 +104,7 @@ std::optional<StuckFinding> why_odd(const RankSamples& r) {
 std::string waiting_text(std::vector<std::string> where, double cpu) {
   if (where.empty()) return {};
   std::string verb = cpu >= 0.5 ? " spin" : " wait";
+  if (where.front().starts_with("rank ")) verb += "s";  // "rank 1 spins", "ranks 0, 2 spin"
   where.front().insert(where.front().find(" inside"), verb);
   return join(where, " and ");
 }
