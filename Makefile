@@ -75,6 +75,11 @@ LIB_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(LIB_SRCS))
 CLI_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(CLI_SRCS) $(TOOL_SRCS))
 LIB       := $(BUILD)/libslowburn.a
 CLI       := $(BUILD)/slowburn
+VERSION   := $(shell sed -n 's/.*kSlowburnVersion = "\(.*\)";/\1/p' user/cli/command.h)
+# Man pages and bash completion (rules below, with install).
+MAN_DIR    := $(BUILD)/man
+MAN_STAMP  := $(MAN_DIR)/.stamp
+COMPLETION := $(BUILD)/completion/slowburn
 WORKLOAD  := $(BUILD)/libexec/slowburn-mpi-workload
 DDP_WORKLOAD := $(BUILD)/libexec/slowburn-ddp-workload.py
 MPI4PY_WORKLOAD := $(BUILD)/libexec/slowburn-mpi4py-workload.py
@@ -408,7 +413,7 @@ $(BENCH_TARGET): bench/call_loop.c
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install format format-check clean
+.PHONY: all man deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install format format-check clean
 
 all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD) $(MPI4PY_WORKLOAD)
 
@@ -417,7 +422,7 @@ build: all
 deps:
 	$(Q)scripts/deps.sh $(BUILD)
 
-tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS) $(FUZZ_BINS)
+tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS) $(FUZZ_BINS) $(MAN_STAMP) $(COMPLETION)
 
 # The build sub-makes use every core unless make was given -j (JOBS=1 for
 # one): a plain `make test` on a 2-core CI machine built on one before.
@@ -493,8 +498,21 @@ fuzz:
 
 DEPLOY_FILES := $(shell find deploy -type f ! -name '*.md' | sort)
 
-install: all
+# Man pages and bash completion, generated from the command definitions
+# (help2man on each command's --help; `slowburn completion bash`).
+$(MAN_STAMP): $(CLI) scripts/make-man.sh
+	$(call msg,MAN,$(MAN_DIR))
+	$(Q)rm -rf $(MAN_DIR) && scripts/make-man.sh $(CLI) $(MAN_DIR) $(VERSION) && touch $@
+$(COMPLETION): $(CLI)
+	@mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$(CLI) completion bash > $@
+man: $(MAN_STAMP) $(COMPLETION)
+
+install: all man
 	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn
+	install -D -m 0644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/slowburn
+	$(Q)for f in $(MAN_DIR)/*.8; do install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man8/$${f##*/} || exit 1; done
 	install -D -m 0755 $(WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-mpi-workload
 	install -D -m 0755 $(DDP_WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-ddp-workload.py
 	$(Q)for f in $(DEPLOY_FILES); do \

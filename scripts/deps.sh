@@ -19,6 +19,7 @@ packages=(
 	iproute2 binutils                         # tests: veth in a network namespace; objcopy
 	bpftrace                                  # bench baseline (the one-liner we replace)
 	clang-format                              # make format
+	help2man                                  # man pages from the commands' --help (make man, make install)
 	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
 	libcpp-httplib-dev                        # the tests' HTTP client (scrapes of slowburn probe)
 	python3-torch libgloo-dev                 # the PyTorch DDP workload (gloo); gloo headers check the offsets we read

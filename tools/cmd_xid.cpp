@@ -4,6 +4,7 @@
 // nvidia:nvidia_dev_xid tracepoint is used where it exists (575+).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
@@ -33,6 +34,13 @@ Command add_xid_command(CLI::App& app) {
                                     [](const ProbeStatus& s) { return s.state == ProbeState::attached; });
             sink->probes_done(live ? 1 : 0, 0);
             if (!live) return fail(make_error("no Xid source could be attached (see above)"));
+            // Xid lines come from the NVIDIA driver: without it loaded, "0 events" is not an all-clear.
+            std::error_code ec;
+            if (!std::filesystem::exists(std::filesystem::path(args->proc_root) / "driver/nvidia", ec))
+              sink->note(
+                  fmt::format("no NVIDIA driver is loaded ({}/driver/nvidia is absent): no Xid can come; "
+                              "watching the kernel log anyway",
+                              args->proc_root));
             auto events = run_monitor(**monitor, *args, *sink);
             if (!events) return fail(events.error());
             HwCounters c = (*monitor)->counters();

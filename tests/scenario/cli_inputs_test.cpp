@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "core/subprocess.h"
 #include "support/test_support.h"
@@ -136,6 +138,24 @@ TEST(CliInputs, HelpIsACommand) {
   EXPECT_NE(trace.output.find("--min-cost"), std::string::npos) << trace.output;
 }
 
+// The top-level help is a map: under 60 lines, every command on one line
+// in its group, each command's own help kept whole.
+TEST(CliInputs, TheTopLevelHelpIsAShortGroupedMap) {
+  Ran ran = run_slowburn({"--help"}, 30s);
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_LE(std::count(ran.output.begin(), ran.output.end(), '\n'), 60) << ran.output;
+  for (const char* group : {"\nStart here:\n", "\nTracing:\n", "\nHardware:\n", "\nFabric:\n", "\nFleet:\n",
+                            "\nForensics:\n", "\nAgents:\n"})
+    EXPECT_NE(ran.output.find(group), std::string::npos) << group << "\n" << ran.output;
+  EXPECT_EQ(ran.output.find("\nMore:\n"), std::string::npos) << "a command without a group\n" << ran.output;
+  for (const char* command : {"check", "demo", "trace", "stacks", "ranks", "catalog", "funclat", "xid", "aer", "pcie",
+                              "gpuirq", "health", "ib", "qp", "fabric", "probe", "analyze", "investigate", "mcp"})
+    EXPECT_NE(ran.output.find(std::string("\n  ") + command + " "), std::string::npos) << command;
+  EXPECT_NE(ran.output.find("slowburn CMD --help"), std::string::npos) << ran.output;
+  Ran trace = run_slowburn({"trace", "--help"}, 30s);
+  EXPECT_NE(trace.output.find("--min-cost"), std::string::npos) << "a command's help stays whole";
+}
+
 // A directory that exists but is not a sysfs: not "a machine with no PCIe device".
 TEST(CliInputs, PcieOnADirectoryThatIsNotASysfs) {
   TempDir dir;
@@ -158,6 +178,69 @@ TEST(CliInputs, AerOnceJsonAnswersWithoutCounters) {
   EXPECT_EQ(lines[0]["kind"], "summary") << ran.output;
   EXPECT_EQ(lines[0]["devices"], 0) << ran.output;
   EXPECT_NE(lines[0].value("note", "").find("No device has AER counters"), std::string::npos) << ran.output;
+}
+
+// Completing a word in bash, through the script the binary generates from its commands.
+std::string complete(const std::string& script, const std::string& words, int cword) {
+  TempDir dir;
+  std::ofstream(dir / "slowburn.bash") << script;
+  std::string line = "source " + (dir / "slowburn.bash").string() + "; COMP_WORDS=(" + words +
+                     "); COMP_CWORD=" + std::to_string(cword) + "; _slowburn; echo \"${COMPREPLY[*]}\"";
+  std::string out;
+  FILE* pipe = popen(("bash -c '" + line + "'").c_str(), "r");
+  if (!pipe) return out;
+  char buffer[4096];
+  while (fgets(buffer, sizeof(buffer), pipe)) out += buffer;
+  pclose(pipe);
+  return out;
+}
+
+TEST(CliInputs, BashCompletionAndManPagesComeFromTheCommands) {
+  Ran script = run_slowburn({"completion", "bash"}, 30s);
+  ASSERT_EQ(script.status, 0) << script.output;
+  EXPECT_EQ(complete(script.output, "slowburn tr", 1), "trace\n");
+  EXPECT_NE(complete(script.output, "slowburn trace --pro", 2).find("--probe"), std::string::npos);
+  EXPECT_NE(complete(script.output, "slowburn -v stacks --sa", 3).find("--samples"), std::string::npos);
+  EXPECT_EQ(complete(script.output, "slowburn probes --li", 2), "--lib\n") << "an alias completes as its command";
+  // Every command has its page (make man: help2man on its --help), with its options.
+  Ran commands = run_slowburn({"completion", "commands"}, 30s);
+  ASSERT_EQ(commands.status, 0);
+  std::istringstream names(commands.output);
+  std::string name;
+  int pages = 0;
+  for (; names >> name; ++pages) {
+    auto page = std::filesystem::path(SLOWBURN_BUILD_DIR) / "man" / ("slowburn-" + name + ".8");
+    std::string text = testing::read_text(page.string());
+    std::string title = "SLOWBURN-" + name;
+    for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_NE(text.find(".TH " + title), std::string::npos) << page;
+    EXPECT_NE(text.find("help"), std::string::npos) << page;
+  }
+  EXPECT_EQ(pages, 19) << commands.output;
+  EXPECT_NE(testing::read_text(std::string(SLOWBURN_BUILD_DIR) + "/man/slowburn-trace.8").find("probe"),
+            std::string::npos);
+  EXPECT_NE(testing::read_text(std::string(SLOWBURN_BUILD_DIR) + "/man/slowburn.8").find("slowburn-stacks"),
+            std::string::npos)
+      << "slowburn(8) points to every command's page";
+}
+
+// "0 Xid events" is no all-clear where no NVIDIA driver could write one: said.
+TEST(CliInputs, XidSaysWhenNoNvidiaDriverIsLoaded) {
+  // The live kernel log only (a captured tree has none): the note follows this machine's driver.
+  bool driver = std::filesystem::exists("/proc/driver/nvidia");
+  Ran ran = run_slowburn({"xid", "-d", "0.5"}, 30s);
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(ran.output.find("no NVIDIA driver is loaded (/proc/driver/nvidia is absent)") != std::string::npos, !driver)
+      << ran.output;
+}
+
+// The global flag works after the command as before it.
+TEST(CliInputs, VerboseAfterTheCommand) {
+  Ran before = run_slowburn({"-v", "catalog"});
+  Ran after = run_slowburn({"catalog", "-v"});
+  EXPECT_EQ(before.status, 0) << before.output;
+  EXPECT_EQ(after.status, 0) << after.output;
+  EXPECT_EQ(after.output, before.output);
 }
 
 // -p means --pid in catalog as in trace, funclat, ib, qp, check and stacks.

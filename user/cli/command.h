@@ -30,6 +30,7 @@ Command add_analyze_command(CLI::App& app);
 Command add_investigate_command(CLI::App& app);
 Command add_ranks_command(CLI::App& app);
 Command add_stacks_command(CLI::App& app);
+Command add_completion_command(CLI::App& app);  // hidden: bash completion and the man pages' command list
 Command add_demo_command(CLI::App& app);
 Command add_funclat_command(CLI::App& app);  // tools/cmd_funclat.cpp
 Command add_xid_command(CLI::App& app);      // tools/cmd_xid.cpp
