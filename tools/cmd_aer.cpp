@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "core/strings.h"
 #include "loader/privileges.h"
 #include "tools/hw_tool.h"
@@ -70,7 +71,7 @@ Command add_aer_command(CLI::App& app) {
   add_hw_options(sub, *args);
   sub->add_flag("--once", *once, "Print the counter table and exit");
   return {sub, [args, once] {
-            if (auto ok = check_pci_tree(*args); !ok) return fail(ok.error());
+            if (auto ok = check_sysfs_tree(args->sysfs_root); !ok) return fail(ok.error());
             bool live = args->live();
             // Before any output: a table followed by "needs privileges" reads as a result.
             if (live && !*once) {

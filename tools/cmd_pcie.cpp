@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "core/format.h"
 #include "loader/privileges.h"
 #include "tools/hw_tool.h"
@@ -71,7 +72,7 @@ Command add_pcie_command(CLI::App& app) {
                   "default: max_link_*, else the first reading)");
   sub->add_flag("--watch", *watch, "Keep polling and report link changes (with -d: for that long)");
   return {sub, [args, watch] {
-            if (auto ok = check_pci_tree(*args); !ok) return fail(ok.error());
+            if (auto ok = check_sysfs_tree(args->sysfs_root); !ok) return fail(ok.error());
             auto topology = read_topology(*args);
             HwMonitorOptions options;
             options.xid = false;

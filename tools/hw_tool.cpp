@@ -25,8 +25,6 @@ void add_hw_options(CLI::App* sub, HwToolArgs& args) {
       ->check(root_directory());
 }
 
-Result<void> check_pci_tree(const HwToolArgs& args) { return check_sysfs_tree(args.sysfs_root); }
-
 std::shared_ptr<Topology> read_topology(const HwToolArgs& args) {
   auto topology = std::make_shared<Topology>(Topology::read(args.sysfs_root, args.proc_root));
   topology->assign_ranks(discover_ranks(args.proc_root, getpid()));

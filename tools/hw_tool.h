@@ -27,10 +27,6 @@ struct HwToolArgs {
 
 void add_hw_options(CLI::App* sub, HwToolArgs& args);
 
-// A captured --sysfs-root must hold bus/pci/devices: a directory without it
-// is not a sysfs tree, and would read as a machine with no PCIe device.
-Result<void> check_pci_tree(const HwToolArgs& args);
-
 // The topology with the node's ranks mapped onto it.
 std::shared_ptr<Topology> read_topology(const HwToolArgs& args);
 

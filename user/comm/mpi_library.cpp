@@ -20,15 +20,12 @@ std::optional<uint64_t> world_in(const std::filesystem::path& proc_root, int32_t
       break;
     }
   if (!first) return std::nullopt;
-  std::optional<uint64_t> base = first->start;
   // The file it mapped, not what its path leads to now (procfs/mapped_file.h).
   auto file = open_mapped_file(proc_root, pid, *first);
   if (!file) return std::nullopt;
   auto symbols = ElfSymbols::open(file->path);
   if (!symbols) return std::nullopt;
-  auto vaddr = symbols->exported_object("ompi_mpi_comm_world");
-  if (!vaddr) return std::nullopt;
-  return *base - symbols->load_vaddr() + *vaddr;
+  return symbols->object_address("ompi_mpi_comm_world", first->start);
 }
 
 // The MPI library a rank mapped, its family told by its symbols; for Open

@@ -71,12 +71,11 @@ std::optional<Interpreter> find_interpreter(const std::filesystem::path& proc_ro
     if (!file) continue;
     auto symbols = ElfSymbols::open(file->path);
     if (!symbols) continue;
-    auto runtime = symbols->exported_object("_PyRuntime");
-    auto code = symbols->exported_object("PyCode_Type");
-    auto unicode = symbols->exported_object("PyUnicode_Type");
+    auto runtime = symbols->object_address("_PyRuntime", m.start);
+    auto code = symbols->object_address("PyCode_Type", m.start);
+    auto unicode = symbols->object_address("PyUnicode_Type", m.start);
     if (!runtime || !code || !unicode) continue;
-    uint64_t bias = m.start - symbols->load_vaddr();  // a non-PIE python3.11 links at 0x400000
-    Interpreter found{std::stoi(match[3].str()), bias + *runtime, bias + *code, bias + *unicode};
+    Interpreter found{std::stoi(match[3].str()), *runtime, *code, *unicode};
     if (found.minor != 11) {
       error =
           fmt::format("Python 3.{}: its frames are not read (slowburn knows Python 3.11's frame layout)", found.minor);

@@ -1,7 +1,6 @@
 #include "stacks/stacks_session.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>

@@ -196,7 +196,7 @@ std::vector<StuckFinding> find_stuck(const std::vector<RankSamples>& ranks) {
     if (r.samples.size() < 2) return found;  // one instant says nothing of who moved
   // Held: inside one collective in every sample, and not stopped there;
   // grouped by the call (collective, and communicator where read) they sit in.
-  std::map<std::string, std::vector<const RankSamples*>> held;
+  Held held;
   std::vector<const RankSamples*> odd;
   for (const RankSamples& r : ranks) {
     if (!steady_collective(r).empty() && !stopped(r.samples.back().process.state))

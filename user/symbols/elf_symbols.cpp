@@ -331,7 +331,11 @@ std::optional<uint64_t> ElfSymbols::exported_object(const std::string& name) con
   if (it == table_->exported_objects.end()) return std::nullopt;
   return it->second;
 }
-uint64_t ElfSymbols::load_vaddr() const { return table_->load_vaddr; }
+std::optional<uint64_t> ElfSymbols::object_address(const std::string& name, uint64_t mapped_at) const {
+  auto value = exported_object(name);
+  if (!value) return std::nullopt;
+  return mapped_at - table_->load_vaddr + *value;
+}
 const std::string& ElfSymbols::build_id() const { return table_->build_id; }
 const std::optional<std::filesystem::path>& ElfSymbols::debug_file() const { return table_->debug_file; }
 const std::optional<std::string>& ElfSymbols::debuglink() const { return table_->debuglink; }

@@ -61,14 +61,14 @@ class ElfSymbols {
   // a name that has a default version hides its compat versions.
   std::vector<ElfSymbol> lookup(std::string_view query) const;
 
-  // An exported data object's link-time address (st_value): its address in
-  // a process is that plus the load bias, where offset 0 is mapped less
-  // load_vaddr().
+  // An exported data object's link-time address (st_value).
   std::optional<uint64_t> exported_object(const std::string& name) const;
-  // The link-time address of file offset 0 (the first PT_LOAD's, page
-  // aligned): 0 for a shared library or a PIE, 0x400000 for a non-PIE
-  // executable such as Debian's /usr/bin/python3.11.
-  uint64_t load_vaddr() const;
+  // Its address in a process that mapped this file's offset 0 at
+  // `mapped_at`: the link-time address plus the load bias, which is
+  // `mapped_at` less the link-time address of offset 0 (0 for a shared
+  // library or a PIE, 0x400000 for a non-PIE executable such as Debian's
+  // /usr/bin/python3.11).
+  std::optional<uint64_t> object_address(const std::string& name, uint64_t mapped_at) const;
 
   const std::filesystem::path& path() const { return path_; }
   size_t function_count() const;
