@@ -55,6 +55,9 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   for (const Finding& f : out.result.summary.findings) out.summaries += "finding: " + f.summary + "\n";
   for (const Episode& e : out.result.verdict.episodes) out.summaries += "episode: " + e.summary + "\n";
   for (const Finding& f : out.result.verdict.stragglers) out.summaries += "verdict: " + f.summary + "\n";
+  for (const Withheld& w : out.result.verdict.withheld) out.summaries += "withheld: " + w.summary + "\n";
+  // Said in the log: how often the scheduler rule withholds a name is worth seeing.
+  for (const Withheld& w : out.result.verdict.withheld) std::cout << "withheld: " << w.summary << "\n";
   if (!out.result.verdict.judged) out.summaries += "not judged: " + out.result.verdict.reason + "\n";
   return out;
 }

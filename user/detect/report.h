@@ -186,6 +186,16 @@ struct Episode {
   std::string summary;
 };
 
+// A straggler every test named that the verdict does not name, and why: a
+// minor cost on a lane whose members all wait for a CPU (the scheduler's,
+// detect/session_cost.h). Said, never dropped: an operator who gives the
+// ranks their CPUs, or judges with a higher --min-cost, sees it go.
+struct Withheld {
+  Finding finding;
+  std::string reason;
+  std::string summary;  // the finding's, then "; not named: " and the reason
+};
+
 // Ranks that wait inside a collective, not yet for --hang-s, when the
 // session ended or now: who waits, since when, and who they wait for.
 struct PendingHang {
@@ -209,6 +219,7 @@ struct SessionVerdict {
   std::vector<Finding> failures;  // ranks that failed (signal, exit status, OOM), first first
   std::vector<PendingHang> pending_hangs;
   std::vector<Episode> episodes;
+  std::vector<Withheld> withheld;
   uint64_t instances = 0;
   int windows_judged = 0;
   // analyze only: the nodes left out (no clock offset), and what clock-free

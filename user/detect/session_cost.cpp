@@ -1,6 +1,10 @@
 #include "detect/session_cost.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "stats/robust.h"
 
 namespace slowburn {
 
@@ -36,7 +40,20 @@ std::optional<SessionCostJudgement> judge_session_cost(const std::map<int32_t, L
   bool alone = static_cast<double>(j.cost_ns) >= t.uniqueness * static_cast<double>(next_ns);
   bool beyond_chance = j.last_z >= t.min_last_z;
   if (!costs || !alone || !beyond_chance) return std::nullopt;
+  j.runq_share = worst->second.runq_share();
+  std::vector<double> peers;
+  for (const auto& [pid, totals] : ranks)
+    if (auto share = totals.runq_share(); share && pid != j.pid) peers.push_back(*share);
+  if (!peers.empty()) j.peers_runq_share = median(peers);
+  j.scheduler_noise = j.cost_share < t.major_cost_share && j.runq_share && j.peers_runq_share &&
+                      *j.peers_runq_share >= t.busy_runq_share &&
+                      *j.runq_share - *j.peers_runq_share < t.runq_excess_share;
   return j;
+}
+
+std::optional<double> LaneRankTotals::runq_share() const {
+  if (!runq_ns || inside_ns == 0) return std::nullopt;
+  return static_cast<double>(std::min(*runq_ns, inside_ns)) / static_cast<double>(inside_ns);
 }
 
 std::string severity_of(double cost_share, const SessionCostThresholds& t) {

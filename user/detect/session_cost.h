@@ -8,7 +8,11 @@
 // traced time, alone (uniqueness x the next rank's), and who arrives last
 // far more often than chance (a binomial z against 1/members). The cost,
 // not the ordering, decides: a rank that is last in every step by a hair
-// costs nothing and is not named. Pure: totals in, judgement out.
+// costs nothing and is not named. Where every member of the lane waits for
+// a CPU (more runnable threads than CPUs: the scheduler decides who is
+// last), a minor cost is not the rank's own unless it waits for a CPU
+// more than its peers: the judgement says so, and the verdict withholds
+// the name. Pure: totals in, judgement out.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,12 @@ struct SessionCostThresholds {
   double uniqueness = 2.0;         // its cost against the next rank's
   double min_last_z = 5.0;         // lasts against 1/members, in standard deviations
   uint64_t min_instances = 200;
+  // A busy lane: its members' median time inside their calls runnable but
+  // off a CPU. A minor cost there is the scheduler's unless the rank waits
+  // this much more of it than its peers (the inside test's and host
+  // causes' excess, detect/inside.h).
+  double busy_runq_share = 0.2;
+  double runq_excess_share = 0.1;
 };
 
 // One rank's session on one lane.
@@ -31,7 +41,12 @@ struct LaneRankTotals {
   uint64_t lasts = 0;             // instances it arrived last in
   uint64_t blame_ns = 0;          // its self-caused lead over the runner-up, summed
   uint64_t blame_leaving_ns = 0;  // of that: from leaving its previous collective late
+  // Its calls on the lane: time inside, and of that runnable but off a
+  // CPU (unset where the kernel keeps no run-queue waits).
+  uint64_t inside_ns = 0;
+  std::optional<uint64_t> runq_ns;
   uint64_t own_ns() const { return blame_ns > blame_leaving_ns ? blame_ns - blame_leaving_ns : 0; }
+  std::optional<double> runq_share() const;
 };
 
 struct SessionCostJudgement {
@@ -44,6 +59,11 @@ struct SessionCostJudgement {
   double last_z = 0;
   uint64_t lasts = 0;
   uint64_t instances = 0;
+  std::optional<double> runq_share;        // its time inside waiting for a CPU
+  std::optional<double> peers_runq_share;  // the other members' median
+  // Every test holds, but the cost is minor and every member waits for a
+  // CPU about as much as it does: not named (the verdict's withheld).
+  bool scheduler_noise = false;
 };
 
 // The lane's rank that costs the job, when every test holds.

@@ -240,6 +240,8 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
   // (since its release, beyond its compute gap), more than the runner-up's.
   uint64_t blame_leaving =
       last && second ? sb_lead_from_leaving(blame, leaving_excess_ns(*last), leaving_excess_ns(*second)) : 0;
+  for (const RankCall& call : instance.calls)
+    if (call.oncpu_ns) lane.total_inside[call.pid].add(call.exit_ns - call.entry_ns, *call.oncpu_ns, call.runq_ns);
   if (last && second) {
     lane.total_blame_ns[last->pid] += blame;
     lane.total_lasts[last->pid] += 1;

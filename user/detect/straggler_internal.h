@@ -44,6 +44,7 @@ struct StragglerDetector::Lane {
   std::map<int32_t, uint64_t> total_lasts;             // instances it arrived last in
   std::map<int32_t, uint64_t> total_blame_leaving_ns;  // of total_blame_ns: from leaving its previous collective late
   uint64_t total_judged_instances = 0;                 // instances with a last and a runner-up
+  std::map<int32_t, InsideSums> total_inside;          // its calls' CPU times over the session
   std::map<int32_t, uint64_t> total_seq_events;        // of those, with the sequential test's event
   std::map<int32_t, __u64> usual_leave_ns;             // its usual time to leave after the release (sb_leave_allowance)
   std::map<int32_t, BernoulliCusum> sequential;

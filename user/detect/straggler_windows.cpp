@@ -290,7 +290,8 @@ std::vector<Finding> StragglerDetector::findings() const {
 
 void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
   uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
-  std::map<int32_t, Finding> best;  // per rank, its costliest lane
+  std::map<int32_t, Finding> best;                // per rank, its costliest lane
+  std::map<int32_t, SessionCostJudgement> noise;  // of those, the scheduler's (withheld)
   for (const auto& [key, lane] : lanes_) {
     if (lane->info.kind != CallKind::synchronizing) continue;
     std::map<int32_t, LaneRankTotals> totals;
@@ -300,6 +301,10 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
       t.lasts = at(lane->total_lasts);
       t.blame_ns = at(lane->total_blame_ns);
       t.blame_leaving_ns = at(lane->total_blame_leaving_ns);
+      if (auto inside = lane->total_inside.find(pid); inside != lane->total_inside.end()) {
+        t.inside_ns = inside->second.duration_ns;
+        if (inside->second.has_runq) t.runq_ns = inside->second.runq_ns;
+      }
     }
     auto j = judge_session_cost(totals, lane->total_judged_instances, lane->seen.size(), traced_ns,
                                 config_.session_cost_thresholds);
@@ -315,8 +320,19 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
     double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
     if (outside_ns < config_.session_cost_thresholds.min_cost_share * static_cast<double>(traced_ns)) continue;
     best[j->pid] = session_cost_finding(lane_finding(*lane, j->pid, "straggler", "session-cost"), *j, traced_ns);
+    best[j->pid].severity = severity_of(j->cost_share, config_.session_cost_thresholds);
+    best[j->pid].summary = straggler_summary(best[j->pid]);
+    if (j->scheduler_noise)
+      noise[j->pid] = *j;
+    else
+      noise.erase(j->pid);
   }
-  for (auto& [pid, f] : best) v.stragglers.push_back(std::move(f));
+  for (auto& [pid, f] : best) {
+    if (noise.contains(pid))
+      v.withheld.push_back(scheduler_noise_withheld(std::move(f), noise.at(pid)));
+    else
+      v.stragglers.push_back(std::move(f));
+  }
 }
 
 SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {

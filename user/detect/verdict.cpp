@@ -133,6 +133,18 @@ Finding session_cost_finding(Finding f, const SessionCostJudgement& j, uint64_t 
   return f;
 }
 
+Withheld scheduler_noise_withheld(Finding f, const SessionCostJudgement& j) {
+  Withheld w;
+  w.reason = fmt::format(
+      "the other ranks of its communicator waited for a CPU {:.0f}% of their time inside their calls, it {:.0f}%: "
+      "where every rank waits for a CPU (more runnable threads than CPUs), who is last is the scheduler's choice, "
+      "and a minor cost is not told apart from it; trace again with a CPU for each rank: a cost of its own stays",
+      j.peers_runq_share.value_or(0) * 100, j.runq_share.value_or(0) * 100);
+  w.summary = f.summary + "; not named: " + w.reason;
+  w.finding = std::move(f);
+  return w;
+}
+
 namespace {
 
 std::string session_cost_summary(const Finding& f) {

@@ -36,6 +36,10 @@ Finding inside_finding(const WindowReport& report, const RankWindowStats& eviden
 // lane `base` names: evidence, cost and summary.
 Finding session_cost_finding(Finding base, const SessionCostJudgement& judgement, uint64_t traced_ns);
 
+// That finding withheld as the scheduler's (judgement.scheduler_noise):
+// the finding, why it is not named, and what would show it.
+Withheld scheduler_noise_withheld(Finding finding, const SessionCostJudgement& judgement);
+
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.
 void set_sequential_evidence(Finding& finding, const BernoulliCusum& test, const DetectorConfig& config);

@@ -113,6 +113,7 @@ SessionVerdict JobJudges::verdict(uint64_t now_ns) const {
     for (auto& f : v.failures) all.failures.push_back(std::move(f));
     for (auto& p : v.pending_hangs) all.pending_hangs.push_back(std::move(p));
     for (auto& e : v.episodes) all.episodes.push_back(std::move(e));
+    for (auto& w : v.withheld) all.withheld.push_back(std::move(w));
   }
   std::stable_sort(all.failures.begin(), all.failures.end(),
                    [](const Finding& a, const Finding& b) { return a.ended_ns < b.ended_ns; });

@@ -134,6 +134,7 @@ Layer collective_layer(const InvestigationInput& in) {
   for (const Finding& f : v.hangs) l.evidence.push_back(f.type + ": " + f.summary);
   for (const Finding& f : v.stragglers) l.evidence.push_back("straggler: " + f.summary);
   for (const Episode& e : v.episodes) l.evidence.push_back("did not hold: " + e.summary);
+  for (const Withheld& w : v.withheld) l.evidence.push_back("withheld: " + w.summary);
   bool found = !v.hangs.empty() || !v.stragglers.empty() || !v.failures.empty();
   l.state = found ? LayerState::ruled_in : LayerState::ruled_out;
   if (!found)

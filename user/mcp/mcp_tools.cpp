@@ -96,12 +96,14 @@ json verdict_schema() {
                           {"hangs", array_of(finding_schema())},
                           {"failures", array_of(finding_schema())},
                           {"pending_hang", array_of({{"type", "object"}})},
-                          {"episodes", array_of(finding_schema())}},
+                          {"episodes", array_of(finding_schema())},
+                          {"withheld", array_of(finding_schema())}},
                          {"judged", "stragglers", "hangs", "episodes"});
   s["description"] =
       "The closing verdict line of `slowburn trace --json`: stragglers (findings that held), hangs (hang and mismatch "
       "findings), failures (ranks that ended by a signal, OOM kill or non-zero status, the first first), pending_hang "
-      "(waits under --hang-s at the end), episodes (findings that did not hold); judged false with a reason when too "
+      "(waits under --hang-s at the end), episodes (findings that did not hold), withheld (minor stragglers not named, "
+      "with the reason: every rank waits for a CPU); judged false with a reason when too "
       "few aligned instances were seen";
   return s;
 }

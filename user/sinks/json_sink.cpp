@@ -316,6 +316,13 @@ void JsonSink::verdict(const SessionVerdict& v) {
     j["summary"] = e.summary;
     episodes.push_back(std::move(j));
   }
+  json withheld = json::array();
+  for (const Withheld& w : v.withheld) {
+    json j = finding_json(w.finding);
+    j["reason"] = w.reason;
+    j["summary"] = w.summary;
+    withheld.push_back(std::move(j));
+  }
   json j{{"kind", "verdict"},
          {"ts", unix_now_s()},
          {"host", host_},
@@ -327,7 +334,8 @@ void JsonSink::verdict(const SessionVerdict& v) {
          {"hangs", std::move(hangs)},
          {"failures", std::move(failures)},
          {"pending_hang", std::move(pending)},
-         {"episodes", std::move(episodes)}};
+         {"episodes", std::move(episodes)},
+         {"withheld", std::move(withheld)}};
   if (!v.nodes_left_out.empty()) j["nodes_left_out"] = v.nodes_left_out;
   if (v.clock_check) j["clock_check"] = clock_check_json(*v.clock_check);
   write(j, true);

@@ -197,6 +197,7 @@ void TextSink::verdict(const SessionVerdict& v) {
   for (const Finding& f : v.stragglers)
     out_ << fmt::format("  straggler: {}{}\n", f.summary, f.severity.empty() ? "" : " [" + f.severity + "]");
   for (const Episode& e : v.episodes) out_ << fmt::format("  episode: {}\n", e.summary);
+  for (const Withheld& w : v.withheld) out_ << fmt::format("  withheld: {}\n", w.summary);
   if (v.clock_check) out_ << fmt::format("  clocks: {}\n", v.clock_check->summary);
   out_.flush();
 }
