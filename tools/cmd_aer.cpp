@@ -18,7 +18,8 @@ namespace {
 // The counters as they stand: what `lspci -vv` would show, per device;
 // with --json, a `summary` line closes the table (so a machine without AER
 // counters still answers).
-void print_counter_table(const HwToolArgs& args, const Topology& topology, std::ostream& out) {
+// Returns how many devices have AER counters.
+size_t print_counter_table(const HwToolArgs& args, const Topology& topology, std::ostream& out) {
   size_t devices = 0;
   for (const TopologyDevice& dev : topology.devices()) {
     auto counters = read_aer_counters(args.sysfs_root, dev.pci.bdf);
@@ -56,6 +57,7 @@ void print_counter_table(const HwToolArgs& args, const Topology& topology, std::
   } else if (!devices) {
     out << none << '\n';
   }
+  return devices;
 }
 }  // namespace
 
@@ -67,7 +69,9 @@ Command add_aer_command(CLI::App& app) {
       "Watch PCIe AER errors (correctable, non-fatal, fatal) with decoded status bits, the device, its role and the "
       "ranks behind it. Starts with the counters as they stand.\n\nExamples:\n  slowburn aer\n"
       "  slowburn aer --once                     # just the counter table\n"
-      "  slowburn aer --sysfs-root /captured/sys --once");
+      "  slowburn aer --sysfs-root /captured/sys --once\n\n"
+      "Exit status: 0 the table or the watch ended, 1 an error, 2 nothing to watch (no device with AER counters, "
+      "no AER source).");
   add_hw_options(sub, *args);
   sub->add_flag("--once", *once, "Print the counter table and exit");
   return {sub, [args, once] {
@@ -79,8 +83,8 @@ Command add_aer_command(CLI::App& app) {
             }
             auto topology = read_topology(*args);
             auto sink = make_stdout_sink(args->json);
-            print_counter_table(*args, *topology, std::cout);
-            if (*once) return 0;
+            size_t devices = print_counter_table(*args, *topology, std::cout);
+            if (*once) return devices ? 0 : kExitNothingToWatch;
             HwMonitorOptions options;
             options.xid = false;
             options.link = false;
@@ -94,8 +98,8 @@ Command add_aer_command(CLI::App& app) {
             sink->probes_done(attached, 0);
             if (attached == 0)
               return fail(
-                  make_error("no AER source: neither the ras:aer_event tracepoint nor sysfs "
-                             "counters are available on this machine (see above)"));
+                  nothing_to_watch("nothing to watch: no AER source: neither the ras:aer_event tracepoint nor sysfs "
+                                   "counters are available on this machine (see above)"));
             auto events = run_monitor(**monitor, *args, *sink);
             if (!events) return fail(events.error());
             HwCounters c = (*monitor)->counters();

@@ -94,7 +94,8 @@ Command add_fabric_command(CLI::App& app) {
       "statistics (SIOCETHTOOL). Counter wraps, resets and saturated counters are accounted for.\n\n"
       "Examples:\n  slowburn fabric\n  slowburn fabric --nic mlx5_0 -i 5 --json\n"
       "  slowburn fabric --netdev eth0 --pause-share 0.05\n"
-      "  slowburn fabric --sysfs-root /captured/sys --ethtool-dir /captured/ethtool -d 10");
+      "  slowburn fabric --sysfs-root /captured/sys --ethtool-dir /captured/ethtool -d 10\n\n"
+      "Exit status: 0 the watch ended, 1 an error, 2 nothing to watch (no RDMA device or netdev to read).");
   add_hw_options(sub, args->hw);
   sub->add_option("--nic", args->nics, "Only this RDMA device or its netdev (repeatable)");
   sub->add_option("--netdev", args->netdevs, "Also watch this interface's ethtool statistics (repeatable)");
@@ -131,9 +132,9 @@ Command add_fabric_command(CLI::App& app) {
             bool live = std::any_of((*monitor)->statuses().begin(), (*monitor)->statuses().end(),
                                     [](const ProbeStatus& s) { return s.state == ProbeState::attached; });
             if (!live)
-              return fail(make_error("nothing to watch: {}", (*monitor)->statuses().empty()
-                                                                 ? std::string("no fabric source")
-                                                                 : (*monitor)->statuses().front().detail));
+              return fail(nothing_to_watch("nothing to watch: {}", (*monitor)->statuses().empty()
+                                                                       ? std::string("no fabric source")
+                                                                       : (*monitor)->statuses().front().detail));
             sink->probes_done(0, 0);
             if (!args->hw.json)
               std::cout << fmt::format("Reading NIC counters every {:g} s{}... Hit Ctrl-C to end.\n",

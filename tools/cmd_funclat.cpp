@@ -159,13 +159,15 @@ Command add_funclat_command(CLI::App& app) {
       "  slowburn funclat /usr/lib/x86_64-linux-gnu/libmpi.so.40:MPI_Allreduce\n"
       "  slowburn funclat -p 4242 -i 5 mpi:MPI_Barrier\n"
       "  slowburn funclat 'libnccl.so.2:ncclIbTest(void*, int*, int*)' -m\n"
-      "  slowburn funclat -d 10 --json c:malloc");
+      "  slowburn funclat -d 10 --json c:malloc\n\n"
+      "Exit status: 0 the trace ended, 1 an error (no such library or symbol, a probe that cannot attach).");
   sub->add_option("functions", args->functions,
                   "LIB:SYMBOL; LIB a path or a name (mpi, libmpi.so.40); C++ "
                   "names mangled or demangled")
       ->required();
   sub->add_option("-p,--pid", args->pid, "Trace only this process")->check(process_id());
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")
+      ->check(seconds());
   sub->add_option("-i,--interval", args->interval_s, "Print and reset the histograms every N seconds")
       ->check(seconds());
   auto* ns = sub->add_flag("-n,--nanoseconds", args->nsecs, "Histogram in nanoseconds");

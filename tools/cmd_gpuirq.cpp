@@ -85,10 +85,10 @@ int run_gpuirq(const GpuIrqArgs& args) {
   sink->probe_status(kprobes);
   sink->probes_done(1, 0);
   if (!interrupts_listed(args.proc_root, args.name_prefix))
-    sink->note(
-        fmt::format("no interrupt handler named {}* in /proc/interrupts: no NVIDIA GPU or driver here, "
-                    "nothing will be counted",
-                    args.name_prefix));
+    return fail(nothing_to_watch(
+        "nothing to watch: no interrupt handler named {}* in {}/interrupts: no NVIDIA GPU or driver here "
+        "(--name-prefix names another handler)",
+        args.name_prefix, args.proc_root));
 
   const auto& stop = install_stop_handlers();
   auto start = std::chrono::steady_clock::now();
@@ -119,8 +119,10 @@ Command add_gpuirq_command(CLI::App& app) {
       "GPU interrupt rate and handler latency per IRQ (log2 histograms in ns), filtered in the kernel to handlers "
       "named nvidia*. A GPU whose interrupt rate collapses or whose handler latency grows shows here first.\n\n"
       "Examples:\n  slowburn gpuirq -d 10\n  slowburn gpuirq -i 5 --json\n"
-      "  slowburn gpuirq --name-prefix mlx5 -d 10   # a NIC's completion interrupts instead");
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
+      "  slowburn gpuirq --name-prefix mlx5 -d 10   # a NIC's completion interrupts instead\n\n"
+      "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no handler with that name).");
+  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")
+      ->check(seconds());
   sub->add_option("-i,--interval", args->interval_s, "Print the histograms every N seconds (cumulative)")
       ->check(seconds());
   sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();

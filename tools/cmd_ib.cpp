@@ -78,7 +78,9 @@ Command add_ib_command(CLI::App& app) {
       "(a slow path to that peer). Counted in the kernel: NCCL's polling loop never wakes slowburn. Needs NCCL "
       "2.26-2.28's signatures; another version is reported unsupported.\n\n"
       "Examples:\n  slowburn ib -d 30\n  slowburn ib -p 4242 -i 5\n"
-      "  slowburn ib --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
+      "  slowburn ib --lib /usr/local/cuda/lib64/libnccl.so.2 --json\n\n"
+      "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no rank on the node, no NCCL IB "
+      "transport loaded).");
   add_rdma_options(sub, *args, true);
   sub->add_flag("--no-hist", *no_hist, "Leave out the latency histograms");
   return {sub, [args, no_hist] {

@@ -65,7 +65,9 @@ Command add_pcie_command(CLI::App& app) {
       "behind it, current vs max vs expected width and speed. --watch then reports link.downtrained, "
       "link.recovered and link.down as they happen; a degraded switch or root port names every rank below it.\n\n"
       "Examples:\n  slowburn pcie\n  slowburn pcie --expect '10de:*=x16@32' --watch\n"
-      "  slowburn pcie --sysfs-root /captured/sys --procfs-root /captured/proc --json");
+      "  slowburn pcie --sysfs-root /captured/sys --procfs-root /captured/proc --json\n\n"
+      "Exit status: 0 the table or the watch ended, 1 an error, 2 nothing to watch (no device with link "
+      "attributes).");
   add_hw_options(sub, *args);
   sub->add_option("--expect", args->expect,
                   "Expected link, SELECTOR=xWIDTH@SPEED; SELECTOR a BDF, vendor:device or vendor:* (repeatable; "
@@ -98,6 +100,7 @@ Command add_pcie_command(CLI::App& app) {
             }
             for (const std::string& note : topology->notes()) sink->note(note);
             for (const DeviceEvent& e : *initial) sink->device_event(e);
+            if (rows.empty()) return kExitNothingToWatch;  // said in the note above
             if (!*watch) return 0;
             for (const ProbeStatus& s : (*monitor)->statuses()) sink->probe_status(s);
             sink->probes_done(rows.size(), 0);

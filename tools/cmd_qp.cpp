@@ -96,7 +96,9 @@ Command add_qp_command(CLI::App& app) {
       "transition that failed, QP_FATAL / PORT_ERR / DEVICE_FATAL. By default system-wide in this host's "
       "libibverbs.so.1 (processes started later included); a container's job maps its own copy: use -p.\n\n"
       "Examples:\n  slowburn qp\n  slowburn qp -p 4242 -d 60 --json\n"
-      "  slowburn qp --lib /opt/conda/lib/libibverbs.so.1");
+      "  slowburn qp --lib /opt/conda/lib/libibverbs.so.1\n\n"
+      "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no libibverbs, no rank, nothing "
+      "attached).");
   add_rdma_options(sub, *args, false);
   return {sub, [args] {
             if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());

@@ -19,7 +19,8 @@ Command add_xid_command(CLI::App& app) {
       "xid",
       "Watch NVIDIA Xid and NVSwitch SXid errors: code, GPU, process, meaning, severity, action and the ranks "
       "behind the GPU. Replaces `dmesg -w | grep Xid`; other kernel messages are dropped in the kernel.\n\n"
-      "Examples:\n  slowburn xid\n  slowburn xid -d 600 --json | jq 'select(.severity==\"reset-gpu\")'");
+      "Examples:\n  slowburn xid\n  slowburn xid -d 600 --json | jq 'select(.severity==\"reset-gpu\")'\n\n"
+      "Exit status: 0 the watch ended, 1 an error, 2 nothing to watch (no NVIDIA driver loaded and no Xid seen).");
   add_hw_options(sub, *args);
   return {sub, [args] {
             if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
@@ -36,7 +37,8 @@ Command add_xid_command(CLI::App& app) {
             if (!live) return fail(make_error("no Xid source could be attached (see above)"));
             // Xid lines come from the NVIDIA driver: without it loaded, "0 events" is not an all-clear.
             std::error_code ec;
-            if (!std::filesystem::exists(std::filesystem::path(args->proc_root) / "driver/nvidia", ec))
+            bool driver = std::filesystem::exists(std::filesystem::path(args->proc_root) / "driver/nvidia", ec);
+            if (!driver)
               sink->note(
                   fmt::format("no NVIDIA driver is loaded ({}/driver/nvidia is absent): no Xid can come; "
                               "watching the kernel log anyway",
@@ -48,7 +50,8 @@ Command add_xid_command(CLI::App& app) {
                 fmt::format("{} Xid/SXid events; {} kernel log lines seen, {} passed the in-kernel filter, {} "
                             "could not be parsed, {} lost (ring buffer full)",
                             *events, c.kmsg_lines_seen, c.kmsg_lines_matched, c.unparsed, c.kmsg_drops + c.tp_drops));
-            return 0;
+            // Without a driver a quiet watch answered nothing: the exit status says so (docs/cli.md).
+            return driver || *events > 0 ? 0 : kExitNothingToWatch;
           }};
 }
 

@@ -13,7 +13,7 @@ namespace slowburn::cli {
 
 void add_hw_options(CLI::App* sub, HwToolArgs& args) {
   sub->add_flag("--json", args.json, "JSON lines (kind: event, status)");
-  sub->add_option("-d,--duration", args.duration_s, "Seconds to watch (default: until Ctrl-C)")->check(seconds());
+  sub->add_option("-d,--duration", args.duration_s, "Seconds to watch (0 or left out: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", args.interval_s, "Seconds between sysfs polls")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();

@@ -14,7 +14,7 @@ namespace slowburn::cli {
 
 void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval) {
   sub->add_flag("--json", args.json, "JSON lines");
-  sub->add_option("-d,--duration", args.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
+  sub->add_option("-d,--duration", args.duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")->check(seconds());
   if (interval)
     sub->add_option("-i,--interval", args.interval_s, "Print the table every this many seconds (default: at the end)")
         ->check(seconds());
@@ -46,7 +46,7 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
   std::string lib = args.lib;
   if (lib.empty() && args.pids.empty() && !default_lib.empty()) {
     auto found = find_library_file(default_lib);
-    if (!found) return found.error();
+    if (!found) return nothing_to_watch("{}", found.error().message);  // no such library on this node
     lib = *found;
   }
   if (!lib.empty()) {
@@ -58,7 +58,7 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
   if (pids.empty())
     for (const RankIdentity& r : targets.ranks) pids.push_back(r.pid);
   if (pids.empty())
-    return make_error(
+    return nothing_to_watch(
         "no rank processes found on this node (no OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID or "
         "RANK in any environment); give -p PID or --lib PATH");
   for (int32_t pid : pids) {
@@ -76,8 +76,8 @@ Error nothing_attached(const RdmaTargets& targets, const std::string& what, cons
     reasons.push_back(count > 1 ? fmt::format("{} ({} probes)", reason, count) : reason);
   std::string where =
       targets.pids.empty() ? std::string("system-wide") : fmt::format("in {} process(es)", targets.pids.size());
-  return make_error("no {} probe could be attached {}: {}; {}", what, where,
-                    reasons.empty() ? std::string("no reason reported") : join(reasons, "; "), fix);
+  return nothing_to_watch("no {} probe could be attached {}: {}; {}", what, where,
+                          reasons.empty() ? std::string("no reason reported") : join(reasons, "; "), fix);
 }
 
 std::optional<int> rank_for(const RdmaTargets& targets, uint32_t pid) {

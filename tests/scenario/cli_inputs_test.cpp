@@ -172,12 +172,42 @@ TEST(CliInputs, AerOnceJsonAnswersWithoutCounters) {
   std::filesystem::create_directories(dir.path() / "bus/pci/devices");
   Ran ran = run_slowburn(
       {"aer", "--once", "--json", "--sysfs-root", dir.path().string(), "--procfs-root", dir.path().string()});
-  EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(ran.status, 2) << "nothing to watch: " << ran.output;
   auto lines = json_lines(ran.output);
   ASSERT_EQ(lines.size(), 1u) << ran.output;
   EXPECT_EQ(lines[0]["kind"], "summary") << ran.output;
   EXPECT_EQ(lines[0]["devices"], 0) << ran.output;
   EXPECT_NE(lines[0].value("note", "").find("No device has AER counters"), std::string::npos) << ran.output;
+}
+
+// One exit-code table (docs/cli.md): where a command finds nothing to
+// watch it says why in one line and exits 2, as when no verdict is reached.
+TEST(CliInputs, NothingToWatchExitsTwoInEveryCommand) {
+  SKIP_UNLESS_ROOT();
+  TempDir empty;  // a procfs with no process, a sysfs with no device
+  std::filesystem::create_directories(empty / "bus/pci/devices");
+  std::string root = empty.path().string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {{"ranks", "--procfs-root", root}, "No rank processes found"},
+      {{"ranks", "--json", "--procfs-root", root}, "\"kind\":\"summary\""},
+      {{"trace", "-d", "1", "--no-hardware", "--procfs-root", root}, "slowburn: no rank processes found on this node"},
+      {{"ib", "-d", "1", "--procfs-root", root}, "slowburn: no rank processes found on this node"},
+      {{"pcie", "--sysfs-root", root, "--procfs-root", root}, "no PCIe device with link attributes"},
+      {{"aer", "--once", "--sysfs-root", root, "--procfs-root", root}, "No device has AER counters"},
+      {{"fabric", "-d", "1", "--sysfs-root", root}, "slowburn: nothing to watch: no RDMA devices"},
+      {{"gpuirq", "-d", "1", "--name-prefix", "no-such-handler"},
+       "slowburn: nothing to watch: no interrupt handler named no-such-handler*"},
+  };
+  for (const Case& c : cases) {
+    Ran ran = run_slowburn(c.args, 30s);
+    std::string line = c.args.front() + " " + c.args[1];
+    EXPECT_EQ(ran.status, 2) << line << ": " << ran.output;
+    EXPECT_NE(ran.output.find(c.says), std::string::npos) << line << ": " << ran.output;
+  }
 }
 
 // Completing a word in bash, through the script the binary generates from its commands.
@@ -229,7 +259,7 @@ TEST(CliInputs, XidSaysWhenNoNvidiaDriverIsLoaded) {
   // The live kernel log only (a captured tree has none): the note follows this machine's driver.
   bool driver = std::filesystem::exists("/proc/driver/nvidia");
   Ran ran = run_slowburn({"xid", "-d", "0.5"}, 30s);
-  EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(ran.status, driver ? 0 : 2) << "without a driver a quiet watch is nothing to watch: " << ran.output;
   EXPECT_EQ(ran.output.find("no NVIDIA driver is loaded (/proc/driver/nvidia is absent)") != std::string::npos, !driver)
       << ran.output;
 }
@@ -276,7 +306,7 @@ TEST(CliInputs, IbWithNoRankOnTheNode) {
   SKIP_UNLESS_ROOT();
   TempDir empty;  // a procfs with no process at all
   Ran ran = run_slowburn({"ib", "-d", "1", "--procfs-root", empty.path().string()});
-  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_EQ(ran.status, 2) << "nothing to watch: " << ran.output;
   EXPECT_NE(ran.output.find("no rank processes found on this node"), std::string::npos) << ran.output;
   EXPECT_NE(ran.output.find("give -p PID or --lib PATH"), std::string::npos) << ran.output;
 }
@@ -289,7 +319,7 @@ TEST(CliInputs, IbWithARankThatHasNoNccl) {
   auto rank = Subprocess::spawn({testing::target_path("standin_rank").string(), (dir / "go").string(), "0", "0"});
   ASSERT_TRUE(rank.ok());
   Ran ran = run_slowburn({"ib", "-d", "1", "-p", std::to_string(rank->pid())});
-  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_EQ(ran.status, 2) << "nothing to watch: " << ran.output;
   EXPECT_EQ(ran.output.find("see above"), std::string::npos) << ran.output;
   EXPECT_NE(ran.output.find("slowburn: no NCCL IB probe could be attached in 1 process(es): libnccl.so not loaded"),
             std::string::npos)

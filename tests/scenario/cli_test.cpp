@@ -192,8 +192,18 @@ TEST(Cli, RanksFromACapturedProcfs) {
   ASSERT_EQ(ran.status, 0);
   std::istringstream lines(ran.output);
   std::vector<int> ranks;
-  for (std::string line; std::getline(lines, line);) ranks.push_back(nlohmann::json::parse(line)["rank"]);
+  nlohmann::json summary;
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "rank")
+      ranks.push_back(j["rank"]);
+    else
+      summary = j;
+  }
   EXPECT_EQ(ranks, (std::vector<int>{4, 0, 3, 0, 1, 2, 0, 1, 6, 5}));
+  EXPECT_EQ(summary["kind"], "summary") << ran.output;
+  EXPECT_EQ(testing::schema_errors(ran.output, "rank,summary"), "");
+  EXPECT_EQ(summary["ranks"], 10) << "the closing line counts them";
 }
 
 TEST(Cli, TheCatalogInALibraryFileUnderItsNameAndItsOldOne) {
@@ -202,6 +212,7 @@ TEST(Cli, TheCatalogInALibraryFileUnderItsNameAndItsOldOne) {
   Ran old = run_slowburn({"probes", "--lib", testing::target_path("standin/libmpi.so.99").string(), "--json"});
   EXPECT_EQ(old.status, 0);
   EXPECT_EQ(old.output, ran.output) << "'probes' stays an alias for a release";
+  EXPECT_EQ(testing::schema_errors(ran.output, "probe"), "");
   std::map<std::string, std::string> state;
   std::istringstream lines(ran.output);
   for (std::string line; std::getline(lines, line);) {
@@ -287,6 +298,7 @@ TEST(Cli, PcieTableFromACapturedTree) {
   Ran ran =
       run_slowburn({"pcie", "--json", "--sysfs-root", fixtures + "/sys", "--procfs-root", fixtures + "/proc-nvidia"});
   ASSERT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(testing::schema_errors(ran.output, "status,event"), "");
   std::map<std::string, nlohmann::json> rows, events;
   std::istringstream lines(ran.output);
   for (std::string line; std::getline(lines, line);) {
@@ -337,6 +349,7 @@ TEST(Cli, FabricReplaysACapturedTreeWithScriptedCounters) {
   done.store(true);
   nic.join();
   ASSERT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(testing::schema_errors(ran.output, "status,rates,event"), "");
   auto rates = json_lines(ran.output, "rates");
   ASSERT_GE(rates.size(), 3u) << ran.output;
   EXPECT_EQ(rates[0]["nic"], "mlx5_0");
@@ -356,7 +369,7 @@ TEST(Cli, FabricReplaysACapturedTreeWithScriptedCounters) {
 TEST(Cli, FabricWithoutRdmaDevicesSaysSo) {
   TempDir sys;  // a sysfs with no RDMA device (a root that is not there is another error: cli_inputs_test)
   Ran ran = run_slowburn({"fabric", "-d", "1", "--sysfs-root", sys.path().string()});
-  EXPECT_NE(ran.status, 0);
+  EXPECT_EQ(ran.status, 2) << "nothing to watch";
   EXPECT_NE(
       ran.output.find("slowburn: nothing to watch: no RDMA devices under " + sys.path().string() + "/class/infiniband"),
       std::string::npos)

@@ -44,8 +44,11 @@ std::string_view family_key(MpiFamily family) {
 }
 
 nlohmann::json resolution_json(const ProbeResolution& r, std::optional<MpiFamily> family) {
-  nlohmann::json j{{"probe", r.spec->name},
-                   {"kind", call_kind_name(r.spec->kind)},
+  // kind is the record's type, as in every JSON line (docs/json-lines.md);
+  // what the probed call does is call_kind.
+  nlohmann::json j{{"kind", "probe"},
+                   {"probe", r.spec->name},
+                   {"call_kind", call_kind_name(r.spec->kind)},
                    {"state", r.resolved ? "resolved" : "unavailable"}};
   if (r.resolved) {
     j["library"] = r.library;
@@ -79,7 +82,8 @@ Command add_catalog_command(CLI::App& app) {
       "it cannot. (Its old name, 'probes', one letter from 'probe', still works for this release.)\n\nExamples:\n"
       "  slowburn catalog\n  slowburn catalog --pid 4242\n"
       "  slowburn catalog --lib /usr/lib/x86_64-linux-gnu/libmpich.so.12   (MPI probes say their ABI family)\n"
-      "  slowburn catalog --lib /usr/local/cuda/lib64/libnccl.so.2 --json");
+      "  slowburn catalog --lib /usr/local/cuda/lib64/libnccl.so.2 --json\n\n"
+      "Exit status: 0 the catalog was printed, 1 an error (a library or process that cannot be read).");
   sub->alias("probes");
   auto* pid =
       sub->add_option("-p,--pid", args->pid, "Resolve in this process (the libraries it loaded)")->check(process_id());
@@ -93,8 +97,9 @@ Command add_catalog_command(CLI::App& app) {
             if (args->pid == 0 && args->library.empty()) {
               for (const ProbeSpec& spec : catalog) {
                 if (args->json)
-                  std::cout << nlohmann::json{{"probe", spec.name},
-                                              {"kind", call_kind_name(spec.kind)},
+                  std::cout << nlohmann::json{{"kind", "probe"},
+                                              {"probe", spec.name},
+                                              {"call_kind", call_kind_name(spec.kind)},
                                               {"targets", targets_text(spec)},
                                               {"description", spec.description}}
                                    .dump()

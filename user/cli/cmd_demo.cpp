@@ -163,6 +163,7 @@ int run_demo(DemoArgs args) {
   if (named_text.empty()) named_text = result->verdict.judged ? "nobody" : "nobody (undetermined)";
   bool match = named == expected && result->verdict.judged;
   print_outcome(args, **job, *result, match, named_text);
+  if (!result->verdict.judged) return kExitUndetermined;
   return match ? 0 : kExitMismatch;
 }
 }  // namespace
@@ -173,9 +174,11 @@ Command add_demo_command(CLI::App& app) {
       "demo",
       "Run a bundled 4-rank job with one slowed rank, trace it live and check that the verdict names the injected "
       "rank: the OpenMPI workload (1.5x compute on a random rank by default), or a PyTorch DDP job on gloo (a rank "
-      "stalling in its data path). Exit 0 on a match, 3 on a mismatch.\n\n"
+      "stalling in its data path).\n\n"
       "Examples:\n  slowburn demo\n  slowburn demo --slow-rank 2 --slowdown 1.3\n  slowburn demo --healthy\n"
-      "  slowburn demo --workload pytorch\n  slowburn demo --workload pytorch --slow-rank 1 --slow-ms 12");
+      "  slowburn demo --workload pytorch\n  slowburn demo --workload pytorch --slow-rank 1 --slow-ms 12\n\n"
+      "Exit status: 0 the verdict names the injected rank (nobody with --healthy), 1 an error, 2 no verdict (too "
+      "few aligned collectives), 3 the verdict names someone else.");
   auto* slow = sub->add_option("--slow-rank", args->slow_rank, "Rank to slow down (default: random)")
                    ->check(CLI::Range(0, kRanks - 1));
   sub->add_option("--slowdown", args->slowdown, "MPI: compute multiplier of the slow rank")

@@ -72,8 +72,8 @@ Command add_investigate_command(CLI::App& app) {
       "  slowburn investigate -d 60 --dot graph.dot    # then: dot -Tsvg graph.dot > graph.svg\n"
       "  slowburn investigate --json | jq 'select(.kind==\"layer\" or .kind==\"graph\")'\n"
       "  slowburn investigate --from /shared/run42     # recordings of 'slowburn trace --record'\n"
-      "Exit status: 0 investigated (whether or not something was found), 1 an error, 2 too few aligned "
-      "collectives to judge.");
+      "Exit status: 0 investigated (whether or not something was found), 1 an error, 2 no verdict: too few "
+      "aligned collectives to judge, or nothing traced.");
   TraceOptions& o = args->options;
   sub->add_option("-d,--duration", o.duration_s, "Seconds to trace")->check(seconds(true))->capture_default_str();
   sub->add_option("-p,--pid", o.pids, "Only these rank processes (repeatable)")->check(process_id());
@@ -83,7 +83,7 @@ Command add_investigate_command(CLI::App& app) {
   sub->add_option("--dot", args->dot, "Also write the failure graph to this file (Graphviz DOT)");
   sub->add_flag("--json", args->json, "JSON lines: finding, verdict, one layer line per layer, then the graph");
   add_node_source_options(sub, o.node);
-  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults and why: docs/detector.md)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))
       ->capture_default_str();

@@ -54,7 +54,8 @@ Command add_mcp_command(CLI::App& app) {
       "  slowburn mcp                               # started by the client: "
       "{\"command\":\"slowburn\",\"args\":[\"mcp\"]}\n"
       "  echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}' | slowburn mcp\n"
-      "  slowburn mcp --sysfs-root /captured/sys --procfs-root /captured/proc   # tools read a captured tree");
+      "  slowburn mcp --sysfs-root /captured/sys --procfs-root /captured/proc   # tools read a captured tree\n\n"
+      "Exit status: 0 the client closed its input, 1 an error (a tool's failure is an MCP error, not an exit).");
   sub->add_option("--procfs-root", args->proc_root, "procfs the tools read ranks from (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());

@@ -19,6 +19,7 @@ struct ProbeArgs {
   std::string persistence = "3/5";
   double budget_percent = 1.0;
   double window_s = 5.0;
+  double window_ms = 0;  // 0: --window's seconds
   double hang_s = 10.0;
   double log_max_mb = 64;
   double call_cost_ns = 0;
@@ -37,7 +38,9 @@ Command add_probe_command(CLI::App& app) {
       "  slowburn probe --overhead-budget 0.5             # at most 0.5% of one CPU for the probes\n"
       "  slowburn probe --listen 0.0.0.0:9464 --no-rdma   # scraped from another host\n"
       "  slowburn probe --health-interval 300             # the health checklist every 5 minutes\n"
-      "Under systemd: deploy/systemd/slowburn-probe.service. Fleet rules: deploy/prometheus/.");
+      "Under systemd: deploy/systemd/slowburn-probe.service. Fleet rules: deploy/prometheus/.\n\n"
+      "Exit status: 0 stopped by SIGINT/SIGTERM (or -d ran out), 1 an error. A node with no job is not an error: "
+      "probe waits for one.");
   ProbeServiceOptions& o = args->options;
   sub->add_option("--listen", o.listen, "HOST:PORT of the metrics endpoint ('' for none)")->capture_default_str();
   sub->add_option("--log-dir", args->log_dir, "Write the JSON-lines event log (slowburn.jsonl) here");
@@ -49,9 +52,13 @@ Command add_probe_command(CLI::App& app) {
   sub->add_option("-i,--interval", o.interval_s, "Seconds between discovery, budget checks and metric updates")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
-  sub->add_option("--window", args->window_s, "Detector window in seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(0.5, 3600.0));
+  // Milliseconds, as trace, analyze and investigate say it (docs/cli.md);
+  // --window (seconds) stays for this release.
+  auto* window_ms = sub->add_option("--window-ms", args->window_ms, "Detector window length in ms (default 5000)")
+                        ->check(CLI::Range(500.0, 3600000.0));
+  sub->add_option("--window", args->window_s, "Detector window in seconds (old spelling of --window-ms)")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->excludes(window_ms);
   sub->add_option("--overhead-budget", args->budget_percent,
                   "Percent of one CPU the probes may cost (estimated from their call rate); 0 turns the budget off")
       ->capture_default_str()
@@ -68,14 +75,14 @@ Command add_probe_command(CLI::App& app) {
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn catalog')");
   sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)")
       ->check(process_id());
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to run (default: until SIGTERM)")->check(seconds());
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to run (0 or left out: until SIGTERM)")->check(seconds());
   add_node_source_options(sub, o.node);
   sub->add_option("--health-interval", o.health_interval_s,
                   "Seconds between evaluations of the `slowburn health` checklist, exported as "
                   "slowburn_health_check and logged when a check changes state (0: off)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
-  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults and why: docs/detector.md)");
   detector->add_option("--z-threshold", o.detector.z_threshold, "Robust z of arrival lateness or compute gap")
       ->capture_default_str();
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
@@ -95,7 +102,8 @@ Command add_probe_command(CLI::App& app) {
   return {sub, [args] {
             ProbeServiceOptions& o = args->options;
             if (auto ok = parse_persistence(args->persistence, o.detector); !ok) return fail(ok.error());
-            o.detector.window_ns = static_cast<uint64_t>(args->window_s * 1e9);
+            o.detector.window_ns = args->window_ms > 0 ? static_cast<uint64_t>(args->window_ms * 1e6)
+                                                       : static_cast<uint64_t>(args->window_s * 1e9);
             o.detector.hang_ns = static_cast<uint64_t>(args->hang_s * 1e9);
             o.overhead_budget = args->budget_percent / 100.0;
             o.log_max_bytes = static_cast<uint64_t>(args->log_max_mb * (1 << 20));

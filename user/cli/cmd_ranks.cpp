@@ -26,21 +26,27 @@ Command add_ranks_command(CLI::App& app) {
       app.add_subcommand("ranks",
                          "List the rank processes on this node (OMPI_COMM_WORLD_*, PMIX_RANK, PMI_RANK, SLURM_PROCID, "
                          "RANK/LOCAL_RANK/WORLD_SIZE in /proc/PID/environ).\n\nExamples:\n"
-                         "  slowburn ranks\n  slowburn ranks --json | jq .pid");
+                         "  slowburn ranks\n  slowburn ranks --json | jq 'select(.kind==\"rank\") | .pid'\n\n"
+                         "Exit status: 0 ranks were found, 2 none (nothing to watch), 1 an error.");
   sub->add_flag("--json", args->json, "One JSON object per rank");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());
   return {sub, [args] {
             auto ranks = discover_ranks(args->proc_root, getpid());
+            std::string none = fmt::format("No rank processes found (looked for {}){}", rank_variable_names(),
+                                           geteuid() != 0 ? "; not root: other users' processes are invisible" : "");
             if (args->json) {
               for (const RankIdentity& r : ranks) std::cout << rank_json(r).dump() << '\n';
-              return 0;
+              // Always one line: an empty output reads as a failure to run.
+              nlohmann::json summary{{"kind", "summary"}, {"ranks", ranks.size()}};
+              if (ranks.empty()) summary["note"] = none;
+              std::cout << summary.dump() << '\n';
+              return ranks.empty() ? kExitNothingToWatch : 0;
             }
             if (ranks.empty()) {
-              std::cout << fmt::format("No rank processes found (looked for {}).\n", rank_variable_names());
-              if (geteuid() != 0) std::cout << "Not root: other users' processes are invisible; run as root.\n";
-              return 0;
+              std::cout << none << ".\n";
+              return kExitNothingToWatch;
             }
             std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", "PID", "RANK", "LOCAL",
                                      "SIZE", "LAUNCHER", "JOB", "GPUS", "NICS", "COMMAND");

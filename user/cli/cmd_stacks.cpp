@@ -67,7 +67,9 @@ Command add_stacks_command(CLI::App& app) {
       "(stopped, blocked, inside another collective, or running its own code).\n\nExamples:\n"
       "  slowburn stacks                      # every rank on this node\n"
       "  slowburn stacks -p 4242 -p 4243 --json\n"
-      "  slowburn stacks --samples 5 -i 1     # a slower job: 5 samples 1 s apart");
+      "  slowburn stacks --samples 5 -i 1     # a slower job: 5 samples 1 s apart\n\n"
+      "Exit status: 0 a snapshot was taken (whether or not a rank is named), 1 an error, 2 nothing to watch (no "
+      "rank on this node).");
   sub->add_option("-p,--pid", args->pids, "A rank's pid (repeat); default: every rank on this node")
       ->check(process_id());
   sub->add_option("--samples", args->options.samples,

@@ -116,14 +116,14 @@ Command add_trace_command(CLI::App& app) {
       "  slowburn trace --json | jq 'select(.kind==\"verdict\")'\n"
       "  slowburn trace --probe 'gloo.*' -d 20       # a PyTorch job on the gloo backend\n"
       "  slowburn trace -d 60 --record /shared/run42/   # every node: then slowburn analyze /shared/run42\n"
-      "Exit status: 0 a verdict was reached, 1 an error (nothing traced is one), 2 too few aligned collectives "
-      "to judge.\n"
+      "Exit status: 0 a verdict was reached, 1 an error, 2 no verdict: too few aligned collectives to judge, or "
+      "nothing traced (no collective probe attached).\n"
       "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
   TraceOptions& o = args->options;
   sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)")->check(process_id());
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn catalog')");
   sub->add_option("--lib", args->library, "Attach in this library file instead of the one each rank loaded");
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (default: until Ctrl-C)")->check(seconds());
+  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")->check(seconds());
   sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")
       ->check(seconds(true))
       ->capture_default_str();
@@ -135,7 +135,7 @@ Command add_trace_command(CLI::App& app) {
       "Also write a timeline of every call, finding and event to this file (Perfetto UI, chrome://tracing)");
   sub->add_option("--host", args->host, "The node's name in the recording and JSON lines (default: the hostname)");
   add_node_source_options(sub, o.node);
-  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults in README)");
+  auto* detector = sub->add_option_group("detector", "Straggler detector (defaults and why: docs/detector.md)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))
       ->capture_default_str();

@@ -55,12 +55,15 @@ Result<void> parse_persistence(const std::string& text, DetectorConfig& config);
 // Prints "slowburn: <message>" on stderr; returns the exit code for errors.
 int fail(const Error& error);
 
-// Exit codes: 0 done (a verdict was reached), 1 an error (nothing traced
-// is one), 2 a verdict could not be reached (too few aligned instances), 3
-// the demo's verdict did not match what it injected, 4 `health` found a
-// check in state fail (warn alone exits 0), 5 `check` found a required
-// row not ok (slowburn cannot trace here).
+// Exit codes, one table for every command (docs/cli.md): 0 done (a
+// verdict, a table, a watch that ended), 1 an error (bad input, no
+// privileges, a failure), 2 no answer: a verdict could not be reached (too
+// few aligned instances) or nothing to watch here (no device, no driver,
+// nothing traced: Error::nothing_to_watch), 3 the demo's verdict did not
+// match what it injected, 4 `health` found a check in state fail (warn
+// alone exits 0), 5 `check` found a required row not ok.
 constexpr int kExitUndetermined = 2;
+constexpr int kExitNothingToWatch = 2;
 constexpr int kExitMismatch = 3;
 constexpr int kExitHealthFailed = 4;
 constexpr int kExitCheckFailed = 5;

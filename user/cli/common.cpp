@@ -47,7 +47,7 @@ Result<void> parse_persistence(const std::string& text, DetectorConfig& config) 
 
 int fail(const Error& error) {
   std::cerr << "slowburn: " << error.message << '\n';
-  return 1;
+  return error.nothing_to_watch ? kExitNothingToWatch : 1;
 }
 
 std::unique_ptr<Sink> make_stdout_sink(bool json, const std::string& host, std::optional<int64_t> wall_offset) {

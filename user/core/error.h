@@ -15,11 +15,23 @@ namespace slowburn {
 struct Error {
   std::string message;
   int sys_errno = 0;  // errno when the failure came from the system, else 0
+  // Not a failure but no answer: this node has nothing the command can
+  // watch (no device, no driver, no collective library in the ranks). The
+  // CLI exits 2 for it, as for a verdict it could not reach (docs/cli.md).
+  bool nothing_to_watch = false;
 };
 
 template <typename... Args>
 Error make_error(fmt::format_string<Args...> format, Args&&... args) {
   return Error{fmt::format(format, std::forward<Args>(args)...), 0};
+}
+
+// "Nothing to watch here", and why: the message a person reads.
+template <typename... Args>
+Error nothing_to_watch(fmt::format_string<Args...> format, Args&&... args) {
+  Error e{fmt::format(format, std::forward<Args>(args)...), 0};
+  e.nothing_to_watch = true;
+  return e;
 }
 
 // errno-carrying variant: appends strerror and keeps the number for callers

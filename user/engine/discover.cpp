@@ -52,7 +52,7 @@ Result<std::vector<RankIdentity>> find_ranks(const std::vector<int32_t>& pids, c
   }
   ranks = discover_ranks(proc_root, getpid());
   if (ranks.empty())
-    return make_error(
+    return nothing_to_watch(
         "no rank processes found on this node (looked for {} in /proc/*/environ); start the job first, or "
         "name processes with --pid",
         rank_variable_names());
@@ -83,7 +83,7 @@ Error nothing_traced_error(const std::vector<RankIdentity>& ranks, const std::fi
   for (const auto& [libs, rank_numbers] : by_libraries)
     parts.push_back(fmt::format("rank{} {} load{} {}", rank_numbers.size() > 1 ? "s" : "", rank_list(rank_numbers),
                                 rank_numbers.size() > 1 ? "" : "s", libs));
-  return make_error(
+  return nothing_to_watch(
       "nothing traced: {}; no collective probe (mpi.*, nccl.*, gloo.*) attached, so no straggler can be named. "
       "Try `slowburn catalog --pid {}` to see why each probe did not attach",
       join(parts, "; "), ranks.empty() ? 0 : ranks.front().pid);
