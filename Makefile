@@ -7,12 +7,14 @@
 #   make test-kernels  deps + build + the kernel matrix under QEMU (docs/kernel-support.md)
 #   make demo       deps + build + run the bundled straggler demo
 #   make bench      deps + build + benchmarks (results: bench/RESULTS.md)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (DESTDIR, BINDIR too)
+#   make deb        build/slowburn_VERSION_amd64.deb (binary in /usr/sbin, man pages, completion, unit, rules)
 #   make format     clang-format the sources (format-check: fail if any is not)
 #   V=1             show the commands
 
 BUILD      ?= build
 PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
 DESTDIR    ?=
 CLANG      ?= clang
 LLVM_STRIP ?= llvm-strip
@@ -80,6 +82,7 @@ VERSION   := $(shell sed -n 's/.*kSlowburnVersion = "\(.*\)";/\1/p' user/cli/com
 MAN_DIR    := $(BUILD)/man
 MAN_STAMP  := $(MAN_DIR)/.stamp
 COMPLETION := $(BUILD)/completion/slowburn
+DEB       := $(BUILD)/slowburn_$(VERSION)_amd64.deb
 WORKLOAD  := $(BUILD)/libexec/slowburn-mpi-workload
 DDP_WORKLOAD := $(BUILD)/libexec/slowburn-ddp-workload.py
 MPI4PY_WORKLOAD := $(BUILD)/libexec/slowburn-mpi4py-workload.py
@@ -413,7 +416,7 @@ $(BENCH_TARGET): bench/call_loop.c
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all man deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install format format-check clean
+.PHONY: all man deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install deb format format-check clean
 
 all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD) $(MPI4PY_WORKLOAD)
 
@@ -422,7 +425,7 @@ build: all
 deps:
 	$(Q)scripts/deps.sh $(BUILD)
 
-tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS) $(FUZZ_BINS) $(MAN_STAMP) $(COMPLETION)
+tests: all $(UNIT_BIN) $(BPF_TEST_BIN) $(SCEN_BIN) $(TARGETS) $(FUZZ_BINS) $(MAN_STAMP) $(COMPLETION) $(DEB)
 
 # The build sub-makes use every core unless make was given -j (JOBS=1 for
 # one): a plain `make test` on a 2-core CI machine built on one before.
@@ -510,7 +513,7 @@ $(COMPLETION): $(CLI)
 man: $(MAN_STAMP) $(COMPLETION)
 
 install: all man
-	install -D -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/slowburn
+	install -D -m 0755 $(CLI) $(DESTDIR)$(BINDIR)/slowburn
 	install -D -m 0644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/slowburn
 	$(Q)for f in $(MAN_DIR)/*.8; do install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/man/man8/$${f##*/} || exit 1; done
 	install -D -m 0755 $(WORKLOAD) $(DESTDIR)$(PREFIX)/libexec/slowburn/slowburn-mpi-workload
@@ -518,6 +521,13 @@ install: all man
 	$(Q)for f in $(DEPLOY_FILES); do \
 		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/slowburn/$${f#deploy/} || exit 1; \
 	done
+
+# The Debian package (scripts/make-deb.sh): make install into a staging
+# root with PREFIX=/usr and the binary in /usr/sbin, then dpkg-deb.
+deb: $(DEB)
+$(DEB): $(CLI) $(WORKLOAD) $(DDP_WORKLOAD) $(MPI4PY_WORKLOAD) $(MAN_STAMP) $(COMPLETION) $(DEPLOY_FILES) scripts/make-deb.sh
+	$(call msg,DEB,$@)
+	$(Q)scripts/make-deb.sh $(BUILD) $(VERSION) >/dev/null
 
 # C++ in the house style (.clang-format), the BPF side and the ABI headers it
 # shares in kernel style (bpf/.clang-format, include/slowburn/.clang-format).

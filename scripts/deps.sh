@@ -20,6 +20,8 @@ packages=(
 	bpftrace                                  # bench baseline (the one-liner we replace)
 	clang-format                              # make format
 	help2man                                  # man pages from the commands' --help (make man, make install)
+	lintian dpkg-dev                          # make deb: dpkg-shlibdeps for Depends; lintian checks the package (tests)
+	python3-jsonschema                        # tests: real JSON lines validated against docs/schemas
 	libclang-rt-14-dev                        # make fuzz: libFuzzer, ASan, UBSan runtimes
 	libcpp-httplib-dev                        # the tests' HTTP client (scrapes of slowburn probe)
 	python3-torch libgloo-dev                 # the PyTorch DDP workload (gloo); gloo headers check the offsets we read

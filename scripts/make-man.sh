@@ -21,7 +21,8 @@ for cmd in $("$bin" completion commands); do
 	printf '#!/bin/sh\nexec %s %s "$@"\n' "$bin" "$cmd" >"$wrapper"
 	chmod +x "$wrapper"
 	# The command's first sentence names it.
-	name=$("$bin" "$cmd" --help | head -1 | sed -e 's/[.:;] .*//' -e 's/\.$//')
+	# sed -n 1p reads to the end: head would close the pipe early (SIGPIPE, 141 under pipefail).
+	name=$("$bin" "$cmd" --help | sed -n -e '1s/[.:;] .*//' -e '1s/\.$//' -e 1p)
 	help2man --no-info --section=8 --version-string="$version" --name="$name" \
 		--output="$out/slowburn-$cmd.8" "$wrapper"
 done
