@@ -54,10 +54,11 @@ if [ "${SB_HOST:-1}" = 1 ]; then
 	runs+=("$out")
 fi
 
-# The committed table (docs/, README) only from the whole matrix; a part of
-# it (the knobs above) reports into the build directory.
+# The committed tables (docs/kernel-support.md, docs/kernels.md) only from
+# the whole matrix; a part of it (the knobs above) reports into the build
+# directory.
 if [ -z "${SB_KERNELS:-}${SB_TESTS:-}" ] && [ "${SB_HOST:-1}" = 1 ]; then
-	report=(--doc "$src/docs/kernel-support.md" --readme "$src/README.md")
+	report=(--doc "$src/docs/kernel-support.md" --readme "$src/docs/kernels.md")
 else
 	report=(--doc "$kdir/kernel-support.md")
 fi

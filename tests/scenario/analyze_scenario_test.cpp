@@ -95,6 +95,7 @@ Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int freeze
   for (const Ran& r : ran) EXPECT_NE(r.status, 1) << r.output;
   auto timeline = (dir / "timeline.json").string();
   Ran analyzed = run_slowburn({"analyze", recordings, "--json", "--hang-s", "4", "--perfetto", timeline});
+  EXPECT_EQ(testing::schema_errors(analyzed.output, "node,verdict"), "");
   try {
     auto trace = nlohmann::json::parse(read_text(timeline));
     for (const auto& e : trace["traceEvents"]) {
@@ -130,7 +131,7 @@ double offset_of(const Traced& t, const std::string& host = "node-b") {
   return node->second["clock_offset_ns"].get<double>();
 }
 
-// A straggler other than the slowed rank only with slowness of its own (a busy node: README).
+// A straggler other than the slowed rank only with slowness of its own (a busy node: docs/detector.md, known limits).
 bool slow_of_its_own(const nlohmann::json& s) {
   const auto& e = s["evidence"];
   return (e["z_gap"].is_number() && e["z_gap"].get<double>() >= DetectorConfig{}.z_threshold) ||

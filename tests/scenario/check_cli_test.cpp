@@ -65,6 +65,7 @@ TEST(CheckCli, AsRootWhatIsPresentPassesWhatIsAbsentSaysWhyAndExitsZero) {
   SKIP_UNLESS_ROOT();
   Ran ran = run_slowburn({"check", "--json"}, 60s);
   EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(testing::schema_errors(ran.output, "check"), "");
   auto rows = by_check(ran.output);
   ASSERT_GE(rows.size(), 25u) << ran.output;
   expect_contract(rows);

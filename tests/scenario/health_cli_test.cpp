@@ -66,6 +66,7 @@ TEST(HealthCli, JsonLinesAndACounterRisingDuringTheInterval) {
 
   std::vector<nlohmann::json> lines = json_lines(output);
   ASSERT_GE(lines.size(), 30u) << output;
+  EXPECT_EQ(testing::schema_errors(output, "health"), "");
   for (const nlohmann::json& line : lines) {
     EXPECT_EQ(line.at("kind"), "health") << line;
     for (const char* key : {"check", "state", "value", "threshold", "device", "ranks", "detail", "ts", "host"})

@@ -51,6 +51,7 @@ Investigated investigate_job(int slow_rank, const TempDir& dir) {
   job->stop();
   out.status = ran.status;
   out.output = ran.output;
+  EXPECT_EQ(testing::schema_errors(ran.output, "layer,graph,verdict"), "");
   for (const json& j : testing::json_lines(ran.output)) {
     std::string kind = j.value("kind", "");
     if (kind == "verdict") out.verdict = j;

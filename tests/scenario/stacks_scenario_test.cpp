@@ -38,6 +38,7 @@ Snapshot snapshot(const std::vector<int32_t>& pids, int samples = 3) {
   for (int32_t pid : pids) args.insert(args.end(), {"-p", std::to_string(pid)});
   Ran ran = run_slowburn(args, 60s);
   EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(testing::schema_errors(ran.output, "stack,summary"), "");
   Snapshot s;
   s.out = ran.output;
   for (const json& j : json_lines(ran.output)) {

@@ -107,6 +107,24 @@ Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds
   return ran;
 }
 
+std::string schema_errors(const std::string& output, const std::string& require_kinds) {
+  TempDir dir;
+  {
+    std::ofstream lines(dir / "lines.jsonl");
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with("{")) lines << line << '\n';
+  }
+  std::vector<std::string> argv = {"python3", std::string(SLOWBURN_SOURCE_DIR) + "/docs/schemas/validate.py"};
+  if (!require_kinds.empty()) argv.insert(argv.end(), {"--require-kinds", require_kinds});
+  argv.push_back((dir / "lines.jsonl").string());
+  auto child = Subprocess::spawn(argv, {(dir / "report").string(), {}});
+  if (!child.ok()) return "cannot run docs/schemas/validate.py: " + child.error().message;
+  auto status = child->wait_for(std::chrono::seconds(60));
+  if (!status) child->terminate();
+  return status == 0 ? std::string() : "docs/schemas/validate.py: " + read_text(dir / "report");
+}
+
 bool capability_in_bounding_set(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1; }
 
 }  // namespace slowburn::testing

@@ -41,7 +41,7 @@ bool in_kernel_matrix_guest();
 
 // A clear straggler's slowdown for tests whose claim is not how weak a
 // straggler can be (a cause, SIGTERM, an alert): with two busy processes on
-// the 2 cores the demo's 1.5x rank was sometimes not named (README, Known limits).
+// the 2 cores the demo's 1.5x rank was sometimes not named (docs/detector.md, Known limits).
 inline constexpr double kClearSlowdown = 2.0;
 
 // A real OpenMPI job: root for the probes, mpirun to start it.
@@ -94,6 +94,12 @@ struct Ran {
 };
 Ran run_slowburn(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(60),
                  const std::vector<std::string>& prefix = {});
+
+// The JSON lines of `output` (other lines, stderr's, skipped) validated
+// against docs/schemas by docs/schemas/validate.py (Debian's
+// python3-jsonschema): "" when every line is valid and every kind of
+// `require_kinds` ("rank,summary") was seen, else the validator's report.
+std::string schema_errors(const std::string& output, const std::string& require_kinds = "");
 
 // Whether this process could give the capability to a child (it is in the
 // bounding set: a container's may lack some, CAP_SYS_RESOURCE here).

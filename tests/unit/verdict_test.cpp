@@ -1,6 +1,6 @@
 // The session's verdict on simulated jobs: who is named when a rank is late
 // always, in bursts, for a while, or more and more; who is not when the
-// whole node is noisy or a rank spikes once. The numbers behind the README's
+// whole node is noisy or a rank spikes once. The numbers behind docs/detector.md's
 // detector table.
 #include "detect/verdict.h"
 
@@ -100,7 +100,7 @@ TEST(Verdict, ASlowSpellIsAnEpisodeNotTheVerdict) {
   // The window rule's run. With the sequential test the finding comes at
   // the spell's 12th instance and its run covers 5 of 10 windows (the
   // spell's 4 and the partial one it ended in, then 5 clear ones): held by
-  // the 50% rule, at its edge (README, known limits).
+  // the 50% rule, at its edge (docs/detector.md, known limits).
   DetectorConfig windows_only;
   windows_only.sequential = false;
   Judged j = judge(job, 4000, windows_only);

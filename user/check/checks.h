@@ -1,7 +1,7 @@
 // `slowburn check`, evaluated: a snapshot (check/check_snapshot.h) in, one
 // CheckRow per check out. Pure: no files, no BPF, so every verdict (root,
 // not root, no tracefs, lockdown, no BTF) is unit-tested on readings
-// written by hand. README "slowburn check" lists the rows.
+// written by hand. docs/check.md lists the rows.
 #pragma once
 
 #include <vector>

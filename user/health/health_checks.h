@@ -1,7 +1,7 @@
 // The health checklist, evaluated: two snapshots (the same one twice for a
 // single reading) in, one CheckRow per check and device out. Pure: no
 // files; the topology (roles, link partners, which rank uses what) is
-// given. README "slowburn health" lists every check, its source, its
+// given. docs/health.md lists every check, its source, its
 // threshold and its states.
 #pragma once
 

@@ -73,7 +73,7 @@ json object_schema(json properties, std::vector<std::string> required) {
 
 json array_of(json items) { return {{"type", "array"}, {"items", std::move(items)}}; }
 
-// The objects `trace --json` prints as kind finding (README, JSON lines);
+// The objects `trace --json` prints as kind finding (docs/json-lines.md);
 // only what every finding has is required.
 json finding_schema() {
   return object_schema({{"type", {{"type", "string"}, {"enum", {"straggler", "hang", "mismatch", "failure"}}}},

@@ -16,7 +16,7 @@
 
 namespace slowburn {
 
-// Defaults and why (README "Fabric thresholds" says the same):
+// Defaults and why (docs/fabric.md "Fabric thresholds" says the same):
 struct FabricThresholds {
   // A priority paused for this share of the interval. Lossless RoCE pauses
   // in bursts of microseconds; a healthy port stays far below 1% paused.

@@ -1,6 +1,6 @@
 // The recording's file format: an SQLite database any user can open
 // (`sqlite3 node-a.sbr 'select ...'`), versioned by PRAGMA user_version and
-// marked as slowburn's by PRAGMA application_id. README "Recordings"
+// marked as slowburn's by PRAGMA application_id. docs/across-nodes.md "Recordings"
 // documents every table; a change of meaning bumps kSchemaVersion, and the
 // reader refuses versions it does not know.
 //
