@@ -527,7 +527,7 @@ install: all man
 deb: $(DEB)
 $(DEB): $(CLI) $(WORKLOAD) $(DDP_WORKLOAD) $(MPI4PY_WORKLOAD) $(MAN_STAMP) $(COMPLETION) $(DEPLOY_FILES) scripts/make-deb.sh
 	$(call msg,DEB,$@)
-	$(Q)scripts/make-deb.sh $(BUILD) $(VERSION) >/dev/null
+	+$(Q)scripts/make-deb.sh $(BUILD) $(VERSION) >/dev/null
 
 # C++ in the house style (.clang-format), the BPF side and the ABI headers it
 # shares in kernel style (bpf/.clang-format, include/slowburn/.clang-format).

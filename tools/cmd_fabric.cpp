@@ -69,11 +69,13 @@ void print_rates(const std::vector<NicRates>& rates, bool json, const std::strin
     std::cout.flush();
     return;
   }
-  std::cout << fmt::format("{:<10} {:>4} {:<9} {:>10} {:>10} {:<22} {:>13} {:>9} {:>6} {:>5}\n", "NIC", "PORT",
-                           "NETDEV", "TX", "RX", "PAUSE rx/tx", "CNP sent/hdl", "RETRANS/s", "LINKER", "DOWNS");
+  // LINK-ERR: the link's error counters summed over the interval (symbol, receive, recovery,
+  // integrity); DOWNS: link_downed.
+  std::cout << fmt::format("{:<10} {:>4} {:<9} {:>10} {:>10} {:<22} {:>13} {:>9} {:>8} {:>5}\n", "NIC", "PORT",
+                           "NETDEV", "TX", "RX", "PAUSE rx/tx", "CNP sent/hdl", "RETRANS/s", "LINK-ERR", "DOWNS");
   for (const NicRates& r : rates) {
     auto rate = [](const std::optional<double>& v) { return v ? format_bytes_per_s(*v) : std::string("-"); };
-    std::cout << fmt::format("{:<10} {:>4} {:<9} {:>10} {:>10} {:<22} {:>13} {:>9.1f} {:>6} {:>5}\n", r.nic, r.port,
+    std::cout << fmt::format("{:<10} {:>4} {:<9} {:>10} {:>10} {:<22} {:>13} {:>9.1f} {:>8} {:>5}\n", r.nic, r.port,
                              r.netdev.empty() ? "-" : r.netdev, rate(r.tx_bytes_per_s), rate(r.rx_bytes_per_s),
                              pause_text(r), fmt::format("{:.0f}/{:.0f}", r.cnp_sent_per_s, r.cnp_handled_per_s),
                              r.retrans_per_s, r.link_errors, r.link_downs);
