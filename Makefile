@@ -82,7 +82,7 @@ VERSION   := $(shell sed -n 's/.*kSlowburnVersion = "\(.*\)";/\1/p' user/cli/com
 MAN_DIR    := $(BUILD)/man
 MAN_STAMP  := $(MAN_DIR)/.stamp
 COMPLETION := $(BUILD)/completion/slowburn
-DEB       := $(BUILD)/slowburn_$(VERSION)_amd64.deb
+DEB       := $(BUILD)/slowburn_$(VERSION)_$(shell dpkg --print-architecture 2>/dev/null || echo amd64).deb
 WORKLOAD  := $(BUILD)/libexec/slowburn-mpi-workload
 DDP_WORKLOAD := $(BUILD)/libexec/slowburn-ddp-workload.py
 MPI4PY_WORKLOAD := $(BUILD)/libexec/slowburn-mpi4py-workload.py

@@ -8,6 +8,7 @@
 # is a Depends for the PyTorch demo's script, which lintian holds to it).
 # Usage: scripts/make-deb.sh BUILD VERSION
 set -euo pipefail
+umask 022 # the package's files 0644 and directories 0755 whatever the caller's umask
 build=${1:?BUILD}
 version=${2:?VERSION}
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +17,7 @@ root="$stage/root"
 arch=$(dpkg --print-architecture)
 deb="$build/slowburn_${version}_${arch}.deb"
 
-rm -rf "$stage"
+rm -rf "$stage" "$build"/slowburn_*.deb # an older version's package is not this one
 mkdir -p "$root"
 root_abs=$(cd "$root" && pwd)
 # The same BUILD as the caller's (relative to the source tree): another
@@ -81,7 +82,7 @@ Architecture: $arch
 Maintainer: slowburn developers <slowburn-dev@example.org>
 Installed-Size: $size
 Depends: $depends, python3
-Recommends: $recommends, python3-torch, openmpi-bin
+Recommends: ${recommends:+$recommends, }python3-torch, openmpi-bin
 Section: admin
 Priority: optional
 Homepage: https://github.com/slowburn/slowburn

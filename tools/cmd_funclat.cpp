@@ -168,7 +168,8 @@ Command add_funclat_command(CLI::App& app) {
   sub->add_option("-p,--pid", args->pid, "Trace only this process")->check(process_id());
   sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")
       ->check(seconds());
-  sub->add_option("-i,--interval", args->interval_s, "Print and reset the histograms every N seconds")
+  sub->add_option("-i,--interval", args->interval_s,
+                  "Print and reset the histograms every N seconds (0 or left out: at the end only)")
       ->check(seconds());
   auto* ns = sub->add_flag("-n,--nanoseconds", args->nsecs, "Histogram in nanoseconds");
   sub->add_flag("-m,--milliseconds", args->msecs, "Histogram in milliseconds")->excludes(ns);

@@ -123,7 +123,8 @@ Command add_gpuirq_command(CLI::App& app) {
       "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no handler with that name).");
   sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")
       ->check(seconds());
-  sub->add_option("-i,--interval", args->interval_s, "Print the histograms every N seconds (cumulative)")
+  sub->add_option("-i,--interval", args->interval_s,
+                  "Print the histograms every N seconds, cumulative (0 or left out: at the end only)")
       ->check(seconds());
   sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();
   sub->add_option("--isr-symbol", args->isr_symbol,

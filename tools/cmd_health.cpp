@@ -6,6 +6,7 @@
 // `edac-util`, `lspci -vv`, `chronyc tracking` and `cat tainted`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.h"
@@ -28,20 +29,24 @@ struct HealthArgs {
   double nic_speed_gbps = 0;
 };
 
-std::string value_text(const nlohmann::json& v) {
+std::string value_text(const nlohmann::json& v, const std::string& unit) {
   if (v.is_null()) return "-";
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
-  return v.dump();
+  std::string number = v.is_number_float() ? fmt::format("{:g}", v.get<double>()) : v.dump();
+  return unit.empty() ? number : number + " " + unit;
 }
 
 void print_text(const std::vector<CheckRow>& checks, std::ostream& out) {
-  out << fmt::format("{:<27} {:<13} {:<11} {:<12} {:<12} {:<7} {}\n", "CHECK", "DEVICE", "STATE", "VALUE", "THRESHOLD",
-                     "RANKS", "DETAIL");
+  // The RANKS column as wide as its longest list (a node of 8 ranks: "0-7"
+  // or "0,2,4,6"), so DETAIL stays in its column.
+  size_t ranks_width = 7;
+  for (const CheckRow& c : checks) ranks_width = std::max(ranks_width, format_rank_list(c.ranks).size());
+  out << fmt::format("{:<27} {:<13} {:<11} {:<12} {:<12} {:<{}} {}\n", "CHECK", "DEVICE", "STATE", "VALUE", "THRESHOLD",
+                     "RANKS", ranks_width, "DETAIL");
   for (const CheckRow& c : checks)
-    out << fmt::format("{:<27} {:<13} {:<11} {:<12} {:<12} {:<7} {}\n", c.check, c.device.empty() ? "-" : c.device,
-                       check_state_name(c.state), value_text(c.value), value_text(c.threshold),
-                       c.ranks.empty() ? "-" : format_rank_list(c.ranks), c.detail);
+    out << fmt::format("{:<27} {:<13} {:<11} {:<12} {:<12} {:<{}} {}\n", c.check, c.device.empty() ? "-" : c.device,
+                       check_state_name(c.state), value_text(c.value, c.unit), value_text(c.threshold, c.unit),
+                       c.ranks.empty() ? "-" : format_rank_list(c.ranks), ranks_width, c.detail);
   out << health_summary(checks) << '\n';
   if (auto sdc = sdc_activity(checks)) out << *sdc << '\n';
 }

@@ -39,6 +39,7 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
     if (auto it = targets.rank_of.find(pid); it != targets.rank_of.end()) rank = it->second;
     ProbeStatus status = attach_with_status(r, pid, rank, attach);
     targets.attached += status.state == ProbeState::attached;
+    targets.failed += status.state == ProbeState::failed;
     if (status.state != ProbeState::attached) targets.why_not[status.detail] += 1;
     sink.probe_status(status);
   };
@@ -76,8 +77,10 @@ Error nothing_attached(const RdmaTargets& targets, const std::string& what, cons
     reasons.push_back(count > 1 ? fmt::format("{} ({} probes)", reason, count) : reason);
   std::string where =
       targets.pids.empty() ? std::string("system-wide") : fmt::format("in {} process(es)", targets.pids.size());
-  return nothing_to_watch("no {} probe could be attached {}: {}; {}", what, where,
-                          reasons.empty() ? std::string("no reason reported") : join(reasons, "; "), fix);
+  Error e = make_error("no {} probe could be attached {}: {}; {}", what, where,
+                       reasons.empty() ? std::string("no reason reported") : join(reasons, "; "), fix);
+  e.nothing_to_watch = targets.failed == 0;
+  return e;
 }
 
 std::optional<int> rank_for(const RdmaTargets& targets, uint32_t pid) {

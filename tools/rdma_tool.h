@@ -35,12 +35,15 @@ struct RdmaTargets {
   std::vector<int32_t> pids;                // processes attached to; empty for system-wide
   std::map<int32_t, RankIdentity> rank_of;  // by pid
   size_t attached = 0;                      // probes attached
+  size_t failed = 0;                        // of the others: present, but the attach failed (an error, not absent)
   std::map<std::string, size_t> why_not;    // each reason a probe was not attached, and how often
 };
 
 // Nothing attached: the error names each reason (a text sink prints probe
 // states only with the tables, so "see above" would point at nothing) and
-// what to do (`fix`).
+// what to do (`fix`). Nothing to watch (exit 2) when every probe was
+// unavailable (no such library or symbol); an error (exit 1) when an attach
+// failed (docs/cli.md).
 Error nothing_attached(const RdmaTargets& targets, const std::string& what, const std::string& fix);
 
 using AttachFn = std::function<Result<void>(const ProbeResolution&, int32_t pid)>;

@@ -135,6 +135,17 @@ TEST(Investigate, AHealthyJobSaysWhatWasCheckedNotAnEmptyGraph) {
   EXPECT_EQ(inv.conclusion, "nothing found: checked collective, host, gpu, pcie, fabric");
 }
 
+// A recording with nothing judged and no source (investigate --from FILE
+// of an empty session): never "checked ;" with an empty list.
+TEST(Investigate, NothingCheckedSaysSoNotAnEmptyList) {
+  InvestigationInput in;  // not judged, no source
+  Investigation inv = investigate(in);
+  EXPECT_EQ(inv.conclusion.find("checked ;"), std::string::npos) << inv.conclusion;
+  EXPECT_EQ(inv.conclusion.find("checked  "), std::string::npos) << inv.conclusion;
+  EXPECT_EQ(inv.conclusion.rfind("nothing found: ", 0), 0u) << inv.conclusion;
+  std::cout << inv.conclusion << "\n";
+}
+
 TEST(Investigate, ALayerWithNoSourceIsNotCheckedAndSaysWhy) {
   InvestigationInput in;
   in.verdict.judged = true;

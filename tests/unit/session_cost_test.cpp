@@ -141,6 +141,23 @@ TEST(SessionCost, ARankThatWaitsForACpuMoreThanItsPeersIsStillNamed) {
   EXPECT_EQ(culprits(v.stragglers), std::set<int>{5});
 }
 
+TEST(SessionCost, ARankNamedOnAQuietLaneIsNotWithheldForABusyOne) {
+  // Rank 5 is 5% slower for the whole session: first on a communicator
+  // whose members all wait for a CPU (withheld there alone), then on
+  // another, quiet one (named there): the verdict names it.
+  SyntheticJob job = eight_ranks_one_slower(1.05);
+  StragglerDetector d = make_detector(8);
+  auto quiet = std::make_shared<CommunicatorInfo>();
+  quiet->id = 2;
+  quiet->key = "job:test:quiet";
+  quiet->label = "the quiet one";
+  feed(d, waiting_for_cpus(job.run(3000), 0.66, 0.66), false);
+  feed(d, waiting_for_cpus(job.run(3000, 3000), 0.0, 0.0), true, {quiet, std::nullopt, 0, false});
+  SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  EXPECT_EQ(culprits(v.stragglers), std::set<int>{5});
+  EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
+}
+
 // The judgement on hand-written totals.
 LaneRankTotals totals(uint64_t lasts, uint64_t blame_ns) {
   LaneRankTotals t;

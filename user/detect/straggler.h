@@ -249,6 +249,7 @@ class StragglerDetector {
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   // The verdict's stragglers by session cost, on ranks it does not name yet.
   void session_cost_findings(SessionVerdict& verdict) const;
+  static std::map<int32_t, LaneRankTotals> lane_totals(const Lane& lane);  // a lane's session, per rank
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.
   void sequential_test(Lane& lane, const CollectiveInstance& instance, const RankCall& last, uint64_t blame_ns,

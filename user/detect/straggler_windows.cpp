@@ -290,27 +290,19 @@ std::vector<Finding> StragglerDetector::findings() const {
 
 void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
   uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
-  std::map<int32_t, Finding> best;                // per rank, its costliest lane
-  std::map<int32_t, SessionCostJudgement> noise;  // of those, the scheduler's (withheld)
+  // Per rank, its costliest lane the rank is named on, and apart from that
+  // its costliest lane whose cost is the scheduler's: withheld only when no
+  // lane names it (a busy lane on the node beside a quiet one across nodes).
+  std::map<int32_t, Finding> named_on, noise_on;
+  std::map<int32_t, SessionCostJudgement> noise;
   for (const auto& [key, lane] : lanes_) {
     if (lane->info.kind != CallKind::synchronizing) continue;
-    std::map<int32_t, LaneRankTotals> totals;
-    for (int32_t pid : lane->seen) {
-      LaneRankTotals& t = totals[pid];
-      auto at = [pid](const std::map<int32_t, uint64_t>& m) { return m.contains(pid) ? m.at(pid) : 0; };
-      t.lasts = at(lane->total_lasts);
-      t.blame_ns = at(lane->total_blame_ns);
-      t.blame_leaving_ns = at(lane->total_blame_leaving_ns);
-      if (auto inside = lane->total_inside.find(pid); inside != lane->total_inside.end()) {
-        t.inside_ns = inside->second.duration_ns;
-        if (inside->second.has_runq) t.runq_ns = inside->second.runq_ns;
-      }
-    }
-    auto j = judge_session_cost(totals, lane->total_judged_instances, lane->seen.size(), traced_ns,
+    auto j = judge_session_cost(lane_totals(*lane), lane->total_judged_instances, lane->seen.size(), traced_ns,
                                 config_.session_cost_thresholds);
     if (!j) continue;
     bool named = std::any_of(v.stragglers.begin(), v.stragglers.end(),
                              [&](const Finding& f) { return f.culprit.pid == j->pid; });
+    auto& best = j->scheduler_noise ? noise_on : named_on;
     if (named || (best.contains(j->pid) && best[j->pid].cost_ns >= j->cost_ns)) continue;
     // A spell that ended is an episode, not a slow burn: what it cost
     // outside its episodes must pass the floor on its own.
@@ -319,20 +311,31 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
       for (const Run& run : runs->second) episodes_ns += run.cost_ns;
     double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
     if (outside_ns < config_.session_cost_thresholds.min_cost_share * static_cast<double>(traced_ns)) continue;
-    best[j->pid] = session_cost_finding(lane_finding(*lane, j->pid, "straggler", "session-cost"), *j, traced_ns);
-    best[j->pid].severity = severity_of(j->cost_share, config_.session_cost_thresholds);
-    best[j->pid].summary = straggler_summary(best[j->pid]);
-    if (j->scheduler_noise)
-      noise[j->pid] = *j;
-    else
-      noise.erase(j->pid);
+    Finding f = session_cost_finding(lane_finding(*lane, j->pid, "straggler", "session-cost"), *j, traced_ns);
+    f.severity = severity_of(j->cost_share, config_.session_cost_thresholds);
+    f.summary = straggler_summary(f);
+    best[j->pid] = std::move(f);
+    if (j->scheduler_noise) noise[j->pid] = *j;
   }
-  for (auto& [pid, f] : best) {
-    if (noise.contains(pid))
-      v.withheld.push_back(scheduler_noise_withheld(std::move(f), noise.at(pid)));
-    else
-      v.stragglers.push_back(std::move(f));
+  for (auto& [pid, f] : named_on) v.stragglers.push_back(std::move(f));
+  for (auto& [pid, f] : noise_on)
+    if (!named_on.contains(pid)) v.withheld.push_back(scheduler_noise_withheld(std::move(f), noise.at(pid)));
+}
+
+std::map<int32_t, LaneRankTotals> StragglerDetector::lane_totals(const Lane& lane) {
+  std::map<int32_t, LaneRankTotals> totals;
+  for (int32_t pid : lane.seen) {
+    LaneRankTotals& t = totals[pid];
+    auto at = [pid](const std::map<int32_t, uint64_t>& m) { return m.contains(pid) ? m.at(pid) : 0; };
+    t.lasts = at(lane.total_lasts);
+    t.blame_ns = at(lane.total_blame_ns);
+    t.blame_leaving_ns = at(lane.total_blame_leaving_ns);
+    if (auto inside = lane.total_inside.find(pid); inside != lane.total_inside.end()) {
+      t.inside_ns = inside->second.duration_ns;
+      if (inside->second.has_runq) t.runq_ns = inside->second.runq_ns;
+    }
   }
+  return totals;
 }
 
 SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {

@@ -24,9 +24,11 @@ std::string_view check_state_name(CheckState state) {
 }
 
 nlohmann::json health_check_json(const CheckRow& c) {
-  return {{"kind", "health"}, {"check", c.check},         {"state", check_state_name(c.state)},
-          {"value", c.value}, {"threshold", c.threshold}, {"device", c.device},
-          {"ranks", c.ranks}, {"detail", c.detail}};
+  nlohmann::json j{{"kind", "health"}, {"check", c.check},         {"state", check_state_name(c.state)},
+                   {"value", c.value}, {"threshold", c.threshold}, {"device", c.device},
+                   {"ranks", c.ranks}, {"detail", c.detail}};
+  if (!c.unit.empty()) j["unit"] = c.unit;
+  return j;
 }
 
 nlohmann::json check_row_json(const CheckRow& row) {

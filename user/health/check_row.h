@@ -30,6 +30,7 @@ struct CheckRow {
   std::string detail;                  // what was seen, or why it is unavailable (never empty then)
   bool required = false;               // `check`: slowburn cannot trace without it (BTF, privileges, tracefs, ...)
   std::string fix;                     // `check`: for a row that is not ok, what to run or change; "" when ok
+  std::string unit = "";               // of a numeric value and threshold ("us"), "" when none
 
   bool ok() const { return state == CheckState::ok; }
 };

@@ -20,6 +20,7 @@ CheckRow evaluate_clock(const Result<ClockReading>& clock, const HealthThreshold
   }
   c.value = clock->esterror_us;
   c.threshold = thresholds.max_clock_esterror_us;
+  c.unit = "us";
   bool unsync = (clock->status & STA_UNSYNC) != 0 || clock->clock_state == TIME_ERROR;
   if (unsync) {
     c.state = CheckState::warn;

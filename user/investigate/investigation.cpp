@@ -250,7 +250,9 @@ std::string conclusion(const Investigation& inv, const std::vector<Culprit>& cul
   std::vector<std::string> checked, unchecked;
   for (const Layer& l : inv.layers) (l.state == LayerState::not_checked ? unchecked : checked).push_back(l.name);
   std::string tail = unchecked.empty() ? std::string() : "; not checked: " + join(unchecked, ", ");
-  if (culprits.empty()) return fmt::format("nothing found: checked {}{}", join(checked, ", "), tail);
+  if (culprits.empty())
+    return checked.empty() ? fmt::format("nothing found: no layer could be checked{}", tail)
+                           : fmt::format("nothing found: checked {}{}", join(checked, ", "), tail);
   // The first path: symptom -> first culprit -> its strongest cause.
   const FailureGraph& g = inv.graph;
   std::string path = "symptom -> " + rank_words(*culprits.front().finding);

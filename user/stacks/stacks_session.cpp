@@ -33,8 +33,8 @@ json python_json(const PythonStack& py) {
 
 // The communicator each rank inside an MPI collective called it on, read
 // from the words its stack holds (stacks/stack_comm.h) by the communicator
-// reader: the communicator the candidates name most often, over every
-// sample taken in the last sample's collective (one sample caught deep in
+// reader: the communicator the candidates name most often, over the
+// samples taken in the last sample's collective (one sample caught deep in
 // the progress engine may hold no handle in the frame's words: seen once
 // in 156 runs of a 2-D MPICH job); none when two are named equally often.
 // Gloo and NCCL ranks keep theirs unread.
@@ -47,9 +47,10 @@ void name_communicators(std::vector<RankSamples>& ranks, const std::vector<RankI
     RankSample& s = r.samples.back();
     if (!s.probe.starts_with("mpi.")) continue;
     std::map<std::string, std::pair<int, CommunicatorRef>> votes;  // by key
-    for (const RankSample& taken : r.samples) {
-      if (taken.probe != s.probe) continue;
-      for (const CommCandidate& c : taken.comm_candidates) {
+    // The run of samples at the end inside that collective: an earlier
+    // call of the same function may have been on another communicator.
+    for (auto taken = r.samples.rbegin(); taken != r.samples.rend() && taken->probe == s.probe; ++taken) {
+      for (const CommCandidate& c : taken->comm_candidates) {
         auto comm = registry.read_mpi_value(r.pid, c.value);
         if (!comm) continue;
         auto& [seen, ref] = votes[(*comm)->key];
