@@ -156,6 +156,28 @@ TEST(CliInputs, TheTopLevelHelpIsAShortGroupedMap) {
   EXPECT_NE(trace.output.find("--min-cost"), std::string::npos) << "a command's help stays whole";
 }
 
+// Every command's options without CLI11's internals: no "{false}" after a
+// negated flag, no C++ type before a value ("FLOAT:SECONDS>0=1"); the
+// MCP server's help names every tool it serves.
+TEST(CliInputs, EachCommandsHelpHasNoCli11Leftovers) {
+  Ran commands = run_slowburn({"completion", "commands"}, 30s);
+  ASSERT_EQ(commands.status, 0);
+  std::istringstream names(commands.output);
+  for (std::string name; names >> name;) {
+    Ran help = run_slowburn({name, "--help"}, 30s);
+    EXPECT_EQ(help.status, 0) << name;
+    for (const char* leftover : {"{false}", "{true}", "FLOAT", "INT:", "TEXT:", "UINT"})
+      EXPECT_EQ(help.output.find(leftover), std::string::npos) << name << " --help shows " << leftover << "\n"
+                                                               << help.output;
+  }
+  Ran trace = run_slowburn({"trace", "--help"}, 30s);
+  EXPECT_NE(trace.output.find("-i,--interval SECONDS>0 (default 1)"), std::string::npos) << trace.output;
+  EXPECT_NE(trace.output.find("--no-hardware "), std::string::npos) << trace.output;
+  Ran mcp = run_slowburn({"mcp", "--help"}, 30s);
+  for (const char* tool : {"check", "ranks", "trace", "stacks", "events", "health", "investigate", "analyze"})
+    EXPECT_NE(mcp.output.find(std::string(" ") + tool), std::string::npos) << tool << "\n" << mcp.output;
+}
+
 // A directory that exists but is not a sysfs: not "a machine with no PCIe device".
 TEST(CliInputs, PcieOnADirectoryThatIsNotASysfs) {
   TempDir dir;

@@ -47,9 +47,10 @@ Command add_mcp_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "mcp",
       "Serve slowburn as a Model Context Protocol server on stdio (JSON-RPC 2.0, one message a line; logs on "
-      "stderr), for an MCP client such as an AI assistant. Tools, all read-only, one call at a time: ranks, trace "
-      "(duration_s up to 50 s, pids, probes), events (duration_s up to 30 s), health (interval_s), analyze (paths, "
-      "job). Protocol revisions 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05.\n\n"
+      "stderr), for an MCP client such as an AI assistant. Tools, all read-only, one call at a time: check, ranks, "
+      "trace (duration_s up to 50 s, pids, probes), stacks (pids, samples, interval_s), events (duration_s up to 30 "
+      "s), health (interval_s), investigate (duration_s, or from: recordings), analyze (paths, job). Protocol "
+      "revisions 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05.\n\n"
       "Examples:\n"
       "  slowburn mcp                               # started by the client: "
       "{\"command\":\"slowburn\",\"args\":[\"mcp\"]}\n"

@@ -9,7 +9,8 @@
 namespace slowburn::cli {
 
 // Puts every subcommand of `app` in its group and makes the top-level help
-// list them one line each. Call after every command is added.
+// list them one line each; every command's own help lists its options
+// without CLI11's internals (docs/cli.md). Call after every command is added.
 void use_command_map(CLI::App& app);
 
 }  // namespace slowburn::cli
