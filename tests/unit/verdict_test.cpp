@@ -129,6 +129,27 @@ TEST(Verdict, ARankSlowThroughoutIsTheVerdictNotAnEpisode) {
   EXPECT_TRUE(j.verdict.episodes.empty());
 }
 
+TEST(Verdict, ARankLateToTheEndButFlaggedInUnderHalfTheWindowsIsNamedOverTheSession) {
+  // Rank 1 of 4 is 50% slower in bursts of 40 steps of every 600 (~1.8 s),
+  // up to the end of the session: the window rule flags the bursts'
+  // windows only (10 of 26 in its run, which does not hold), yet the run
+  // never ended (never clear for 5 windows). Its cost is
+  // a slow burn's, not an ended episode's. (Seen on MPICH's 1.5x rank of a
+  // tensor-parallel pair on a loaded 2-CPU VM: flagged in 8 of 17 windows,
+  // 7.6% of the session, named by nobody.)
+  SyntheticJob job;
+  job.ranks = 4;
+  job.compute_ns = [](int rank, int step) {
+    if (rank != 1) return 3e6;
+    return in_burst(step, 600, 40) ? 4.5e6 : 3e6;
+  };
+  Judged j = judge(job, 4000);
+  ASSERT_EQ(named(j.verdict), std::set<int>{1});
+  EXPECT_TRUE(j.verdict.stragglers.front().session_cost.has_value()) << "the slow-burn rule names it";
+  EXPECT_EQ(j.verdict.stragglers.front().severity, "minor");
+  for (const Episode& e : j.verdict.episodes) ADD_FAILURE() << "an episode that never ended: " << e.summary;
+}
+
 TEST(Verdict, AOneWindowSpikeIsNeverTheVerdictNorACusumFinding) {
   // Rank 1 is 60% slower for 150 steps (0.72 s, within two 0.5 s windows):
   // enough to push its CUSUM past the decision in one window.

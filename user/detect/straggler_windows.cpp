@@ -305,10 +305,13 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
     auto& best = j->scheduler_noise ? noise_on : named_on;
     if (named || (best.contains(j->pid) && best[j->pid].cost_ns >= j->cost_ns)) continue;
     // A spell that ended is an episode, not a slow burn: what it cost
-    // outside its episodes must pass the floor on its own.
+    // outside its episodes must pass the floor on its own. A run still open
+    // at the end never ended (flagged in under half its windows, yet never
+    // clear for persistence_n of them): its cost is the slow burn's.
     double episodes_ns = 0;
     if (auto runs = runs_.find(j->pid); runs != runs_.end())
-      for (const Run& run : runs->second) episodes_ns += run.cost_ns;
+      for (const Run& run : runs->second)
+        if (!run.open) episodes_ns += run.cost_ns;
     double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
     if (outside_ns < config_.session_cost_thresholds.min_cost_share * static_cast<double>(traced_ns)) continue;
     Finding f = session_cost_finding(lane_finding(*lane, j->pid, "straggler", "session-cost"), *j, traced_ns);
@@ -372,6 +375,16 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     if (held) v.stragglers.push_back(all[held->finding]);
   }
   if (config_.session_cost) session_cost_findings(v);
+  // The run of a rank the slow-burn rule named that is still open is that
+  // finding's, not an episode beside it.
+  std::erase_if(v.episodes, [&](const Episode& e) {
+    int32_t pid = e.finding.culprit.pid;
+    auto runs = runs_.find(pid);
+    bool open = runs != runs_.end() && !runs->second.empty() && runs->second.back().open &&
+                e.start_ns == runs->second.back().start_ns;
+    return open && std::any_of(v.stragglers.begin(), v.stragglers.end(),
+                               [&](const Finding& f) { return f.culprit.pid == pid && f.session_cost; });
+  });
   for (Finding& f : v.stragglers) {
     f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
     if (f.session_cost) f.summary = straggler_summary(f);  // it names its severity
