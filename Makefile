@@ -303,8 +303,14 @@ CLANGXX      ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES   := xid health elf tracefs procfs sysfs ethtool mcp recording comm
 FUZZ_BINS    := $(patsubst %,$(BUILD)/fuzz/%_fuzz,$(FUZZ_NAMES))
-FUZZ_LINK     = $(CLANGXX) -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Iinclude -Iuser -DSLOWBURN_SOURCE_DIR=\"$(CURDIR)\" -o $@ $^ $(FUZZ_LIBS_$*) -lfmt
+# Each source is compiled once into an instrumented object that every
+# target naming it shares (targets share their error, string and file code;
+# compiling each target's sources in one command built 83 objects, now 46),
+# with its header dependencies (a header's change rebuilt none before).
+FUZZ_OBJ      := $(BUILD)/fuzz/obj
+FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+		-Iinclude -Iuser -DSLOWBURN_SOURCE_DIR=\"$(CURDIR)\" -MMD -MP
+FUZZ_LINK     = $(CLANGXX) -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(FUZZ_LIBS_$*) -lfmt
 FUZZ_MAX_LEN_DEFAULT := 4096
 # One fuzzer's run (the shell commands of `make fuzz`, for $(1)).
 fuzz_run = rm -rf $(BUILD)/fuzz/corpus-$(1) && mkdir -p $(BUILD)/fuzz/corpus-$(1) && \
@@ -348,8 +354,16 @@ FUZZ_SRCS_comm := user/comm/ompi_comm.cpp user/comm/mpich_comm.cpp user/core/err
 FUZZ_SRCS_tracefs := user/tracefs/format.cpp user/pcie/aer.cpp user/pcie/link.cpp user/sysfs/pci_devices.cpp user/core/files.cpp user/nvidia/xid_record.cpp \
 		user/nvidia/xid.cpp user/core/strings.cpp user/core/error.cpp
 
+# A target's objects (a function: a % written in the rule itself would be taken for its stem).
+fuzz_objs = $(patsubst %.cpp,$(FUZZ_OBJ)/%.o,$(FUZZ_SRCS_$(1)))
+.PRECIOUS: $(FUZZ_OBJ)/%.o
+$(FUZZ_OBJ)/%.o: %.cpp
+	@mkdir -p $(@D)
+	$(call msg,FUZZCXX,$@)
+	$(Q)$(CLANGXX) $(FUZZ_CXXFLAGS) -c $< -o $@
+
 .SECONDEXPANSION:
-$(BUILD)/fuzz/%_fuzz: tests/fuzz/%_fuzz.cpp $$(FUZZ_SRCS_$$*)
+$(BUILD)/fuzz/%_fuzz: $(FUZZ_OBJ)/tests/fuzz/%_fuzz.o $$(call fuzz_objs,$$*)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_LINK)
@@ -547,4 +561,4 @@ clean:
 $(BUILD)/bpf $(BUILD)/skel:
 	$(Q)mkdir -p $@
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
