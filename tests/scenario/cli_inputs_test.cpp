@@ -127,6 +127,30 @@ TEST(CliInputs, APidRootMayNotReadIsNotAnsweredWithRunAsRoot) {
   }
 }
 
+// A failed session leaves no recording nor timeline: the retry with the
+// same --record found the file and was refused ("a recording is never
+// appended to").
+TEST(CliInputs, AFailedTraceLeavesNoRecording) {
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  auto sleeper = Subprocess::spawn({"/bin/sleep", "30"});
+  ASSERT_TRUE(sleeper);
+  std::string pid = std::to_string(sleeper->pid());
+  std::string recordings = (dir.path() / "run").string() + "/";
+  std::string timeline = (dir.path() / "timeline.json").string();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Ran ran = run_slowburn({"trace", "--pid", pid, "-d", "1", "--no-hardware", "--host", "n1", "--record", recordings,
+                            "--perfetto", timeline},
+                           30s);
+    EXPECT_EQ(ran.status, 1) << ran.output;
+    EXPECT_NE(ran.output.find("is not a rank of a training job"), std::string::npos) << "attempt " << attempt << "\n"
+                                                                                     << ran.output;
+    EXPECT_EQ(ran.output.find("recorded to"), std::string::npos) << ran.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "run" / "n1.sbr")) << ran.output;
+    EXPECT_FALSE(std::filesystem::exists(timeline)) << ran.output;
+  }
+}
+
 // `slowburn help` and `slowburn help CMD` print the help (CLI11 alone said
 // "A subcommand is required").
 TEST(CliInputs, HelpIsACommand) {

@@ -85,6 +85,19 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
   FanOutSink sink(sinks);
   auto result = run_trace(args.options, sink, stop);
   Result<void> timeline_closed = timeline ? timeline->close() : Result<void>{};
+  if (!result) {
+    // A session that failed (no rank, nothing traced) leaves no files: a
+    // retry with the same --record would find the recording there and be
+    // refused ("a recording is never appended to").
+    std::error_code ec;
+    if (recorder) {
+      (void)recorder->finish();
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        std::filesystem::remove(recorder->path().string() + suffix, ec);
+    }
+    if (timeline) std::filesystem::remove(args.perfetto, ec);
+    return fail(result.error());
+  }
   if (recorder) {
     auto finished = recorder->finish();
     if (!finished) return fail(finished.error());
@@ -92,10 +105,6 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
                              recorder->dropped_calls()
                                  ? fmt::format(" ({} calls dropped: the disk fell behind)", recorder->dropped_calls())
                                  : "");
-  }
-  if (!result) {
-    if (!timeline_closed) std::cerr << "slowburn: " << timeline_closed.error().message << "\n";
-    return fail(result.error());
   }
   if (!timeline_closed) return fail(timeline_closed.error());
   // Too little aligned to judge is not an all-clear.
