@@ -72,7 +72,7 @@ Command add_aer_command(CLI::App& app) {
       "  slowburn aer --sysfs-root /captured/sys --once\n\n"
       "Exit status: 0 the table or the watch ended, 1 an error, 2 nothing to watch (no device with AER counters, "
       "no AER source).");
-  add_hw_options(sub, *args);
+  add_hw_options(sub, *args, "event, status, summary");
   sub->add_flag("--once", *once, "Print the counter table and exit");
   return {sub, [args, once] {
             if (auto ok = check_sysfs_tree(args->sysfs_root); !ok) return fail(ok.error());

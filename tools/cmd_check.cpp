@@ -73,10 +73,8 @@ Command add_check_command(CLI::App& app) {
       "  slowburn check --pid 4242 --pid 4243            # and where the probes resolve in these processes\n"
       "  sudo -u nobody slowburn check                   # what an unprivileged user would hit\n"
       "  slowburn check --sysfs-root /captured/sys --procfs-root /captured/proc   # a captured tree: files only");
-  sub->add_flag("--json", args->json,
-                "JSON lines: {\"kind\":\"check\",\"check\",\"ok\",\"required\",\"detail\",\"fix\"}");
-  sub->add_option("-p,--pid", args->pids, "Check the probes in these processes only (default: every rank found)")
-      ->check(process_id());
+  add_json(sub, args->json, "check (one per check)");
+  add_pids(sub, args->pids, "Check the probes in these processes only", "every rank found");
   sub->add_option("--sysfs-root", args->sysfs_root,
                   "sysfs to read (a captured tree: the BPF, rlimit and clock rows are then not tried)")
       ->capture_default_str()

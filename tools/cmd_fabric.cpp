@@ -98,7 +98,7 @@ Command add_fabric_command(CLI::App& app) {
       "  slowburn fabric --netdev eth0 --pause-share 0.05\n"
       "  slowburn fabric --sysfs-root /captured/sys --ethtool-dir /captured/ethtool -d 10\n\n"
       "Exit status: 0 the watch ended, 1 an error, 2 nothing to watch (no RDMA device or netdev to read).");
-  add_hw_options(sub, args->hw);
+  add_hw_options(sub, args->hw, "rates, event, status");
   sub->add_option("--nic", args->nics, "Only this RDMA device or its netdev (repeatable)");
   sub->add_option("--netdev", args->netdevs, "Also watch this interface's ethtool statistics (repeatable)");
   sub->add_option("--ethtool-dir", args->ethtool_dir,

@@ -165,15 +165,12 @@ Command add_funclat_command(CLI::App& app) {
                   "LIB:SYMBOL; LIB a path or a name (mpi, libmpi.so.40); C++ "
                   "names mangled or demangled")
       ->required();
-  sub->add_option("-p,--pid", args->pid, "Trace only this process")->check(process_id());
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")
-      ->check(seconds());
-  sub->add_option("-i,--interval", args->interval_s,
-                  "Print and reset the histograms every N seconds (0 or left out: at the end only)")
-      ->check(seconds());
+  add_pid(sub, args->pid, "Trace only this process");
+  add_duration(sub, args->duration_s, "trace");
+  add_interval(sub, args->interval_s, "histograms, each reset after it is printed", "at the end only");
   auto* ns = sub->add_flag("-n,--nanoseconds", args->nsecs, "Histogram in nanoseconds");
   sub->add_flag("-m,--milliseconds", args->msecs, "Histogram in milliseconds")->excludes(ns);
-  sub->add_flag("--json", args->json, "JSON lines (kind: hist)");
+  add_json(sub, args->json, "hist");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());

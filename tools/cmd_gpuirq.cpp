@@ -121,17 +121,14 @@ Command add_gpuirq_command(CLI::App& app) {
       "Examples:\n  slowburn gpuirq -d 10\n  slowburn gpuirq -i 5 --json\n"
       "  slowburn gpuirq --name-prefix mlx5 -d 10   # a NIC's completion interrupts instead\n\n"
       "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no handler with that name).");
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")
-      ->check(seconds());
-  sub->add_option("-i,--interval", args->interval_s,
-                  "Print the histograms every N seconds, cumulative (0 or left out: at the end only)")
-      ->check(seconds());
+  add_duration(sub, args->duration_s, "trace");
+  add_interval(sub, args->interval_s, "histograms, cumulative", "at the end only");
   sub->add_option("--name-prefix", args->name_prefix, "Interrupt handler name prefix")->capture_default_str();
   sub->add_option("--isr-symbol", args->isr_symbol,
                   "Kernel function the kprobe pair times, an interrupt handler f(int irq, void *) "
                   "(another than nvidia_isr checks the kprobe path on a node without the driver)")
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "JSON lines (kind: hist, status)");
+  add_json(sub, args->json, "hist, status");
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to check kprobe support in")
       ->capture_default_str()
       ->check(root_directory());

@@ -106,13 +106,8 @@ Command add_health_command(CLI::App& app) {
       "  slowburn health --sysfs-root /captured/sys --procfs-root /captured/proc --kmsg /captured/dmesg.txt\n"
       "  slowburn health --expect '10de:*=x16@32' --nic-speed 400   # hold GPUs to x16 Gen5, NICs to 400 Gb/s\n"
       "  slowburn health --json -i 0 || echo \"node failed a check (exit $?)\"");
-  sub->add_flag("--json", args->json,
-                "JSON lines: {\"kind\":\"health\",\"check\",\"state\",\"value\",\"threshold\",\"device\",\"ranks\","
-                "\"detail\",\"ts\",\"host\"}");
-  sub->add_option("-i,--interval", args->interval_s,
-                  "Seconds between the two readings of the counters (0: one reading, no trends)")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  add_json(sub, args->json, "health (one per check and device)");
+  add_interval(sub, args->interval_s, "the two readings of the counters", "one reading, no trends");
   sub->add_option("--sysfs-root", args->sysfs_root, "sysfs to read (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());

@@ -81,7 +81,7 @@ Command add_ib_command(CLI::App& app) {
       "  slowburn ib --lib /usr/local/cuda/lib64/libnccl.so.2 --json\n\n"
       "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no rank on the node, no NCCL IB "
       "transport loaded).");
-  add_rdma_options(sub, *args, true);
+  add_rdma_options(sub, *args, true, "ib, status");
   sub->add_flag("--no-hist", *no_hist, "Leave out the latency histograms");
   return {sub, [args, no_hist] {
             if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());

@@ -68,7 +68,7 @@ Command add_pcie_command(CLI::App& app) {
       "  slowburn pcie --sysfs-root /captured/sys --procfs-root /captured/proc --json\n\n"
       "Exit status: 0 the table or the watch ended, 1 an error, 2 nothing to watch (no device with link "
       "attributes).");
-  add_hw_options(sub, *args);
+  add_hw_options(sub, *args, "event, status");
   sub->add_option("--expect", args->expect,
                   "Expected link, SELECTOR=xWIDTH@SPEED; SELECTOR a BDF, vendor:device or vendor:* (repeatable; "
                   "default: max_link_*, else the first reading)");

@@ -99,7 +99,7 @@ Command add_qp_command(CLI::App& app) {
       "  slowburn qp --lib /opt/conda/lib/libibverbs.so.1\n\n"
       "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no libibverbs, no rank, nothing "
       "attached).");
-  add_rdma_options(sub, *args, false);
+  add_rdma_options(sub, *args, false, "qp, qp_totals, event, status");
   return {sub, [args] {
             if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
             auto program = VerbsProgram::load();

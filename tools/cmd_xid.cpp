@@ -21,7 +21,7 @@ Command add_xid_command(CLI::App& app) {
       "behind the GPU. Replaces `dmesg -w | grep Xid`; other kernel messages are dropped in the kernel.\n\n"
       "Examples:\n  slowburn xid\n  slowburn xid -d 600 --json | jq 'select(.severity==\"reset-gpu\")'\n\n"
       "Exit status: 0 the watch ended, 1 an error, 2 nothing to watch (no NVIDIA driver loaded and no Xid seen).");
-  add_hw_options(sub, *args);
+  add_hw_options(sub, *args, "event, status");
   return {sub, [args] {
             if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
             auto sink = make_stdout_sink(args->json);

@@ -11,12 +11,10 @@
 
 namespace slowburn::cli {
 
-void add_hw_options(CLI::App* sub, HwToolArgs& args) {
-  sub->add_flag("--json", args.json, "JSON lines (kind: event, status)");
-  sub->add_option("-d,--duration", args.duration_s, "Seconds to watch (0 or left out: until Ctrl-C)")->check(seconds());
-  sub->add_option("-i,--interval", args.interval_s, "Seconds between sysfs polls")
-      ->check(CLI::Range(0.05, 3600.0))
-      ->capture_default_str();
+void add_hw_options(CLI::App* sub, HwToolArgs& args, const std::string& kinds) {
+  add_json(sub, args.json, kinds);
+  add_duration(sub, args.duration_s, "watch");
+  add_interval(sub, args.interval_s, "sysfs polls", "", 0.05);
   sub->add_option("--sysfs-root", args.sysfs_root, "sysfs to read (a captured tree; kernel sources are off then)")
       ->capture_default_str()
       ->check(root_directory());

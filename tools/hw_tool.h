@@ -25,7 +25,7 @@ struct HwToolArgs {
   bool live() const { return sysfs_root == "/sys" && proc_root == "/proc"; }
 };
 
-void add_hw_options(CLI::App* sub, HwToolArgs& args);
+void add_hw_options(CLI::App* sub, HwToolArgs& args, const std::string& kinds);
 
 // The topology with the node's ranks mapped onto it.
 std::shared_ptr<Topology> read_topology(const HwToolArgs& args);

@@ -12,13 +12,11 @@
 
 namespace slowburn::cli {
 
-void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval) {
-  sub->add_flag("--json", args.json, "JSON lines");
-  sub->add_option("-d,--duration", args.duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")->check(seconds());
-  if (interval)
-    sub->add_option("-i,--interval", args.interval_s, "Print the table every this many seconds (default: at the end)")
-        ->check(seconds());
-  sub->add_option("-p,--pid", args.pids, "Trace this process (repeatable)")->check(process_id());
+void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval, const std::string& kinds) {
+  add_json(sub, args.json, kinds);
+  add_duration(sub, args.duration_s, "trace");
+  if (interval) add_interval(sub, args.interval_s, "tables", "at the end only");
+  add_pids(sub, args.pids, "Trace only these processes");
   sub->add_option("--lib", args.lib, "Attach system-wide in this library file (every process that maps it)");
   sub->add_option("--procfs-root", args.proc_root, "procfs to find rank processes in")
       ->capture_default_str()

@@ -28,7 +28,7 @@ struct RdmaToolArgs {
   std::string sysfs_root = "/sys";
 };
 
-void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval);
+void add_rdma_options(CLI::App* sub, RdmaToolArgs& args, bool interval, const std::string& kinds);
 
 struct RdmaTargets {
   std::vector<RankIdentity> ranks;          // every rank process found (for pid -> rank)

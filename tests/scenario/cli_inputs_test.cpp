@@ -202,6 +202,59 @@ TEST(CliInputs, EachCommandsHelpHasNoCli11Leftovers) {
     EXPECT_NE(mcp.output.find(std::string(" ") + tool), std::string::npos) << tool << "\n" << mcp.output;
 }
 
+// The flags every command shares read the same in every --help (one
+// grammar, cli/options.h): -d is "Seconds to ... (0 or left out: until ...)"
+// or a duration that always ends with its default; -i "Seconds between ...";
+// -p a process id, "(repeatable" where it takes several; --json JSON lines
+// naming their kinds. And each refuses its wrong value the same way.
+TEST(CliInputs, TheSharedFlagsReadTheSameInEveryCommand) {
+  Ran commands = run_slowburn({"completion", "commands"}, 30s);
+  ASSERT_EQ(commands.status, 0);
+  std::istringstream names(commands.output);
+  int durations = 0, intervals = 0, pids = 0, jsons = 0;
+  for (std::string name; names >> name;) {
+    Ran help = run_slowburn({name, "--help"}, 30s);
+    // An option's line and the one after it (CLI11 wraps a long type).
+    auto option = [&](const std::string& flag) -> std::string {
+      size_t at = help.output.find("\n  " + flag);
+      if (at == std::string::npos) return "";
+      size_t end = help.output.find('\n', help.output.find('\n', at + 1) + 1);
+      return help.output.substr(at + 1, end - at - 1);
+    };
+    if (std::string d = option("-d,--duration "); !d.empty()) {
+      ++durations;
+      bool forever = d.find("SECONDS ") != std::string::npos && d.find("(0 or left out: until ") != std::string::npos;
+      bool ends = d.find("SECONDS>0 (default ") != std::string::npos;
+      EXPECT_TRUE(forever || ends) << name << ":\n" << d;
+      EXPECT_EQ(run_slowburn({name, "-d", "-1"}, 30s).status, 1) << name;
+    }
+    if (std::string i = option("-i,--interval "); !i.empty()) {
+      ++intervals;
+      EXPECT_NE(i.find("Seconds between "), std::string::npos) << name << ":\n" << i;
+      EXPECT_NE(i.find("(default "), std::string::npos) << name << ":\n" << i;
+      Ran too_long = run_slowburn({name, "-i", "7200"}, 30s);
+      EXPECT_EQ(too_long.status, 1) << name;
+      EXPECT_NE(too_long.output.find("at most 3600"), std::string::npos) << name << ": " << too_long.output;
+    }
+    if (std::string p = option("-p,--pid "); !p.empty()) {
+      ++pids;
+      EXPECT_TRUE(p.find("PID ...") == std::string::npos || p.find("(repeatable") != std::string::npos) << name << ":\n"
+                                                                                                        << p;
+      Ran bad = run_slowburn({name, "-p", "x"}, 30s);
+      EXPECT_NE(bad.output.find("'x' is not a process id"), std::string::npos) << name << ": " << bad.output;
+    }
+    if (std::string j = option("--json "); !j.empty()) {
+      ++jsons;
+      EXPECT_NE(j.find("JSON lines, one object a line (kind: "), std::string::npos) << name << ":\n" << j;
+    }
+  }
+  // Which commands carry them: docs/cli.md's table.
+  EXPECT_GE(durations, 11);
+  EXPECT_GE(intervals, 11);
+  EXPECT_GE(pids, 8);
+  EXPECT_GE(jsons, 16);
+}
+
 // A directory that exists but is not a sysfs: not "a machine with no PCIe device".
 TEST(CliInputs, PcieOnADirectoryThatIsNotASysfs) {
   TempDir dir;

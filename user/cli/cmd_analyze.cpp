@@ -39,7 +39,7 @@ Command add_analyze_command(CLI::App& app) {
   sub->add_option("--job", args->job, "The job to judge, when the recordings hold several");
   sub->add_option("--perfetto", args->perfetto,
                   "Also write the merged timeline to this file (Perfetto UI, chrome://tracing): one process per node");
-  sub->add_flag("--json", args->json, "JSON lines: kind in {node, window, finding, status, verdict}");
+  add_json(sub, args->json, "node, window, finding, status, verdict");
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults and why: docs/detector.md)");
   detector->add_option("--window-ms", args->window_ms, "Window length")
       ->check(CLI::Range(10.0, 3'600'000.0))

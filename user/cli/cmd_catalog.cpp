@@ -85,13 +85,12 @@ Command add_catalog_command(CLI::App& app) {
       "  slowburn catalog --lib /usr/local/cuda/lib64/libnccl.so.2 --json\n\n"
       "Exit status: 0 the catalog was printed, 1 an error (a library or process that cannot be read).");
   sub->alias("probes");
-  auto* pid =
-      sub->add_option("-p,--pid", args->pid, "Resolve in this process (the libraries it loaded)")->check(process_id());
+  auto* pid = add_pid(sub, args->pid, "Resolve in this process (the libraries it loaded)");
   sub->add_option("--lib", args->library, "Resolve in this library file")->excludes(pid);
   sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());
-  sub->add_flag("--json", args->json, "One JSON object per probe");
+  add_json(sub, args->json, "probe (one per probe)");
   return {sub, [args] {
             const auto& catalog = probe_catalog();
             if (args->pid == 0 && args->library.empty()) {

@@ -188,17 +188,15 @@ Command add_demo_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 10000.0))
       ->capture_default_str();
   sub->add_flag("--healthy", args->healthy, "No straggler: the verdict must name nobody")->excludes(slow);
-  sub->add_option("-d,--duration", args->duration_s, "Seconds to trace")->check(seconds(true))->capture_default_str();
-  sub->add_option("-i,--interval", args->interval_s, "Seconds between live tables")
-      ->check(seconds(true))
-      ->capture_default_str();
+  add_bounded_duration(sub, args->duration_s, "trace");
+  add_interval(sub, args->interval_s, "live tables");
   sub->add_option("--compute-us", args->compute_us, "MPI: compute per step on a normal rank")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_option("--workload", args->workload,
                   "mpi (the bundled OpenMPI job), pytorch (the bundled DDP job), or the path of an MPI workload")
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "JSON lines");
+  add_json(sub, args->json, "status, window, finding, hist, event, verdict");
   return {sub, [args] { return run_demo(*args); }};
 }
 

@@ -75,13 +75,13 @@ Command add_investigate_command(CLI::App& app) {
       "Exit status: 0 investigated (whether or not something was found), 1 an error, 2 no verdict: too few "
       "aligned collectives to judge, or nothing traced.");
   TraceOptions& o = args->options;
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace")->check(seconds(true))->capture_default_str();
-  sub->add_option("-p,--pid", o.pids, "Only these rank processes (repeatable)")->check(process_id());
+  add_bounded_duration(sub, o.duration_s, "trace");
+  add_pids(sub, o.pids, "Trace only these rank processes");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all)");
   sub->add_option("--from", args->from, "Investigate these recordings (.sbr or directories) instead of tracing");
   sub->add_option("--job", args->job, "With --from: the job to judge, when the recordings hold several");
   sub->add_option("--dot", args->dot, "Also write the failure graph to this file (Graphviz DOT)");
-  sub->add_flag("--json", args->json, "JSON lines: finding, verdict, one layer line per layer, then the graph");
+  add_json(sub, args->json, "finding, verdict, layer (one per layer), graph");
   add_node_source_options(sub, o.node);
   auto* detector = sub->add_option_group("detector", "Straggler detector (defaults and why: docs/detector.md)");
   detector->add_option("--window-ms", args->window_ms, "Window length")

@@ -49,9 +49,7 @@ Command add_probe_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   sub->add_flag("--log-windows", o.log_windows, "Log every window's per-rank statistics (verbose)");
-  sub->add_option("-i,--interval", o.interval_s, "Seconds between discovery, budget checks and metric updates")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
+  add_interval(sub, o.interval_s, "discovery, budget checks and metric updates", "", 0.1);
   // Milliseconds, as trace, analyze and investigate say it (docs/cli.md);
   // --window (seconds) stays for this release.
   auto* window_ms = sub->add_option("--window-ms", args->window_ms, "Detector window length in ms (default 5000)")
@@ -73,9 +71,8 @@ Command add_probe_command(CLI::App& app) {
                 "Trap every call of every probe: no sampling of the collectives that follow another at once (they "
                 "start synchronised and carry little of the straggler's signal)");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn catalog')");
-  sub->add_option("-p,--pid", o.pids, "Only these processes (default: every rank process, re-discovered)")
-      ->check(process_id());
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to run (0 or left out: until SIGTERM)")->check(seconds());
+  add_pids(sub, o.pids, "Only these processes", "every rank process, re-discovered");
+  add_duration(sub, o.duration_s, "run", "SIGTERM");
   add_node_source_options(sub, o.node);
   sub->add_option("--health-interval", o.health_interval_s,
                   "Seconds between evaluations of the `slowburn health` checklist, exported as "

@@ -28,7 +28,7 @@ Command add_ranks_command(CLI::App& app) {
                          "RANK/LOCAL_RANK/WORLD_SIZE in /proc/PID/environ).\n\nExamples:\n"
                          "  slowburn ranks\n  slowburn ranks --json | jq 'select(.kind==\"rank\") | .pid'\n\n"
                          "Exit status: 0 ranks were found, 2 none (nothing to watch), 1 an error.");
-  sub->add_flag("--json", args->json, "One JSON object per rank");
+  add_json(sub, args->json, "rank (one per rank), summary");
   sub->add_option("--procfs-root", args->proc_root, "procfs to read (a captured tree)")
       ->capture_default_str()
       ->check(root_directory());

@@ -70,16 +70,13 @@ Command add_stacks_command(CLI::App& app) {
       "  slowburn stacks --samples 5 -i 1     # a slower job: 5 samples 1 s apart\n\n"
       "Exit status: 0 a snapshot was taken (whether or not a rank is named), 1 an error, 2 nothing to watch (no "
       "rank on this node).");
-  sub->add_option("-p,--pid", args->pids, "A rank's pid (repeat); default: every rank on this node")
-      ->check(process_id());
+  add_pids(sub, args->pids, "Only these rank processes", "every rank on this node");
   sub->add_option("--samples", args->options.samples,
                   "Samples per rank (2 or more to tell a stuck job from a moving one)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  sub->add_option("-i,--interval", args->options.interval_s, "Seconds between samples")
-      ->capture_default_str()
-      ->check(seconds(true));
-  sub->add_flag("--json", args->json, "JSON lines: one 'stack' per rank, 'finding' per stuck rank, a 'summary'");
+  add_interval(sub, args->options.interval_s, "samples");
+  add_json(sub, args->json, "stack (one per rank), finding (one per stuck rank), summary");
   return {sub, [args] { return run(*args); }};
 }
 

@@ -129,14 +129,12 @@ Command add_trace_command(CLI::App& app) {
       "nothing traced (no collective probe attached).\n"
       "A finding names a likely cause when an Xid, AER error or degraded PCIe link concerns the culprit's GPU or NIC.");
   TraceOptions& o = args->options;
-  sub->add_option("-p,--pid", o.pids, "Trace only these rank processes (repeatable)")->check(process_id());
+  add_pids(sub, o.pids, "Trace only these rank processes");
   sub->add_option("--probe", o.probe_patterns, "Probes to attach, glob allowed (default: all; see 'slowburn catalog')");
   sub->add_option("--lib", args->library, "Attach in this library file instead of the one each rank loaded");
-  sub->add_option("-d,--duration", o.duration_s, "Seconds to trace (0 or left out: until Ctrl-C)")->check(seconds());
-  sub->add_option("-i,--interval", o.interval_s, "Seconds between live tables")
-      ->check(seconds(true))
-      ->capture_default_str();
-  sub->add_flag("--json", args->json, "JSON lines: kind in {status, window, finding, hist, event, verdict}");
+  add_duration(sub, o.duration_s, "trace");
+  add_interval(sub, o.interval_s, "live tables");
+  add_json(sub, args->json, "status, window, finding, hist, event, verdict");
   sub->add_option("--record", args->record,
                   "Also write the session to this SQLite recording (a directory: DIR/HOST.sbr) for 'slowburn analyze'");
   sub->add_option(

@@ -28,21 +28,61 @@ const CLI::App* chosen(const CLI::App& app) {
 
 }  // namespace
 
-CLI::Validator seconds(bool positive) {
+CLI::Validator seconds(bool positive, double min_s, double max_s) {
   return CLI::Validator(
-      [positive](std::string& text) -> std::string {
+      [positive, min_s, max_s](std::string& text) -> std::string {
         double value = 0;
         if (!parse_double(text, value) || !(value >= 0) || (positive && value == 0))
           return fmt::format("'{}' is not a number of seconds{} (e.g. 30 or 0.5)", text, positive ? " above 0" : "");
-        // Past this, seconds overflow the nanosecond clocks they are added to
-        // (1e99 and inf ended a session at once): one bound for every command.
-        constexpr double kMostSeconds = 1e7;
+        if (value < min_s) return fmt::format("'{}' seconds is too short: at least {}", text, min_s);
+        if (value > max_s && max_s < kMostSeconds)
+          return fmt::format("'{}' seconds is more than an interval may be: at most {:.0f}", text, max_s);
         if (value > kMostSeconds)
           return fmt::format("'{}' seconds is more than slowburn waits: at most {:.0f} (~115 days){}", text,
                              kMostSeconds, positive ? "" : "; without -d it runs until Ctrl-C");
         return "";
       },
       positive ? "SECONDS>0" : "SECONDS");
+}
+
+CLI::Option* add_duration(CLI::App* sub, double& seconds_value, const std::string& verb, const std::string& until) {
+  return sub
+      ->add_option("-d,--duration", seconds_value, fmt::format("Seconds to {} (0 or left out: until {})", verb, until))
+      ->check(seconds());
+}
+
+CLI::Option* add_bounded_duration(CLI::App* sub, double& seconds_value, const std::string& verb) {
+  return sub->add_option("-d,--duration", seconds_value, fmt::format("Seconds to {}", verb))
+      ->check(seconds(true))
+      ->capture_default_str();
+}
+
+CLI::Option* add_interval(CLI::App* sub, double& seconds_value, const std::string& what, const std::string& zero,
+                          double min_s) {
+  std::string text = fmt::format("Seconds between {}", what);
+  if (!zero.empty()) text += fmt::format(" (0: {})", zero);
+  // An interval over an hour is a mistake in every command (a table, a
+  // poll, a second reading an hour away or more).
+  constexpr double kMostIntervalSeconds = 3600;
+  return sub->add_option("-i,--interval", seconds_value, text)
+      ->check(seconds(zero.empty(), min_s, kMostIntervalSeconds))
+      ->capture_default_str();
+}
+
+CLI::Option* add_pids(CLI::App* sub, std::vector<int32_t>& pids, const std::string& what,
+                      const std::string& by_default) {
+  std::string text = by_default.empty() ? fmt::format("{} (repeatable)", what)
+                                        : fmt::format("{} (repeatable; default: {})", what, by_default);
+  return sub->add_option("-p,--pid", pids, text)->check(process_id());
+}
+
+CLI::Option* add_pid(CLI::App* sub, int32_t& pid, const std::string& what) {
+  return sub->add_option("-p,--pid", pid, what)->check(process_id());
+}
+
+CLI::Option* add_json(CLI::App* sub, bool& json, const std::string& kinds) {
+  return sub->add_flag("--json", json,
+                       fmt::format("JSON lines, one object a line (kind: {}; docs/json-lines.md)", kinds));
 }
 
 CLI::Validator above_zero(const std::string& example) {
