@@ -23,6 +23,12 @@ for cmd in $("$bin" completion commands); do
 	# The command's first sentence names it.
 	# sed -n 1p reads to the end: head would close the pipe early (SIGPIPE, 141 under pipefail).
 	name=$("$bin" "$cmd" --help | sed -n -e '1s/[.:;] .*//' -e '1s/\.$//' -e 1p)
-	help2man --no-info --section=8 --version-string="$version" --name="$name" \
+	# Each page points back at the map, and at the other commands.
+	{
+		echo "[SEE ALSO]"
+		echo ".BR slowburn (8),"
+		"$bin" completion commands | grep -vx "$cmd" | sed 's/.*/.BR slowburn-&  (8),/' | sed '$ s/,$//'
+	} >"$see_also"
+	help2man --no-info --section=8 --version-string="$version" --name="$name" --include="$see_also" \
 		--output="$out/slowburn-$cmd.8" "$wrapper"
 done

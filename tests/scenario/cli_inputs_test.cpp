@@ -344,6 +344,7 @@ TEST(CliInputs, BashCompletionAndManPagesComeFromTheCommands) {
     for (char& c : title) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     EXPECT_NE(text.find(".TH " + title), std::string::npos) << page;
     EXPECT_NE(text.find("help"), std::string::npos) << page;
+    EXPECT_NE(text.find(".SH \"SEE ALSO\"\n.BR slowburn (8)"), std::string::npos) << page << ": points back at the map";
   }
   EXPECT_EQ(pages, 19) << commands.output;
   EXPECT_NE(testing::read_text(std::string(SLOWBURN_BUILD_DIR) + "/man/slowburn-trace.8").find("probe"),
