@@ -5,10 +5,11 @@
 // the last arrives. Each node's clock is skewed (tens of ms, both signs) and
 // its tracer starts a few steps late, as on a real cluster.
 //
-//   synth_recordings OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE]
+//   synth_recordings OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE] [DRIFT_PPM]
 //
 // SLOWDOWN: the slow rank's compute multiplier (1.5); NOISE: each compute
-// step's standard deviation as a share of the step (0.01).
+// step's standard deviation as a share of the step (0.01); DRIFT_PPM: each
+// node's clock also drifts, by up to this many ppm either way (0).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ int32_t pid_of(int rank) { return 10'000 + rank; }
 // Every node re-runs the same simulation (same seed) and keeps its own
 // ranks' calls: no node's calls wait in memory for another's writer.
 int record_node(const std::filesystem::path& dir, int node, int ranks, int per_node, int steps, double step_ns,
-                int slow_rank, double slowdown, double noise_share) {
+                int slow_rank, double slowdown, double noise_share, double drift_ppm) {
   std::string host = fmt::format("node-{:03}", node);
   auto recorder = Recorder::create(dir / (host + ".sbr"), {host});
   if (!recorder) {
@@ -63,6 +64,9 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
 
   const int64_t skew_ns = (static_cast<int64_t>(node) * 7919 % 200 - 100) * 1'000'000;
   const int skipped = (node * 3) % 17;  // its tracer started that many steps late
+  // Its drift, spread over [-drift_ppm, +drift_ppm] by node.
+  const double drift = drift_ppm * 1e-6 * (static_cast<double>((node * 31) % 101) / 50.0 - 1.0);
+  auto on_node = [&](double t) { return static_cast<uint64_t>(static_cast<int64_t>(t + drift * (t - 1e9)) + skew_ns); };
   std::mt19937_64 rng(42);
   std::normal_distribution<double> noise(0, step_ns * noise_share);
   std::uniform_real_distribution<double> jitter(0, 20e3);
@@ -80,8 +84,8 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
         e.pid = e.tid = static_cast<uint32_t>(pid_of(r));
         e.probe_id = allreduce->id;
         e.seq = static_cast<uint64_t>(s - skipped + 1);
-        e.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(entry[static_cast<size_t>(r)]) + skew_ns);
-        e.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(exit) + skew_ns);
+        e.entry_ns = on_node(entry[static_cast<size_t>(r)]);
+        e.exit_ns = on_node(exit);
         (*recorder)->call(e, {comm, r, e.seq, false});
       }
       prev_exit[static_cast<size_t>(r)] = exit;
@@ -102,7 +106,8 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    fmt::print(stderr, "usage: {} OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE]\n",
+    fmt::print(stderr,
+               "usage: {} OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE] [DRIFT_PPM]\n",
                argv[0]);
     return 2;
   }
@@ -113,15 +118,19 @@ int main(int argc, char** argv) {
   int slow_rank = argc > 6 ? std::atoi(argv[6]) : -1;
   double slowdown = argc > 7 ? std::atof(argv[7]) : 1.5;
   double noise_share = argc > 8 ? std::atof(argv[8]) : 0.01;
-  if (ranks < 2 || per_node < 1 || seconds <= 0 || step_ms <= 0 || slowdown <= 0 || noise_share < 0) {
-    fmt::print(stderr, "RANKS >= 2, RANKS_PER_NODE >= 1, SECONDS, STEP_MS and SLOWDOWN > 0, NOISE >= 0\n");
+  double drift_ppm = argc > 9 ? std::atof(argv[9]) : 0;
+  if (ranks < 2 || per_node < 1 || seconds <= 0 || step_ms <= 0 || slowdown <= 0 || noise_share < 0 ||
+      std::abs(drift_ppm) > 1000) {
+    fmt::print(stderr,
+               "RANKS >= 2, RANKS_PER_NODE >= 1, SECONDS, STEP_MS and SLOWDOWN > 0, NOISE >= 0, |DRIFT_PPM| <= 1000\n");
     return 2;
   }
   std::filesystem::create_directories(dir);
   int nodes = (ranks + per_node - 1) / per_node;
   int steps = static_cast<int>(seconds * 1000 / step_ms);
   for (int n = 0; n < nodes; ++n)
-    if (int rc = record_node(dir, n, ranks, per_node, steps, step_ms * 1e6, slow_rank, slowdown, noise_share))
+    if (int rc =
+            record_node(dir, n, ranks, per_node, steps, step_ms * 1e6, slow_rank, slowdown, noise_share, drift_ppm))
       return rc;
   fmt::print("{} recordings, {} ranks, {} steps of {} ms\n", nodes, ranks, steps, step_ms);
   return 0;

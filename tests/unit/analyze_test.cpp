@@ -39,6 +39,7 @@ struct NodeSpec {
   uint64_t ringbuf_drops = 0;            // its tracer's loss counter, written in its summary
   std::vector<DeviceEvent> events = {};  // what its tracer saw on its hardware and host
   std::map<int, ProcessEnd> ends = {};   // rank -> how it ended (on the job's clock)
+  double drift_ppm = 0;                  // its clock also runs this much fast from the job's first call
 };
 
 // One recording per node of the job's calls: its ranks' calls only, on its
@@ -72,8 +73,12 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     if (e.seq == lost_step && rank == node.ranks.front()) continue;  // a record the ring buffer dropped
     CallEvent mine = e;
     mine.probe_id = allreduce->id;
-    mine.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(e.entry_ns) + node.clock_shift_ns);
-    mine.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(e.exit_ns) + node.clock_shift_ns);
+    auto on_node = [&](uint64_t t) {
+      double drift = node.drift_ppm * 1e-6 * static_cast<double>(t - events.front().entry_ns);
+      return static_cast<uint64_t>(static_cast<int64_t>(t) + node.clock_shift_ns + static_cast<int64_t>(drift));
+    };
+    mine.entry_ns = on_node(e.entry_ns);
+    mine.exit_ns = on_node(e.exit_ns);
     (*recorder)->call(mine, {comm, std::nullopt, e.seq - static_cast<uint64_t>(steps_skipped), false});
   }
   for (const DeviceEvent& e : node.events) sink.device_event(e);
@@ -155,6 +160,30 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
     EXPECT_NE(a.json.find("\"kind\":\"node\""), std::string::npos);
     EXPECT_NE(a.json.find("\"kind\":\"verdict\""), std::string::npos);
   }
+}
+
+// A node whose clock drifts 300 ppm (5.4 ms over the 18 s recording, most
+// of a 3 ms step): placed on the reference's clock as a line, its slow rank
+// is named on it, and the waits (on no clock) agree with the merged clocks.
+TEST(Analyze, ADriftingNodesClockIsPlacedAsALine) {
+  TempDir dir;
+  auto events = job_events(3, 6000);
+  record(dir, events, {"node-a", {0, 1}});
+  NodeSpec b{"node-b", {2, 3}, 70'000'000};
+  b.drift_ppm = 300;
+  record(dir, events, b, 100);
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  ASSERT_EQ(a.result->nodes.size(), 2u);
+  const NodeClock& node = a.result->nodes[1];
+  ASSERT_TRUE(node.offset_ns.has_value()) << node.unknown_reason;
+  EXPECT_NEAR(node.drift_ppm, -300, 5) << "its clock runs fast: what to add shrinks";
+  EXPECT_LT(node.spread_ns, 50'000) << "the releases lie on the line";
+  EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{3, "node-b"}})) << a.json;
+  ASSERT_TRUE(a.result->verdict.clock_check.has_value());
+  EXPECT_FALSE(a.result->verdict.clock_check->disagrees) << a.result->verdict.clock_check->summary;
+  EXPECT_GT(a.result->verdict.clock_check->agreed_blame_share, 0.9) << a.result->verdict.clock_check->summary;
+  EXPECT_NE(a.json.find("\"clock_drift_ppm\":-"), std::string::npos) << a.json.substr(0, 600);
 }
 
 TEST(Analyze, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInsideOnItsNode) {

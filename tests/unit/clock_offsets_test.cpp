@@ -129,3 +129,60 @@ TEST(ClockOffsets, AStretchOfTheNodeWhereTheRecordingsOverlapGivesTheSameOffset)
 
 }  // namespace
 }  // namespace slowburn::clock_offsets_test
+
+namespace slowburn::clock_offsets_test {
+namespace {
+
+// The node's clock `skew_ns` behind at the reference's first release and
+// drifting `ppm` slower from there (its offset grows), with the same
+// collective spread and lost instances as as_node.
+ReleaseSeries drifting_node(const std::vector<int64_t>& reference, int64_t skew_ns, double ppm) {
+  ReleaseSeries s = as_node(reference, skew_ns, 0, reference.size());
+  for (int64_t& t : s.release_ns) t -= static_cast<int64_t>(ppm * 1e-6 * static_cast<double>(t - reference.front()));
+  return s;
+}
+
+TEST(ClockOffsets, ADriftingClockIsALineNotAConstant) {
+  // 10 minutes of 10 ms steps; the node's clock drifts 50 ppm (30 ms over
+  // the recording): one constant would leave the ends 15 ms off.
+  auto ref = job_releases(60'000, 0.03);
+  for (double ppm : {50.0, -35.0}) {
+    ReleaseSeries node = drifting_node(ref, 40'000'000, ppm);
+    auto offset = estimate_clock_offset({{"lane", {ref, {}}}}, {{"lane", node}});
+    ASSERT_TRUE(offset) << offset.error().message;
+    EXPECT_NEAR(offset->drift_ppm, ppm, 0.5);
+    EXPECT_LE(offset->spread_ns, 100'000) << "the releases lie on the line, as on a clock that does not drift";
+    EXPECT_GT(offset->matched, 59'000u) << "matched to the ends of the recording";
+    // At both ends the line gives what to add within the collective's spread.
+    for (size_t i : {size_t{1}, node.release_ns.size() - 1}) {
+      int64_t t = node.release_ns[i];
+      // The reference release this one is (every 97th lost: index i maps back).
+      size_t k = i + i / 96 + 1;
+      EXPECT_NEAR(static_cast<double>(t + offset->at(t)), static_cast<double>(ref[k]), 60'000) << "release " << i;
+    }
+  }
+  // Numbered releases fit the same line.
+  ReleaseSeries a{ref, {}}, b = drifting_node(ref, -7'000'000, 20.0);
+  b.release_ns.clear();
+  for (size_t i = 0; i < ref.size(); ++i) {
+    a.seq.push_back(i + 1);
+    b.release_ns.push_back(ref[i] + 7'000'000 -
+                           static_cast<int64_t>(20e-6 * static_cast<double>(ref[i] - ref.front())));
+    b.seq.push_back(i + 1);
+  }
+  auto numbered = estimate_clock_offset({{"gloo", a}}, {{"gloo", b}});
+  ASSERT_TRUE(numbered) << numbered.error().message;
+  EXPECT_NEAR(numbered->drift_ppm, 20.0, 0.1);
+  EXPECT_LE(numbered->spread_ns, 1'000);
+}
+
+TEST(ClockOffsets, AShortRecordingHasNoDrift) {
+  // Under 10 s of matched releases the slope would be their spread: 0.
+  auto ref = job_releases(800, 0.03);
+  auto offset = estimate_clock_offset({{"lane", {ref, {}}}}, {{"lane", drifting_node(ref, 3'000'000, 50.0)}});
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_EQ(offset->drift_ppm, 0.0);
+}
+
+}  // namespace
+}  // namespace slowburn::clock_offsets_test

@@ -31,6 +31,7 @@ NodeClock node_clock(const NodeRecording& node, const NodePlacement& placement, 
   if (placement.offset) {
     clock.offset_ns = placement.offset->offset_ns;
     clock.spread_ns = placement.offset->spread_ns;
+    clock.drift_ppm = placement.offset->drift_ppm;
     clock.matched = placement.offset->matched;
     clock.lane = placement.offset->lane;
   } else {
@@ -44,8 +45,11 @@ std::vector<PlacedNode> placed_nodes(const std::vector<NodeRecording>& nodes,
                                      const std::vector<NodePlacement>& placements) {
   std::vector<PlacedNode> placed;
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (placements[i].offset)
-      placed.push_back({&nodes[i], nodes[i].to_wall_ns + placements[i].offset->offset_ns - nodes[0].to_wall_ns});
+    if (const auto& offset = placements[i].offset) {
+      // The offset is between wall clocks (the node's anchor a wall time).
+      placed.push_back({&nodes[i], nodes[i].to_wall_ns + offset->offset_ns - nodes[0].to_wall_ns, offset->drift_ppm,
+                        offset->anchor_ns - nodes[i].to_wall_ns});
+    }
   return placed;
 }
 

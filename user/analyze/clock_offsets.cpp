@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
+#include <optional>
 
 #include "core/format.h"
 
@@ -26,48 +28,103 @@ int64_t spread_of(const std::vector<int64_t>& values, int64_t center) {
   return median_of(std::move(deviations));
 }
 
-ClockOffset from_differences(const std::vector<int64_t>& diffs, const std::string& lane) {
+// One matched release: the node's time and what to add to it for the reference's.
+struct Matched {
+  int64_t node_ns = 0;
+  int64_t diff_ns = 0;
+};
+
+// The line through the matched releases (in the node's time order): the
+// drift by Theil-Sen over pairs half the series apart (robust to a few
+// mismatched releases), the offset the median of what the drift leaves.
+ClockOffset fit_line(const std::vector<Matched>& matched, const std::string& lane) {
   ClockOffset c;
-  c.offset_ns = median_of(diffs);
-  c.spread_ns = spread_of(diffs, c.offset_ns);
-  c.matched = diffs.size();
+  c.matched = matched.size();
   c.lane = lane;
+  size_t n = matched.size();
+  c.anchor_ns = matched[n / 2].node_ns;
+  size_t half = n / 2;
+  if (half > 0 && matched.back().node_ns - matched.front().node_ns >= kMinDriftSpanNs) {
+    std::vector<double> slopes;
+    slopes.reserve(half);
+    for (size_t i = 0; i + half < n; ++i) {
+      int64_t dt = matched[i + half].node_ns - matched[i].node_ns;
+      if (dt > 0)
+        slopes.push_back(static_cast<double>(matched[i + half].diff_ns - matched[i].diff_ns) / static_cast<double>(dt));
+    }
+    if (!slopes.empty()) {
+      auto mid = slopes.begin() + static_cast<std::ptrdiff_t>(slopes.size() / 2);
+      std::nth_element(slopes.begin(), mid, slopes.end());
+      c.drift_ppm = *mid * 1e6;
+    }
+  }
+  std::vector<int64_t> residuals;
+  residuals.reserve(n);
+  for (const Matched& m : matched) residuals.push_back(m.diff_ns - (c.at(m.node_ns) - c.offset_ns));
+  c.offset_ns = median_of(residuals);
+  c.spread_ns = spread_of(residuals, c.offset_ns);
   return c;
 }
 
-// Every node release matched to the nearest reference release on the
-// estimated clock, within `tolerance_ns`; twice, the second time around the
-// first pass's median.
-std::vector<int64_t> match_nearest(const std::vector<int64_t>& ref, const std::vector<int64_t>& node, int64_t offset,
-                                   int64_t tolerance_ns) {
-  std::vector<int64_t> diffs;
-  for (int pass = 0; pass < 2; ++pass) {
-    diffs.clear();
-    for (int64_t t : node) {
-      int64_t x = t + offset;
-      auto it = std::lower_bound(ref.begin(), ref.end(), x);
-      int64_t best = INT64_MAX;
-      if (it != ref.end()) best = *it - x;
-      if (it != ref.begin() && x - *(it - 1) < std::llabs(best)) best = *(it - 1) - x;
-      if (best != INT64_MAX && std::llabs(best) <= tolerance_ns) diffs.push_back(x + best - t);
+// The reference release nearest `x`, as what to add to `t` to reach it, if
+// within `tolerance_ns`.
+std::optional<int64_t> nearest(const std::vector<int64_t>& ref, int64_t t, int64_t x, int64_t tolerance_ns) {
+  auto it = std::lower_bound(ref.begin(), ref.end(), x);
+  int64_t best = INT64_MAX;
+  if (it != ref.end()) best = *it - x;
+  if (it != ref.begin() && x - *(it - 1) < std::llabs(best)) best = *(it - 1) - x;
+  if (best == INT64_MAX || std::llabs(best) > tolerance_ns) return std::nullopt;
+  return x + best - t;
+}
+
+// Every node release matched to the nearest reference release within
+// `tolerance_ns`. First by walking out from the coarse match (node index
+// `start`) both ways, each release predicted by the median of the last
+// matched few: a drifting clock moves the offset by more than the
+// tolerance over a long recording, never between neighbours. Then twice
+// around the line fitted on the previous pass.
+std::vector<Matched> match_nearest(const std::vector<int64_t>& ref, const std::vector<int64_t>& node, int64_t offset,
+                                   size_t start, int64_t tolerance_ns, const std::string& lane) {
+  constexpr size_t kRecent = 15;
+  std::vector<Matched> backward, matched;
+  auto walk = [&](auto first, auto last, std::vector<Matched>& out) {
+    std::deque<int64_t> recent{offset};
+    for (auto it = first; it != last; ++it) {
+      std::vector<int64_t> sorted(recent.begin(), recent.end());
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+      int64_t predicted = sorted[sorted.size() / 2];
+      if (auto diff = nearest(ref, *it, *it + predicted, tolerance_ns)) {
+        out.push_back({*it, *diff});
+        recent.push_back(*diff);
+        if (recent.size() > kRecent) recent.pop_front();
+      }
     }
-    if (diffs.empty()) break;
-    offset = median_of(diffs);
+  };
+  start = std::min(start, node.size());
+  walk(node.begin() + static_cast<std::ptrdiff_t>(start), node.end(), matched);
+  walk(node.rbegin() + static_cast<std::ptrdiff_t>(node.size() - start), node.rend(), backward);
+  matched.insert(matched.begin(), backward.rbegin(), backward.rend());
+  for (int pass = 0; pass < 2 && !matched.empty(); ++pass) {
+    ClockOffset line = fit_line(matched, lane);
+    matched.clear();
+    for (int64_t t : node)
+      if (auto diff = nearest(ref, t, t + line.at(t), tolerance_ns)) matched.push_back({t, *diff});
   }
-  return diffs;
+  return matched;
 }
 
 Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
                                 const OffsetSearch& search) {
   std::map<uint64_t, int64_t> at;
   for (size_t i = 0; i < ref.seq.size(); ++i) at[ref.seq[i]] = ref.release_ns[i];
-  std::vector<int64_t> diffs;
+  std::vector<Matched> matched;
   for (size_t i = 0; i < node.seq.size(); ++i)
-    if (auto it = at.find(node.seq[i]); it != at.end()) diffs.push_back(it->second - node.release_ns[i]);
-  if (diffs.size() < search.min_matched)
+    if (auto it = at.find(node.seq[i]); it != at.end())
+      matched.push_back({node.release_ns[i], it->second - node.release_ns[i]});
+  if (matched.size() < search.min_matched)
     return make_error("{}: {} instance(s) with the same sequence number on both nodes (at least {} needed)", lane,
-                      diffs.size(), search.min_matched);
-  return from_differences(diffs, lane);
+                      matched.size(), search.min_matched);
+  return fit_line(matched, lane);
 }
 
 struct ShiftMatch {
@@ -150,10 +207,11 @@ Result<ClockOffset> by_shift(const std::string& lane, const std::vector<int64_t>
   std::vector<int64_t> steps;
   for (size_t i = 1; i < ref.size(); ++i) steps.push_back(ref[i] - ref[i - 1]);
   int64_t tolerance = std::max<int64_t>(1, median_of(steps) / 2);
-  std::vector<int64_t> matched = match_nearest(ref, node, coarse, tolerance);
+  std::vector<Matched> matched =
+      match_nearest(ref, node, coarse, static_cast<size_t>(chosen_start + w / 2), tolerance, lane);
   if (matched.size() < search.min_matched)
     return make_error("{}: only {} instance(s) matched on the estimated clock", lane, matched.size());
-  return from_differences(matched, lane);
+  return fit_line(matched, lane);
 }
 
 }  // namespace

@@ -36,12 +36,28 @@ struct ReleaseSeries {
 
 using LaneReleases = std::map<std::string, ReleaseSeries>;
 
+// The node's clock against the reference's as a line: an offset at an
+// anchor and a drift. Two undisciplined clocks drift 10-50 ppm apart (20 ppm
+// is 12 ms an hour), so one constant per node puts partners' calls
+// milliseconds apart at the ends of a long recording; the drift is fitted
+// robustly (Theil-Sen: the median of slopes between releases half the
+// matched series apart) once the matched releases span kMinDriftSpanNs.
 struct ClockOffset {
-  int64_t offset_ns = 0;  // add to the node's timestamps to get the reference's clock
-  int64_t spread_ns = 0;  // median absolute deviation of the matched differences
+  int64_t offset_ns = 0;  // add to the node's timestamps (at anchor_ns) to get the reference's clock
+  int64_t spread_ns = 0;  // median absolute deviation of the matched differences from the line
   size_t matched = 0;     // releases matched across the two nodes
   std::string lane;       // the lane that gave it
+  double drift_ppm = 0;   // the offset grows this many ns per ms of the node's clock (+: the node's runs slow)
+  int64_t anchor_ns = 0;  // the node's time at which offset_ns holds (the middle of the matched releases)
+  // What to add to the node's time `node_ns` to get the reference's.
+  int64_t at(int64_t node_ns) const {
+    return offset_ns + static_cast<int64_t>(drift_ppm * 1e-6 * static_cast<double>(node_ns - anchor_ns));
+  }
 };
+
+// Below this span of matched releases the drift is left at 0: the slope
+// between two releases a few seconds apart is their spread, not the clocks'.
+constexpr int64_t kMinDriftSpanNs = 10'000'000'000;
 
 struct OffsetSearch {
   size_t min_matched = 20;    // fewer matched releases than this: no estimate

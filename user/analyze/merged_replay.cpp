@@ -49,7 +49,7 @@ struct MergedReplay::Stream {
   const PlacedNode* placed;
   CallCursor cursor;
   RecordedCall next;
-  int64_t at() const { return static_cast<int64_t>(next.exit_ns) + placed->shift_ns; }
+  int64_t at() const { return static_cast<int64_t>(placed->to_reference(next.exit_ns)); }
 };
 
 MergedReplay::MergedReplay(std::vector<PlacedNode> nodes) : nodes_(std::move(nodes)) {
@@ -86,8 +86,8 @@ CallEvent MergedReplay::merged_call(const PlacedNode& placed, const RecordedCall
   // The kernel's per-thread number counts lost records; a schema-1
   // recording kept only the communicator's (0: not counted).
   e.seq = c.thread_seq.value_or(0);
-  e.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(c.entry_ns) + placed.shift_ns);
-  e.exit_ns = static_cast<uint64_t>(static_cast<int64_t>(c.exit_ns) + placed.shift_ns);
+  e.entry_ns = placed.to_reference(c.entry_ns);
+  e.exit_ns = placed.to_reference(c.exit_ns);
   // Durations, not instants: each rank's CPU times are its own node's, no offset needed.
   e.oncpu_ns = c.oncpu_ns;
   e.runq_ns = c.runq_ns;
@@ -144,7 +144,7 @@ DetectorOutput MergedReplay::check_in_flight(JobJudges& judges, ReplaySpan& span
   for (const PlacedNode& placed : nodes_) {
     const RecordingInfo& info = placed.node->info;
     if (!info.in_flight_read_ns) continue;
-    auto read = static_cast<uint64_t>(static_cast<int64_t>(*info.in_flight_read_ns) + placed.shift_ns);
+    auto read = placed.to_reference(*info.in_flight_read_ns);
     read_at = read_at ? std::min(*read_at, read) : read;
     for (const RecordedInFlight& c : info.in_flight) {
       const ProbeSpec* spec = recorded_probe(info, c.probe_id);
@@ -153,7 +153,7 @@ DetectorOutput MergedReplay::check_in_flight(JobJudges& judges, ReplaySpan& span
       call.tgid = static_cast<uint32_t>(placed.node->merged_pid.at(c.pid));
       call.tid = c.tid;
       call.probe_id = spec->id;
-      call.entry_ns = static_cast<uint64_t>(static_cast<int64_t>(c.entry_ns) + placed.shift_ns);
+      call.entry_ns = placed.to_reference(c.entry_ns);
       if (auto comm = comms_.find(recorded_comm_key(info, c.comm_id)); comm != comms_.end())
         call.communicator = comm->second;
       in_flight.push_back(std::move(call));
@@ -180,7 +180,7 @@ DetectorOutput MergedReplay::retire_ended(JobJudges& judges) const {
     for (const auto& [pid, end] : placed.node->info.process_ends)
       if (auto merged = placed.node->merged_pid.find(pid); merged != placed.node->merged_pid.end()) {
         ProcessEnd shifted = end;
-        shifted.ts_ns = static_cast<uint64_t>(static_cast<int64_t>(end.ts_ns) + placed.shift_ns);
+        shifted.ts_ns = placed.to_reference(end.ts_ns);
         ended.emplace_back(std::move(shifted), merged->second);
       }
   std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a.first.ts_ns < b.first.ts_ns; });

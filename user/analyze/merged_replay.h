@@ -20,7 +20,17 @@ namespace slowburn {
 
 struct PlacedNode {
   const NodeRecording* node = nullptr;
-  int64_t shift_ns = 0;  // its CLOCK_MONOTONIC -> the reference's
+  int64_t shift_ns = 0;  // its CLOCK_MONOTONIC -> the reference's, at anchor_ns
+  // The clocks' drift (analyze/clock_offsets.h): the shift grows by
+  // drift_ppm ns per ms of its monotonic clock from anchor_ns.
+  double drift_ppm = 0;
+  int64_t anchor_ns = 0;
+  // A time of its CLOCK_MONOTONIC on the reference's.
+  uint64_t to_reference(uint64_t node_ns) const {
+    auto t = static_cast<int64_t>(node_ns);
+    return static_cast<uint64_t>(t + shift_ns +
+                                 static_cast<int64_t>(drift_ppm * 1e-6 * static_cast<double>(t - anchor_ns)));
+  }
 };
 
 struct ReplaySpan {

@@ -40,6 +40,7 @@ struct NodeClock {
   size_t matched = 0;                // releases matched with the reference's
   std::string lane;                  // the collective that gave it
   std::string unknown_reason;        // no offset: why (the node is then left out)
+  double drift_ppm = 0;              // the offset's drift against the reference (analyze/clock_offsets.h)
 };
 
 class Sink {
