@@ -233,7 +233,8 @@ McpTool analyze_tool(const McpToolContext&) {
   tool.output_schema =
       object_schema({{"nodes", array_of(object_schema({{"host", {{"type", "string"}}},
                                                        {"reference", {{"type", "boolean"}}},
-                                                       {"clock_offset_ns", {{"type", {"integer", "null"}}}}},
+                                                       {"clock_offset_ns", {{"type", {"integer", "null"}}}},
+                                                       {"clock_drift_ppm", {{"type", {"number", "null"}}}}},
                                                       {"host"}))},
                      {"findings", array_of(mcp::finding_schema())},
                      {"verdict", mcp::verdict_schema()},
