@@ -159,6 +159,20 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
     EXPECT_EQ(a.json.find("\"clock_offset_ns\":null"), std::string::npos) << "every node placed";
     EXPECT_NE(a.json.find("\"kind\":\"node\""), std::string::npos);
     EXPECT_NE(a.json.find("\"kind\":\"verdict\""), std::string::npos);
+    // When it would have been found live, on the reference's clock (the
+    // sink's wall offset is 0 here): within the job, soon after it began.
+    bool found = false;
+    std::istringstream lines(a.json);
+    for (std::string line; std::getline(lines, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("kind", "") != "finding") continue;
+      ASSERT_TRUE(j["found_at"].is_number()) << line;
+      double at_ns = j["found_at"].get<double>() * 1e9;
+      EXPECT_GT(at_ns, static_cast<double>(events.front().entry_ns)) << line;
+      EXPECT_LT(at_ns, static_cast<double>(events.front().entry_ns) + 5e9) << "shift " << shift << ": " << line;
+      found = true;
+    }
+    EXPECT_TRUE(found) << a.json;
   }
 }
 

@@ -184,7 +184,9 @@ json process_json(const ProcessView& p) {
               {"summary", describe_process(p)}};
 }
 
-json finding_json(const Finding& f) {
+// `found_at`: when the detector raised it, as a Unix time on the session's
+// clock (analyze: the reference node's), so a replay measures detection delay.
+json finding_json(const Finding& f, int64_t wall_offset_ns) {
   json evidence{{"detector", f.detector}, {"probe", f.probe}};
   if (f.type == "hang" || f.type == "mismatch") {
     evidence["waiting_ranks"] = f.waiting_ranks;
@@ -254,13 +256,15 @@ json finding_json(const Finding& f) {
          {"likely_causes", f.likely_causes},
          {"sdc_activity", f.sdc_activity ? json(*f.sdc_activity) : json(nullptr)},
          {"summary", f.summary}};
+  j["found_at"] = f.detected_ns ? json(static_cast<double>(static_cast<int64_t>(f.detected_ns) + wall_offset_ns) / 1e9)
+                                : json(nullptr);
   put_identity(j, f.culprit);
   return j;
 }
 }  // namespace
 
 void JsonSink::finding(const Finding& f) {
-  json j = finding_json(f);
+  json j = finding_json(f, wall_offset_ns_);
   j["kind"] = "finding";
   j["ts"] = unix_now_s();
   j["host"] = host_;
@@ -293,10 +297,10 @@ void JsonSink::communicators(const std::vector<CommunicatorRef>& comms) {
 
 void JsonSink::verdict(const SessionVerdict& v) {
   json stragglers = json::array(), hangs = json::array(), episodes = json::array();
-  for (const Finding& f : v.stragglers) stragglers.push_back(finding_json(f));
-  for (const Finding& f : v.hangs) hangs.push_back(finding_json(f));
+  for (const Finding& f : v.stragglers) stragglers.push_back(finding_json(f, wall_offset_ns_));
+  for (const Finding& f : v.hangs) hangs.push_back(finding_json(f, wall_offset_ns_));
   json failures = json::array(), pending = json::array();
-  for (const Finding& f : v.failures) failures.push_back(finding_json(f));
+  for (const Finding& f : v.failures) failures.push_back(finding_json(f, wall_offset_ns_));
   for (const PendingHang& p : v.pending_hangs)
     pending.push_back({{"probe", p.probe},
                        {"communicator", communicator_json(p.comm, std::nullopt)},
@@ -307,7 +311,7 @@ void JsonSink::verdict(const SessionVerdict& v) {
                        {"waited_ns", p.waited_ns},
                        {"summary", p.summary}});
   for (const Episode& e : v.episodes) {
-    json j = finding_json(e.finding);
+    json j = finding_json(e.finding, wall_offset_ns_);
     j["start"] = static_cast<double>(static_cast<int64_t>(e.start_ns) + wall_offset_ns_) / 1e9;
     j["end"] = static_cast<double>(static_cast<int64_t>(e.end_ns) + wall_offset_ns_) / 1e9;
     j["duration_s"] = static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns)) / 1e9;
@@ -319,7 +323,7 @@ void JsonSink::verdict(const SessionVerdict& v) {
   }
   json withheld = json::array();
   for (const Withheld& w : v.withheld) {
-    json j = finding_json(w.finding);
+    json j = finding_json(w.finding, wall_offset_ns_);
     j["reason"] = w.reason;
     j["summary"] = w.summary;
     withheld.push_back(std::move(j));
