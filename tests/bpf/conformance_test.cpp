@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <map>
@@ -282,10 +283,19 @@ TEST_F(Conformance, ARankThatAlwaysLeavesLateLearnsItsUsualTimeToLeave) {
   constexpr int kLearning = 150, kLearnt = 40;
   for (int s = 0; s < kLearning; ++s) step({0, 1, 2}, 500us, 500us, {0, 1, 2}, 1ms);
   uint64_t while_learning = kernel()[ranks_[2].pid].blame_ns;
-  for (int s = 0; s < kLearnt; ++s) step({0, 1, 2}, 500us, 500us, {0, 1, 2}, 1ms);
-  uint64_t once_learnt = kernel()[ranks_[2].pid].blame_ns - while_learning;
+  // Once learnt, per step: the median, since a step the VM's scheduler
+  // delays is charged its delay (a clean-clone run summed 4.8 ms over 40
+  // steps, most of it in a few), while a lead still charged would be in
+  // every step.
+  std::vector<uint64_t> once_learnt;
+  for (int s = 0; s < kLearnt; ++s) {
+    uint64_t prior = kernel()[ranks_[2].pid].blame_ns;
+    step({0, 1, 2}, 500us, 500us, {0, 1, 2}, 1ms);
+    once_learnt.push_back(kernel()[ranks_[2].pid].blame_ns - prior);
+  }
+  std::nth_element(once_learnt.begin(), once_learnt.begin() + kLearnt / 2, once_learnt.end());
   EXPECT_GT(while_learning, 10 * 500'000u) << "charged while the usual time was being learnt";
-  EXPECT_LT(once_learnt, kLearnt * 500'000u / 5) << "still charged after it was learnt";
+  EXPECT_LT(once_learnt[kLearnt / 2], 500'000u / 5) << "still charged after it was learnt (median step)";
   StragglerDetector d = expect_agreement(kLearning + kLearnt);
   EXPECT_EQ(d.lasts(kProbe, ranks_[2].pid), static_cast<uint64_t>(kLearning + kLearnt));
 }

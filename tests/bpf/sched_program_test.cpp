@@ -51,8 +51,8 @@ TEST(SchedProgram, APinnedNeighbourIsChargedForTheWait) {
   // Stopped while both maps are read: read one after the other on running
   // processes, the shares (read second) held more wait than the sums (a
   // clean-clone CI run: 1.0023 s of shares against 0.9998 s runnable).
-  for (pid_t pid : {rank_pid, hog_pid, sleeper_pid}) kill(pid, SIGSTOP);
-  testing::wait_until(
+  for (const Subprocess* p : {&rank, &hog, &sleeper}) p->signal(SIGSTOP);
+  bool stopped = testing::wait_until(
       [&] {
         for (pid_t pid : {rank_pid, hog_pid, sleeper_pid}) {
           auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
@@ -63,7 +63,8 @@ TEST(SchedProgram, APinnedNeighbourIsChargedForTheWait) {
       5s);
   auto sums = (*program)->sums();
   auto shares = (*program)->shares();
-  for (pid_t pid : {rank_pid, hog_pid, sleeper_pid}) kill(pid, SIGCONT);
+  for (const Subprocess* p : {&rank, &hog, &sleeper}) p->signal(SIGCONT);
+  EXPECT_TRUE(stopped) << "the three processes stopped while the maps were read";
   rank.terminate();
   hog.terminate();
   sleeper.terminate();
