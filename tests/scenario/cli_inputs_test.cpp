@@ -127,9 +127,9 @@ TEST(CliInputs, APidRootMayNotReadIsNotAnsweredWithRunAsRoot) {
   }
 }
 
-// A failed session leaves no recording nor timeline: the retry with the
-// same --record found the file and was refused ("a recording is never
-// appended to").
+// A session that failed before any call leaves no recording nor timeline:
+// the retry with the same --record found the file and was refused ("a
+// recording is never appended to").
 TEST(CliInputs, AFailedTraceLeavesNoRecording) {
   SKIP_UNLESS_ROOT();
   TempDir dir;
@@ -149,6 +149,12 @@ TEST(CliInputs, AFailedTraceLeavesNoRecording) {
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "run" / "n1.sbr")) << ran.output;
     EXPECT_FALSE(std::filesystem::exists(timeline)) << ran.output;
   }
+  // A file that was there before the run is not this run's to remove.
+  std::string existing = (dir.path() / "mine.json").string();
+  std::ofstream(existing) << "{}";
+  Ran ran = run_slowburn({"trace", "--pid", pid, "-d", "1", "--no-hardware", "--perfetto", existing}, 30s);
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  EXPECT_TRUE(std::filesystem::exists(existing)) << ran.output;
 }
 
 // `slowburn help` and `slowburn help CMD` print the help (CLI11 alone said

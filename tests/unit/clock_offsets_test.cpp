@@ -186,3 +186,30 @@ TEST(ClockOffsets, AShortRecordingHasNoDrift) {
 
 }  // namespace
 }  // namespace slowburn::clock_offsets_test
+
+namespace slowburn::clock_offsets_test {
+namespace {
+
+TEST(ClockOffsets, ALaneLongEnoughToFitTheDriftOnIsPreferred) {
+  // analyze keeps 4096 releases a lane: a lane stepping every 2 ms spans
+  // 8 s of them (no drift fitted), one stepping every 100 ms 100 s of 1000.
+  auto series = [](size_t n, double step_ns, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> jitter(0, step_ns * 0.03);
+    std::vector<int64_t> out;
+    double t = 1.7e18;
+    for (size_t i = 0; i < n; ++i) out.push_back(static_cast<int64_t>(t += step_ns + jitter(rng)));
+    return out;
+  };
+  auto fast = series(4000, 2e6, 3), slow = series(1000, 100e6, 5);
+  LaneReleases a{{"fast", {fast, {}}}, {"slow", {slow, {}}}};
+  LaneReleases b{{"fast", drifting_node(fast, 9'000'000, 50.0)}, {"slow", drifting_node(slow, 9'000'000, 50.0)}};
+  auto offset = estimate_clock_offset(a, b);
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_EQ(offset->lane, "slow") << "fewer matches, but the drift fitted";
+  EXPECT_NEAR(offset->drift_ppm, 50.0, 1.0);
+  EXPECT_GT(offset->span_ns, kMinDriftSpanNs);
+}
+
+}  // namespace
+}  // namespace slowburn::clock_offsets_test

@@ -42,9 +42,11 @@ ClockOffset fit_line(const std::vector<Matched>& matched, const std::string& lan
   c.matched = matched.size();
   c.lane = lane;
   size_t n = matched.size();
+  if (n == 0) return c;
   c.anchor_ns = matched[n / 2].node_ns;
+  c.span_ns = matched.back().node_ns - matched.front().node_ns;
   size_t half = n / 2;
-  if (half > 0 && matched.back().node_ns - matched.front().node_ns >= kMinDriftSpanNs) {
+  if (half > 0 && c.span_ns >= kMinDriftSpanNs) {
     std::vector<double> slopes;
     slopes.reserve(half);
     for (size_t i = 0; i + half < n; ++i) {
@@ -248,10 +250,13 @@ Result<ClockOffset> estimate_clock_offset(const LaneReleases& reference, const L
       reasons += (reasons.empty() ? "" : "; ") + estimate.error().message;
       continue;
     }
-    // The lane with the most matches, then the tightest.
-    if (!chosen || estimate->matched > chosen->matched ||
-        (estimate->matched == chosen->matched && estimate->spread_ns < chosen->spread_ns))
-      chosen = *estimate;
+    // A lane long enough to fit the drift on, then the most matches, then the tightest.
+    auto drift_fitted = [](const ClockOffset& c) { return c.span_ns >= kMinDriftSpanNs; };
+    bool better = !chosen || drift_fitted(*estimate) > drift_fitted(*chosen) ||
+                  (drift_fitted(*estimate) == drift_fitted(*chosen) &&
+                   (estimate->matched > chosen->matched ||
+                    (estimate->matched == chosen->matched && estimate->spread_ns < chosen->spread_ns)));
+    if (better) chosen = *estimate;
   }
   if (chosen) return *chosen;
   if (shared == 0) return make_error("no collective of a communicator seen on both nodes");

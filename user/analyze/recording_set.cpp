@@ -64,6 +64,17 @@ Result<std::vector<std::filesystem::path>> recordings_in(const std::vector<std::
   return out;
 }
 
+std::optional<int64_t> reference_wall_offset(const std::vector<std::filesystem::path>& inputs,
+                                             const std::optional<std::string>& job) {
+  auto paths = recordings_in(inputs);
+  if (!paths) return std::nullopt;
+  for (const auto& path : *paths)
+    if (auto info = read_recording_info(path))
+      for (const RankIdentity& r : info->ranks)
+        if (!job || r.job == *job) return info->anchor_realtime_ns - info->anchor_monotonic_ns;
+  return std::nullopt;
+}
+
 Result<std::vector<NodeRecording>> read_job_recordings(const std::vector<std::filesystem::path>& inputs,
                                                        const std::optional<std::string>& job) {
   auto paths = recordings_in(inputs);

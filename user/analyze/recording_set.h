@@ -30,6 +30,12 @@ Result<std::vector<std::filesystem::path>> recordings_in(const std::vector<std::
 // The nodes holding ranks of `job` (unset: the only job the recordings
 // hold), in the order given; the first is the clock reference. An error
 // says which jobs there are, or which two recordings name the same host.
+// CLOCK_REALTIME - CLOCK_MONOTONIC of the reference read_job_recordings
+// will pick (the first recording with a rank of `job`, or of any job): what
+// puts the merged times on a wall clock. nullopt when none can be read.
+std::optional<int64_t> reference_wall_offset(const std::vector<std::filesystem::path>& inputs,
+                                             const std::optional<std::string>& job);
+
 Result<std::vector<NodeRecording>> read_job_recordings(const std::vector<std::filesystem::path>& inputs,
                                                        const std::optional<std::string>& job);
 

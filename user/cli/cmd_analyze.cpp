@@ -65,11 +65,9 @@ Command add_analyze_command(CLI::App& app) {
             args->options.detector.hang_ns = static_cast<uint64_t>(args->hang_s * 1e9);
             for (const std::string& input : args->inputs) args->options.inputs.emplace_back(input);
             if (!args->job.empty()) args->options.job = args->job;
-            // Times are put on the reference's (the first recording's) clock.
-            std::optional<int64_t> wall_offset;
-            if (auto paths = recordings_in(args->options.inputs); paths && !paths->empty())
-              if (auto info = read_recording_info(paths->front()))
-                wall_offset = info->anchor_realtime_ns - info->anchor_monotonic_ns;
+            // Times are put on the reference's clock (with --job, the first
+            // recording of that job: not the first recording).
+            std::optional<int64_t> wall_offset = reference_wall_offset(args->options.inputs, args->options.job);
             auto out = make_stdout_sink(args->json, "", wall_offset);
             std::vector<Sink*> sinks{out.get()};
             std::unique_ptr<PerfettoSink> timeline;

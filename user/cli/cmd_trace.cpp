@@ -61,13 +61,18 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
     recording = std::make_unique<RecordingSink>(*recorder);
     sinks.push_back(recording.get());
   }
+  // Only a timeline this run created is removed when it traced nothing.
+  std::error_code ec;
+  const bool timeline_is_new = !args.perfetto.empty() && !std::filesystem::exists(args.perfetto, ec);
   if (!args.perfetto.empty()) {
     auto created = PerfettoSink::create(args.perfetto, wall_offset_ns(), args.host, true);
     if (!created) return fail(created.error());
     timeline = std::move(*created);
     sinks.push_back(timeline.get());
   }
+  std::atomic<bool> traced_a_call = false;
   args.options.on_call = [&](const CallEvent& call, const CallComm& comm) {
+    traced_a_call = true;
     if (recorder) recorder->call(call, comm);
     if (timeline)
       if (const ProbeSpec* spec = find_probe(static_cast<uint16_t>(call.probe_id)))
@@ -85,17 +90,24 @@ int run(TraceArgs& args, const std::atomic<bool>& stop) {
   FanOutSink sink(sinks);
   auto result = run_trace(args.options, sink, stop);
   Result<void> timeline_closed = timeline ? timeline->close() : Result<void>{};
-  if (!result) {
-    // A session that failed (no rank, nothing traced) leaves no files: a
-    // retry with the same --record would find the recording there and be
-    // refused ("a recording is never appended to").
-    std::error_code ec;
+  if (!result && !traced_a_call) {
+    // A session that failed before any call (no rank, nothing traced)
+    // leaves no files: a retry with the same --record would find the
+    // recording there and be refused ("a recording is never appended to").
+    // One that failed later keeps what it recorded.
     if (recorder) {
       (void)recorder->finish();
       for (const char* suffix : {"", "-wal", "-shm", "-journal"})
         std::filesystem::remove(recorder->path().string() + suffix, ec);
     }
-    if (timeline) std::filesystem::remove(args.perfetto, ec);
+    if (timeline && timeline_is_new && std::filesystem::is_regular_file(args.perfetto, ec))
+      std::filesystem::remove(args.perfetto, ec);
+    return fail(result.error());
+  }
+  if (!result) {
+    if (recorder && recorder->finish())
+      std::cerr << fmt::format("slowburn: recorded to {} (until the error)\n", recorder->path().string());
+    if (!timeline_closed) std::cerr << "slowburn: " << timeline_closed.error().message << "\n";
     return fail(result.error());
   }
   if (recorder) {

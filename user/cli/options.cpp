@@ -39,7 +39,7 @@ CLI::Validator seconds(bool positive, double min_s, double max_s) {
           return fmt::format("'{}' seconds is more than an interval may be: at most {:.0f}", text, max_s);
         if (value > kMostSeconds)
           return fmt::format("'{}' seconds is more than slowburn waits: at most {:.0f} (~115 days){}", text,
-                             kMostSeconds, positive ? "" : "; without -d it runs until Ctrl-C");
+                             kMostSeconds, positive ? "" : "; without -d it runs until stopped (Ctrl-C, SIGTERM)");
         return "";
       },
       positive ? "SECONDS>0" : "SECONDS");

@@ -375,15 +375,17 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     if (held) v.stragglers.push_back(all[held->finding]);
   }
   if (config_.session_cost) session_cost_findings(v);
-  // The run of a rank the slow-burn rule named that is still open is that
-  // finding's, not an episode beside it.
+  // The run of a rank the slow-burn rule named (or withheld) that is still
+  // open is that finding's, not an episode beside it: its cost is in it.
   std::erase_if(v.episodes, [&](const Episode& e) {
     int32_t pid = e.finding.culprit.pid;
     auto runs = runs_.find(pid);
     bool open = runs != runs_.end() && !runs->second.empty() && runs->second.back().open &&
                 e.start_ns == runs->second.back().start_ns;
-    return open && std::any_of(v.stragglers.begin(), v.stragglers.end(),
-                               [&](const Finding& f) { return f.culprit.pid == pid && f.session_cost; });
+    auto slow_burn = [&](const Finding& f) { return f.culprit.pid == pid && f.session_cost.has_value(); };
+    return open &&
+           (std::any_of(v.stragglers.begin(), v.stragglers.end(), slow_burn) ||
+            std::any_of(v.withheld.begin(), v.withheld.end(), [&](const Withheld& w) { return slow_burn(w.finding); }));
   });
   for (Finding& f : v.stragglers) {
     f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);

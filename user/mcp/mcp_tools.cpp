@@ -245,10 +245,7 @@ McpTool analyze_tool(const McpToolContext&) {
     for (const json& p : args["paths"]) options.inputs.emplace_back(p.get<std::string>());
     if (args.contains("job")) options.job = args["job"].get<std::string>();
     // Times on the reference's (the first recording's) clock, as the CLI puts them.
-    int64_t wall_offset = 0;
-    if (auto paths = recordings_in(options.inputs); paths && !paths->empty())
-      if (auto info = read_recording_info(paths->front()))
-        wall_offset = info->anchor_realtime_ns - info->anchor_monotonic_ns;
+    int64_t wall_offset = reference_wall_offset(options.inputs, options.job).value_or(0);
     mcp::SessionLines lines;
     JsonSink sink = lines.sink("", wall_offset);
     auto result = run_analyze(options, sink);
