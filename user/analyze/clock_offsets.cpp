@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/format.h"
+#include "stats/robust.h"
 
 namespace slowburn {
 
@@ -54,11 +55,7 @@ ClockOffset fit_line(const std::vector<Matched>& matched, const std::string& lan
       if (dt > 0)
         slopes.push_back(static_cast<double>(matched[i + half].diff_ns - matched[i].diff_ns) / static_cast<double>(dt));
     }
-    if (!slopes.empty()) {
-      auto mid = slopes.begin() + static_cast<std::ptrdiff_t>(slopes.size() / 2);
-      std::nth_element(slopes.begin(), mid, slopes.end());
-      c.drift_ppm = *mid * 1e6;
-    }
+    if (auto slope = median(slopes)) c.drift_ppm = *slope * 1e6;
   }
   std::vector<int64_t> residuals;
   residuals.reserve(n);
@@ -92,9 +89,7 @@ std::vector<Matched> match_nearest(const std::vector<int64_t>& ref, const std::v
   auto walk = [&](auto first, auto last, std::vector<Matched>& out) {
     std::deque<int64_t> recent{offset};
     for (auto it = first; it != last; ++it) {
-      std::vector<int64_t> sorted(recent.begin(), recent.end());
-      std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-      int64_t predicted = sorted[sorted.size() / 2];
+      int64_t predicted = median_of({recent.begin(), recent.end()});
       if (auto diff = nearest(ref, *it, *it + predicted, tolerance_ns)) {
         out.push_back({*it, *diff});
         recent.push_back(*diff);
