@@ -305,7 +305,7 @@ FUZZ_NAMES   := xid health elf tracefs procfs sysfs ethtool mcp recording comm
 FUZZ_BINS    := $(patsubst %,$(BUILD)/fuzz/%_fuzz,$(FUZZ_NAMES))
 # Each source is compiled once into an instrumented object that every
 # target naming it shares (targets share their error, string and file code;
-# compiling each target's sources in one command built 83 objects, now 46),
+# compiling each target's sources in one command built 73 objects, now 46),
 # with its header dependencies (a header's change rebuilt none before).
 FUZZ_OBJ      := $(BUILD)/fuzz/obj
 FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
