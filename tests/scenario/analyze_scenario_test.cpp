@@ -245,6 +245,12 @@ TEST(AnalyzeAcrossNodes, ATracerKilledMidWriteLeavesARecordingAnalyzeReads) {
   auto verdicts = json_lines(analyzed.output, "verdict");
   ASSERT_EQ(verdicts.size(), 1u) << analyzed.output;
   EXPECT_GT(verdicts[0]["instances"].get<int>(), 100) << "the batches committed before the kill";
+  // And it says the recording was cut short.
+  auto nodes = json_lines(analyzed.output, "node");
+  ASSERT_EQ(nodes.size(), 1u) << analyzed.output;
+  EXPECT_EQ(nodes[0]["closed"], false) << nodes[0].dump();
+  EXPECT_NE(analyzed.output.find("'s recording was not closed (its tracer was killed"), std::string::npos)
+      << analyzed.output;
 }
 
 }  // namespace

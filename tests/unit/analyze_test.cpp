@@ -5,6 +5,7 @@
 // matched left out with the reason.
 #include "analyze/analyze.h"
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -40,6 +41,7 @@ struct NodeSpec {
   std::vector<DeviceEvent> events = {};  // what its tracer saw on its hardware and host
   std::map<int, ProcessEnd> ends = {};   // rank -> how it ended (on the job's clock)
   double drift_ppm = 0;                  // its clock also runs this much fast from the job's first call
+  uint64_t killed_after_step = 0;        // its tracer was killed after this step (0: it closed the recording)
 };
 
 // One recording per node of the job's calls: its ranks' calls only, on its
@@ -70,6 +72,7 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     int rank = static_cast<int>(e.pid) - SyntheticJob::pid(0);
     if (std::find(node.ranks.begin(), node.ranks.end(), rank) == node.ranks.end()) continue;
     if (e.seq <= static_cast<uint64_t>(steps_skipped)) continue;
+    if (node.killed_after_step && e.seq > node.killed_after_step) continue;
     if (e.seq == lost_step && rank == node.ranks.front()) continue;  // a record the ring buffer dropped
     CallEvent mine = e;
     mine.probe_id = allreduce->id;
@@ -92,6 +95,11 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     sink.summary(summary);
   }
   ASSERT_TRUE((*recorder)->finish());
+  // A killed tracer never ends its session: nothing marks it closed.
+  if (node.killed_after_step) {
+    SQLite::Database db((dir.path() / (node.host + ".sbr")).string(), SQLite::OPEN_READWRITE);
+    db.exec("DELETE FROM meta WHERE key = 'closed_monotonic_ns'");
+  }
 }
 
 std::vector<CallEvent> job_events(int slow_rank, int steps = 3000) {
@@ -174,6 +182,40 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
     }
     EXPECT_TRUE(found) << a.json;
   }
+}
+
+TEST(Analyze, ARecordingCutShortIsSaidWithWhatItLeavesOut) {
+  // node-b's tracer was killed after step 1500 of 3000: its recording holds
+  // what it committed until then, and does not say it ended. The job is
+  // judged on what there is, and the output says what is missing.
+  TempDir dir;
+  auto events = job_events(3);
+  record(dir, events, {"node-a", {0, 1}});
+  NodeSpec b{"node-b", {2, 3}, -2'500'000'000};
+  b.killed_after_step = 1500;
+  record(dir, events, b);
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  ASSERT_EQ(a.result->nodes.size(), 2u);
+  EXPECT_TRUE(a.result->nodes[0].closed);
+  EXPECT_FALSE(a.result->nodes[1].closed);
+  std::map<std::string, bool> closed;
+  std::istringstream lines(a.json);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "node") closed[j["host"]] = j["closed"].get<bool>();
+  }
+  EXPECT_EQ(closed, (std::map<std::string, bool>{{"node-a", true}, {"node-b", false}})) << a.json.substr(0, 800);
+  // 1500 steps of ~4.5 ms (the slow rank's) before the job's end.
+  auto note = a.json.find("node-b's recording was not closed");
+  ASSERT_NE(note, std::string::npos) << a.json.substr(0, 800);
+  std::string said = a.json.substr(note, 300);
+  EXPECT_NE(said.find("its ranks (2, 3) are unseen"), std::string::npos) << said;
+  auto before = said.find(" s before the job's last recorded call");
+  ASSERT_NE(before, std::string::npos) << said;
+  double seconds = std::stod(said.substr(said.rfind(' ', before - 1) + 1));
+  EXPECT_NEAR(seconds, 1500 * 4.5e-3, 1.0) << said;
+  EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{3, "node-b"}})) << a.json;
 }
 
 // A node whose clock drifts 300 ppm (5.4 ms over the 18 s recording, most

@@ -28,6 +28,7 @@ NodeClock node_clock(const NodeRecording& node, const NodePlacement& placement, 
   for (const RankIdentity& r : node.info.ranks)
     if (node.pids.contains(r.pid)) clock.ranks.push_back(r.rank);
   clock.reference = reference;
+  clock.closed = node.info.closed;
   if (placement.offset) {
     clock.offset_ns = placement.offset->offset_ns;
     clock.spread_ns = placement.offset->spread_ns;
@@ -117,6 +118,30 @@ void keep_node_records(const std::vector<PlacedNode>& placed, AnalyzeResult& res
   }
 }
 
+// What a recording its tracer never closed leaves out: its ranks' calls
+// after its last one (the other nodes record their own ranks only).
+std::vector<std::string> unclosed_notes(const std::vector<PlacedNode>& placed, const ReplaySpan& span) {
+  std::vector<std::string> notes;
+  for (const PlacedNode& p : placed) {
+    const RecordingInfo& info = p.node->info;
+    if (info.closed) continue;
+    std::string ranks;
+    for (const RankIdentity& r : info.ranks)
+      if (p.node->pids.contains(r.pid)) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r.rank);
+    std::string ends = "it holds no call";
+    if (info.exit_span_ns) {
+      uint64_t last = p.to_reference(info.exit_span_ns->second);
+      ends = fmt::format("its calls end {:.1f} s before the job's last recorded call",
+                         static_cast<double>(span.last_ns - std::min(span.last_ns, last)) / 1e9);
+    }
+    notes.push_back(fmt::format(
+        "{}'s recording was not closed (its tracer was killed, or the node went down): {}; after that, its ranks "
+        "({}) are unseen, and the job's later collectives are judged without them",
+        info.host, ends, ranks));
+  }
+  return notes;
+}
+
 // The verdict, with the nodes left out and what clock-free blame says of the merged clocks.
 void conclude(AnalyzeResult& result, JobJudges& judges, const std::vector<NodeRecording>& nodes, size_t judged,
               const ReplaySpan& span, ClockCheckBuilder& clock_check) {
@@ -175,6 +200,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   };
   auto span = replay.replay(judges, options.timeline, emit);
   if (!span) return span.error();
+  for (const std::string& note : unclosed_notes(placed, *span)) sink.note(note);
   emit(replay.check_in_flight(judges, *span));
   emit(replay.retire_ended(judges));
   emit(judges.finish(span->last_ns));

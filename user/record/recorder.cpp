@@ -276,6 +276,14 @@ Result<void> Recorder::finish() {
     SQLite::Statement counter(*db_, "INSERT OR REPLACE INTO counters(key, value) VALUES('record_dropped_calls', ?)");
     counter.bind(1, static_cast<int64_t>(dropped_.load()));
     counter.exec();
+    // The session ended here, by its tracer: a recording without this row
+    // was cut short (analyze says what that leaves out), as is one whose
+    // writer failed on the way.
+    if (!error_) {
+      SQLite::Statement closed(*db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('closed_monotonic_ns', ?)");
+      closed.bind(1, std::to_string(clock_anchor().first));
+      closed.exec();
+    }
     db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
     db_->exec("PRAGMA journal_mode=DELETE");  // one file to copy off the node
   } catch (const std::exception& e) {

@@ -78,7 +78,10 @@ Result<RecordingInfo> read_recording_info(const std::filesystem::path& path) {
       if (key == "clock_anchor_monotonic_ns") info.anchor_monotonic_ns = std::stoll(value);
       if (key == "clock_anchor_realtime_ns") info.anchor_realtime_ns = std::stoll(value);
       if (key == "in_flight_read_ns") info.in_flight_read_ns = std::stoull(value);
+      if (key == "closed_monotonic_ns") info.closed = true;
     }
+    // Before schema 6 nothing said so: such a recording is taken as closed.
+    if (db.execAndGet("PRAGMA user_version").getInt() < 6) info.closed = true;
     if (info.anchor_monotonic_ns == 0) return make_error("{}: its clock anchor is missing", path.string());
 
     SQLite::Statement ranks(db,

@@ -83,6 +83,10 @@ struct RecordingInfo {
   std::vector<DeviceEvent> device_events;
   // Its node-wide sources (pid 0: nvidia.xid, pcie.link, host.sched, ...) as they reported their state.
   std::vector<ProbeStatus> sources;
+  // Its tracer ended the session (meta's closed_monotonic_ns, schema 6). A
+  // recording whose tracer was killed, or whose node went down, holds what
+  // it committed until then, and says nothing more.
+  bool closed = false;
 };
 
 Result<RecordingInfo> read_recording_info(const std::filesystem::path& path);

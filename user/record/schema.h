@@ -27,7 +27,11 @@ namespace slowburn::recording {
 // 5: calls.oncpu_ns, runq_ns and size_arg (the calling thread's CPU time and
 // run-queue wait during the call, the message size: analyze's straggler
 // inside the collective; v4 calls have none, and nobody is named inside).
-inline constexpr int kSchemaVersion = 5;
+// 6: meta's closed_monotonic_ns, written when the tracer ends the session
+// (Recorder::finish): a recording without it was cut short (its tracer
+// killed, its node lost), which analyze says; v5 recordings are taken as
+// closed.
+inline constexpr int kSchemaVersion = 6;
 inline constexpr int32_t kApplicationId = 0x53425231;  // "SBR1"
 
 inline constexpr const char* kSchema = R"sql(

@@ -282,7 +282,8 @@ void JsonSink::node_clock(const NodeClock& n) {
          {"clock_drift_ppm", n.offset_ns && !n.reference ? json(n.drift_ppm) : json(nullptr)},
          {"matched", n.matched},
          {"from", n.lane.empty() ? json(nullptr) : json(n.lane)},
-         {"reason", n.unknown_reason.empty() ? json(nullptr) : json(n.unknown_reason)}};
+         {"reason", n.unknown_reason.empty() ? json(nullptr) : json(n.unknown_reason)},
+         {"closed", n.closed}};
   write(j, true);
 }
 

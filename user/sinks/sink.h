@@ -41,6 +41,7 @@ struct NodeClock {
   std::string lane;                  // the collective that gave it
   std::string unknown_reason;        // no offset: why (the node is then left out)
   double drift_ppm = 0;              // the offset's drift against the reference (analyze/clock_offsets.h)
+  bool closed = true;                // its tracer ended the session (false: killed mid-run, or the node lost)
 };
 
 class Sink {
