@@ -91,6 +91,9 @@ struct SessionCostEvidence {
   double expected_last_fraction = 0;  // 1 / members: last by chance alone
   double last_z = 0;                  // its lasts against that, in standard deviations
   uint64_t traced_ns = 0;
+  // Judged on the session's latest stretch (traced_ns of it), not all of
+  // it: a cost that began, or grew, since (a ramp, a link that degraded).
+  bool latest = false;
 };
 
 // Where one member stands on a communicator (a mismatch's evidence): the

@@ -56,6 +56,28 @@ std::optional<double> LaneRankTotals::runq_share() const {
   return static_cast<double>(std::min(*runq_ns, inside_ns)) / static_cast<double>(inside_ns);
 }
 
+LaneSnapshot totals_since(const LaneSnapshot& now, const LaneSnapshot& before) {
+  LaneSnapshot d;
+  d.at_ns = now.at_ns;
+  auto less = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+  d.traced_ns = less(now.traced_ns, before.traced_ns);
+  d.instances = less(now.instances, before.instances);
+  for (const auto& [pid, t] : now.ranks) {
+    LaneRankTotals r = t;
+    if (auto b = before.ranks.find(pid); b != before.ranks.end()) {
+      r.lasts = less(t.lasts, b->second.lasts);
+      r.blame_ns = less(t.blame_ns, b->second.blame_ns);
+      r.blame_leaving_ns = less(t.blame_leaving_ns, b->second.blame_leaving_ns);
+      r.inside_ns = less(t.inside_ns, b->second.inside_ns);
+      // Run-queue times only where both ends kept them (else the share
+      // would set a whole session's waits against a stretch's time inside).
+      r.runq_ns = t.runq_ns && b->second.runq_ns ? std::optional(less(*t.runq_ns, *b->second.runq_ns)) : std::nullopt;
+    }
+    d.ranks[pid] = r;
+  }
+  return d;
+}
+
 std::string severity_of(double cost_share, const SessionCostThresholds& t) {
   return cost_share >= t.major_cost_share ? "major" : "minor";
 }

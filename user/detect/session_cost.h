@@ -71,6 +71,19 @@ std::optional<SessionCostJudgement> judge_session_cost(const std::map<int32_t, L
                                                        uint64_t instances, size_t members, uint64_t traced_ns,
                                                        const SessionCostThresholds& thresholds = {});
 
+// A lane's session totals at one moment: the latest stretch of a session
+// is its totals now less an earlier snapshot's.
+struct LaneSnapshot {
+  uint64_t at_ns = 0;
+  uint64_t traced_ns = 0;
+  uint64_t instances = 0;
+  std::map<int32_t, LaneRankTotals> ranks;
+};
+
+// What happened between `before` and `now` (ranks that were not in
+// `before` count from zero).
+LaneSnapshot totals_since(const LaneSnapshot& now, const LaneSnapshot& before);
+
 // "minor" below major_cost_share of the traced time, "major" from there.
 std::string severity_of(double cost_share, const SessionCostThresholds& thresholds = {});
 

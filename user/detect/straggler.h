@@ -249,6 +249,23 @@ class StragglerDetector {
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   // The verdict's stragglers by session cost, on ranks it does not name yet.
   void session_cost_findings(SessionVerdict& verdict) const;
+  // The lane's slow burn over the session so far (traced_ns), when every
+  // test holds and what it cost outside its closed episodes passes the floor.
+  struct SlowBurn;
+  LaneSnapshot session_totals(const Lane& lane, uint64_t now_ns) const;
+  // since_ns > 0: `totals` are the stretch from since_ns (finding's evidence `latest`).
+  std::optional<SlowBurn> slow_burn(const Lane& lane, const LaneSnapshot& totals, uint64_t since_ns) const;
+  // The same rule live, every kSlowBurnEveryNs of the job's clock as windows
+  // close, once kSlowBurnLatestNs are traced: over the session so far, and
+  // over its latest kSlowBurnLatestNs (a ramp passes the floor there long
+  // before its average does). A rank it names while no other rule's finding
+  // stands on it is raised once by this rule (the others may still raise
+  // theirs: it got worse); the verdict's session-cost finding keeps when it
+  // was first found.
+  void live_session_cost(uint64_t now_ns, DetectorOutput& out);
+  std::map<int32_t, uint64_t> slow_burn_found_ns_;  // rank -> when the live rule first named it
+  uint64_t slow_burn_checked_ns_ = 0;
+  std::map<LaneKey, std::deque<LaneSnapshot>> slow_burn_snapshots_;        // per lane, from kSlowBurnLatestNs ago
   static std::map<int32_t, LaneRankTotals> lane_totals(const Lane& lane);  // a lane's session, per rank
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.

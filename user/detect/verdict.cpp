@@ -150,10 +150,12 @@ namespace {
 std::string session_cost_summary(const Finding& f) {
   const SessionCostEvidence& e = *f.session_cost;
   return fmt::format(
-      "{} is a {} straggler over the session: its own lateness on {}{} cost the job {} ({:.1f}% of {} traced), "
+      "{} is a {} straggler over {}: its own lateness on {}{} cost the job {} ({:.1f}% of {} traced), "
       "{}; last in {:.0f}% of {} instances ({:.0f}% by chance alone, z {:.1f})",
-      rank_label(f.culprit), f.severity.empty() ? "slow-burn" : f.severity, f.probe, communicator_phrase(f),
-      format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100, format_ns(static_cast<double>(e.traced_ns)),
+      rank_label(f.culprit), f.severity.empty() ? "slow-burn" : f.severity,
+      e.latest ? fmt::format("the session's latest {}", format_ns(static_cast<double>(e.traced_ns))) : "the session",
+      f.probe, communicator_phrase(f), format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100,
+      format_ns(static_cast<double>(e.traced_ns)),
       e.next_cost_share > 0 ? fmt::format("{:.1f}x the next rank's", f.cost_share / e.next_cost_share)
                             : std::string("no other rank's lateness costs anything"),
       f.last_fraction * 100, f.instances_considered, e.expected_last_fraction * 100, e.last_z);

@@ -245,6 +245,7 @@ json finding_json(const Finding& f, int64_t wall_offset_ns) {
       evidence["lasts"] = f.instances_flagged;
       evidence["instances"] = f.instances_considered;
       evidence["traced_ns"] = f.session_cost->traced_ns;
+      evidence["over"] = f.session_cost->latest ? "latest" : "session";
     }
   }
   json j{{"type", f.type},
