@@ -118,9 +118,26 @@ void keep_node_records(const std::vector<PlacedNode>& placed, AnalyzeResult& res
   }
 }
 
-// What a recording its tracer never closed leaves out: its ranks' calls
-// after its last one (the other nodes record their own ranks only).
-std::vector<std::string> unclosed_notes(const std::vector<PlacedNode>& placed, const ReplaySpan& span) {
+// Where the recordings its tracer never closed end (their ranks are unseen
+// after that), on the reference's clock; and the latest end of any.
+struct Ends {
+  std::optional<uint64_t> cut_ns;
+  uint64_t last_ns = 0;
+};
+
+Ends recording_ends(const std::vector<PlacedNode>& placed) {
+  Ends ends;
+  for (const PlacedNode& p : placed) {
+    if (!p.node->info.exit_span_ns) continue;
+    uint64_t end = p.to_reference(p.node->info.exit_span_ns->second);
+    ends.last_ns = std::max(ends.last_ns, end);
+    if (!p.node->info.closed) ends.cut_ns = ends.cut_ns ? std::min(*ends.cut_ns, end) : end;
+  }
+  return ends;
+}
+
+// What each recording its tracer never closed leaves out.
+std::vector<std::string> unclosed_notes(const std::vector<PlacedNode>& placed, const Ends& ends) {
   std::vector<std::string> notes;
   for (const PlacedNode& p : placed) {
     const RecordingInfo& info = p.node->info;
@@ -128,16 +145,17 @@ std::vector<std::string> unclosed_notes(const std::vector<PlacedNode>& placed, c
     std::string ranks;
     for (const RankIdentity& r : info.ranks)
       if (p.node->pids.contains(r.pid)) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r.rank);
-    std::string ends = "it holds no call";
+    std::string ends_at = "it holds no call";
     if (info.exit_span_ns) {
-      uint64_t last = p.to_reference(info.exit_span_ns->second);
-      ends = fmt::format("its calls end {:.1f} s before the job's last recorded call",
-                         static_cast<double>(span.last_ns - std::min(span.last_ns, last)) / 1e9);
+      uint64_t end = p.to_reference(info.exit_span_ns->second);
+      ends_at = fmt::format("its calls end {:.1f} s before the job's last recorded call",
+                            static_cast<double>(ends.last_ns - std::min(ends.last_ns, end)) / 1e9);
     }
     notes.push_back(fmt::format(
-        "{}'s recording was not closed (its tracer was killed, or the node went down): {}; after that, its ranks "
-        "({}) are unseen, and the job's later collectives are judged without them",
-        info.host, ends, ranks));
+        "{}'s recording was not closed (its tracer was killed, or the node went down): {}; the job is judged up to "
+        "{:.1f} s before that last call: after it, ranks {} are unseen, and a collective judged without them would "
+        "blame one of the ranks still seen",
+        info.host, ends_at, static_cast<double>(ends.last_ns - std::min(ends.last_ns, *ends.cut_ns)) / 1e9, ranks));
   }
   return notes;
 }
@@ -190,6 +208,8 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
     for (const DeviceEvent& e : p.node->info.device_events) explainer.add(e, p.node->info.host);
 
   MergedReplay replay(placed);
+  Ends ends = recording_ends(placed);
+  if (ends.cut_ns) replay.stop_at(*ends.cut_ns);
   auto emit = [&](DetectorOutput out) {
     for (const std::string& note : out.notes) sink.note(note);
     for (const WindowReport& w : out.windows) sink.window(w);
@@ -200,7 +220,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   };
   auto span = replay.replay(judges, options.timeline, emit);
   if (!span) return span.error();
-  for (const std::string& note : unclosed_notes(placed, *span)) sink.note(note);
+  for (const std::string& note : unclosed_notes(placed, ends)) sink.note(note);
   emit(replay.check_in_flight(judges, *span));
   emit(replay.retire_ended(judges));
   emit(judges.finish(span->last_ns));

@@ -117,6 +117,7 @@ Result<ReplaySpan> MergedReplay::replay(JobJudges& judges, PerfettoSink* timelin
   uint64_t next_advance = 0;
   while (!heads.empty()) {
     size_t i = heads.top();
+    if (stop_ns_ && streams[i].at() > static_cast<int64_t>(*stop_ns_)) break;
     heads.pop();
     const PlacedNode& placed = *streams[i].placed;
     const RecordedCall& c = streams[i].next;

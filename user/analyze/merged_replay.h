@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ class MergedReplay {
   // Every call into `judges` (and `timeline`, when given); the judges
   // advance every kAdvancePeriodNs of job time and their output goes to `emit`.
   Result<ReplaySpan> replay(JobJudges& judges, PerfettoSink* timeline, const std::function<void(DetectorOutput)>& emit);
+  // The replay ends at this time of the reference's clock: where a node's
+  // recording was cut short, its ranks are unseen after it, and a
+  // collective judged without them would blame one of the ranks still seen.
+  void stop_at(uint64_t reference_ns) { stop_ns_ = reference_ns; }
   // What was still inside a collective when each node last looked, judged
   // at the earliest of those readings (a later entry on one node is not yet
   // a wait on another's); span.last_ns moves up to it.
@@ -67,6 +72,7 @@ class MergedReplay {
   uint32_t next_lone_id_ = 1;
   std::map<std::pair<const NodeRecording*, uint32_t>, uint32_t> tids_;  // (node, tid) -> the merged job's
   uint32_t next_tid_ = 1u << 30;
+  std::optional<uint64_t> stop_ns_;
 };
 
 }  // namespace slowburn
