@@ -5,6 +5,7 @@
 #   make deps       install missing Debian packages, and the MCP test client's npm packages into $(BUILD)/node (idempotent)
 #   make test       deps + build + unit, BPF and scenario tests
 #   make test-kernels  deps + build + the kernel matrix under QEMU (docs/kernel-support.md)
+#   make test-nodes    deps + build + one MPI job across two QEMU guests, analyzed here
 #   make demo       deps + build + run the bundled straggler demo
 #   make bench      deps + build + benchmarks (results: bench/RESULTS.md)
 #   make install PREFIX=/usr/local   (DESTDIR, BINDIR too)
@@ -430,7 +431,7 @@ $(BENCH_TARGET): bench/call_loop.c
 	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fno-inline -o $@ $<
 
 # ---------------------------------------------------------------- phony
-.PHONY: all man deps build tests test run-tests test-kernels test-kernels-ci demo bench bench-first-finding bench-fleet-alert run-bench fuzz install deb format format-check clean
+.PHONY: all man deps build tests test run-tests test-kernels test-kernels-ci test-nodes demo bench bench-first-finding bench-fleet-alert run-bench fuzz install deb format format-check clean
 
 all: $(CLI) $(WORKLOAD) $(DDP_WORKLOAD) $(MPI4PY_WORKLOAD)
 
@@ -473,6 +474,14 @@ test-kernels-ci:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(TARGET_DIR)/rc_peer $(BPF_TEST_BIN) $(SCEN_BIN)
 	$(Q)SB_KERNELS=bookworm SB_HOST=0 SB_TESTS=check,formats,kernel_log,aer,kprobe,mpi,ucx,rxe tests/kernels/matrix.sh $(BUILD)
+
+# Two QEMU guests (6.12) as two nodes of one Open MPI job over TCP, each
+# with its own kernel and clocks: trace --record in each, analyze here
+# (tests/kernels/README.md "Across nodes"). ~2 min; not in CI (the time rule).
+test-nodes:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all
+	$(Q)tests/kernels/nodes.sh $(BUILD)
 
 demo:
 	$(Q)$(MAKE) --no-print-directory deps

@@ -102,6 +102,13 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--memory", default="2048")
     ap.add_argument("--smp", default="2")
+    # Several guests as the nodes of one job (tests/kernels/nodes.sh):
+    ap.add_argument("--append", action="append", default=[],
+                    help="KEY=VALUE on the kernel command line (init hands it to the suite as environment)")
+    ap.add_argument("--rtc-base", help="the guest's wall clock at boot (QEMU -rtc base=): nodes whose clocks disagree")
+    ap.add_argument("--fabric", help="listen:PORT or connect:PORT: one more e1000e (0000:00:1e.0) on a QEMU "
+                    "socket netdev, the Ethernet segment between guests (loopback on this host only)")
+    ap.add_argument("--mac", default="52:54:00:5b:00:01", help="the fabric NIC's MAC (one per guest)")
     args = ap.parse_args()
 
     kernel_dir = os.path.abspath(args.kernel)
@@ -135,7 +142,8 @@ def main():
         "sb_build=" + build, "sb_src=" + src, "sb_release=" + release,
         "sb_shares=" + ",".join("%s:%s" % share for share in shares)]
         # SB_TESTS=check,aer: run only these guest tests.
-        + (["sb_tests=" + os.environ["SB_TESTS"]] if os.environ.get("SB_TESTS") else []))
+        + (["sb_tests=" + os.environ["SB_TESTS"]] if os.environ.get("SB_TESTS") else [])
+        + args.append)
     qemu = [
         "qemu-system-x86_64", "-machine", "q35", "-cpu", "max",
         # One TCG thread for both vCPUs: with multi-threaded TCG, the kernel's
@@ -175,7 +183,18 @@ def main():
         "-device", "virtio-9p-pci,fsdev=kernel,mount_tag=kernel",
         "-nic", "none",
     ]
+    if args.rtc_base:
+        qemu += ["-rtc", "base=%s,clock=host" % args.rtc_base]
+    if args.fabric:
+        mode, _, port = args.fabric.partition(":")
+        if mode not in ("listen", "connect") or not port.isdigit():
+            print("kernels: --fabric %r: want listen:PORT or connect:PORT" % args.fabric, file=sys.stderr)
+            return 1
+        qemu += ["-netdev", "socket,id=fabric,%s=127.0.0.1:%s" % (mode, port),
+                 "-device", "e1000e,bus=pcie.0,addr=1e.0,id=fabnic,netdev=fabric,mac=%s" % args.mac]
     started = time.time()
+    # When this guest's clocks began: its RTC counts from --rtc-base here.
+    (out / "qemu_started").write_text("%.3f\n" % started)
     proc = subprocess.Popen(["nice"] + qemu, stdin=subprocess.DEVNULL,
                             stdout=open(out / "qemu.log", "wb"), stderr=subprocess.STDOUT)
     monitor = None

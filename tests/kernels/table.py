@@ -9,6 +9,9 @@ import json
 import pathlib
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+from doc_section import NODES_HEADER, section  # noqa: E402
+
 FEATURES = ["btf", "bpf.ringbuf", "bpf.uprobe", "bpf.uprobe_multi", "bpf.tracepoint", "kprobes"]
 
 
@@ -129,7 +132,10 @@ def main():
             if s != "PASS":
                 doc.append("- test `%s` %s: %s" % (name, s.lower(), detail))
         doc.append("")
-    pathlib.Path(args.doc).write_text("\n".join(header + doc) + "\n")
+    # The section `make test-nodes` wrote stays (tests/kernels/nodes.sh).
+    old = pathlib.Path(args.doc).read_text() if pathlib.Path(args.doc).exists() else ""
+    kept = section(old, NODES_HEADER)
+    pathlib.Path(args.doc).write_text("\n".join(header + doc) + "\n" + ("\n" + kept.rstrip("\n") + "\n" if kept else ""))
     if args.readme:
         begin, end = "<!-- kernel-support:begin (make test-kernels) -->", "<!-- kernel-support:end -->"
         text = pathlib.Path(args.readme).read_text()
