@@ -42,7 +42,7 @@ struct Traced {
 
 // One tracer per "node", each on its ranks (--pid), on a clock skewed by
 // faketime ("" for none; its -f syntax: "+30s", "-0.045"). The first node's
-// tracer runs 13 s, the others start a second later and run 11 s.
+// tracer runs 11 s, the others start a second later and run 9 s.
 struct FakeNode {
   std::string host;
   std::vector<int> ranks;
@@ -82,7 +82,7 @@ Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int freeze
     tracers.emplace_back([&, i] {
       std::vector<std::string> wrapper;
       if (!nodes[i].skew.empty()) wrapper = {"env", "FAKETIME_DONT_FAKE_MONOTONIC=1", "faketime", "-f", nodes[i].skew};
-      ran[i] = run_slowburn(tracer(nodes[i], i == 0 ? 13 : 11), std::chrono::seconds(60), wrapper);
+      ran[i] = run_slowburn(tracer(nodes[i], i == 0 ? 11 : 9), std::chrono::seconds(60), wrapper);
     });
   }
   if (freeze_rank >= 0) {

@@ -85,7 +85,9 @@ TEST_P(SlowRank, IsNamedInTheVerdict) {
   SKIP_UNLESS_ROOT();
   if (!find_program("mpirun")) GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
   int slow = GetParam();
-  Outcome outcome = trace_demo_job(slow, 10);
+  // 7 s: the sequential test names a 1.5x rank within about a second, and
+  // its finding must hold in half the windows after (the verdict's rule).
+  Outcome outcome = trace_demo_job(slow, 7);
   EXPECT_EQ(outcome.named, std::set<int>{slow}) << outcome.summaries;
   ASSERT_TRUE(outcome.first_finding_after_s.has_value());
   EXPECT_GT(outcome.instances, 100u);
@@ -93,7 +95,10 @@ TEST_P(SlowRank, IsNamedInTheVerdict) {
   RecordProperty("first_finding_after_s", std::to_string(*outcome.first_finding_after_s));
 }
 
-INSTANTIATE_TEST_SUITE_P(ThreeDifferentRanks, SlowRank, ::testing::Values(0, 2, 3));
+// The first rank and the last: neither end of the job is favoured (rank 0
+// launches first and often leads; the last rank is mpirun's last child).
+// Three ranks of 10 s each were 34 s of CI's 30 minutes.
+INSTANTIATE_TEST_SUITE_P(BothEnds, SlowRank, ::testing::Values(0, 3));
 
 TEST(CulpritWithADegradedLink, TheLinkIsNamedAsTheLikelyCause) {
   SKIP_UNLESS_ROOT();
@@ -101,13 +106,13 @@ TEST(CulpritWithADegradedLink, TheLinkIsNamedAsTheLikelyCause) {
   // The PCIe topology of the fixture tree (this VM has no PCIe links): GPU 0
   // (local rank 0) trained at 16 GT/s of 32; GPU 1 healthy.
   auto sys = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures/sys";
-  Outcome culprit = trace_demo_job(0, 8, sys, testing::kClearSlowdown);
+  Outcome culprit = trace_demo_job(0, 5, sys, testing::kClearSlowdown);
   EXPECT_EQ(culprit.named, std::set<int>{0}) << culprit.summaries;
   ASSERT_FALSE(culprit.likely_causes.empty()) << culprit.summaries;
   EXPECT_NE(culprit.likely_causes[0].find("link.downtrained"), std::string::npos) << culprit.likely_causes[0];
   EXPECT_NE(culprit.summaries.find("likely cause"), std::string::npos);
   // A culprit on the healthy GPU gets no cause pinned on it.
-  Outcome other = trace_demo_job(1, 8, sys, testing::kClearSlowdown);
+  Outcome other = trace_demo_job(1, 5, sys, testing::kClearSlowdown);
   EXPECT_EQ(other.named, std::set<int>{1}) << other.summaries;
   EXPECT_TRUE(other.likely_causes.empty()) << other.likely_causes[0];
 }
