@@ -6,10 +6,13 @@
 // its tracer starts a few steps late, as on a real cluster.
 //
 //   synth_recordings OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE] [DRIFT_PPM]
+//                    [RAMP_S] [SEED]
 //
 // SLOWDOWN: the slow rank's compute multiplier (1.5); NOISE: each compute
 // step's standard deviation as a share of the step (0.01); DRIFT_PPM: each
-// node's clock also drifts, by up to this many ppm either way (0).
+// node's clock also drifts, by up to this many ppm either way (0); RAMP_S:
+// the multiplier grows from 1 to SLOWDOWN over this many seconds of the
+// job, then stays (0: SLOWDOWN from the start); SEED: the noise's (42).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,8 +33,22 @@ int32_t pid_of(int rank) { return 10'000 + rank; }
 
 // Every node re-runs the same simulation (same seed) and keeps its own
 // ranks' calls: no node's calls wait in memory for another's writer.
-int record_node(const std::filesystem::path& dir, int node, int ranks, int per_node, int steps, double step_ns,
-                int slow_rank, double slowdown, double noise_share, double drift_ppm) {
+struct Shape {
+  int ranks = 0, per_node = 0, steps = 0;
+  double step_ns = 0;
+  int slow_rank = -1;
+  double slowdown = 1.5, noise_share = 0.01, drift_ppm = 0, ramp_s = 0;
+  uint64_t seed = 42;
+  // The slow rank's multiplier at step s (t: the job's time then).
+  double multiplier(double t_ns) const {
+    if (ramp_s <= 0) return slowdown;
+    return 1.0 + (slowdown - 1.0) * std::min(1.0, t_ns / (ramp_s * 1e9));
+  }
+};
+
+int record_node(const std::filesystem::path& dir, int node, const Shape& shape) {
+  const int ranks = shape.ranks, per_node = shape.per_node, steps = shape.steps, slow_rank = shape.slow_rank;
+  const double step_ns = shape.step_ns, noise_share = shape.noise_share, drift_ppm = shape.drift_ppm;
   std::string host = fmt::format("node-{:03}", node);
   auto recorder = Recorder::create(dir / (host + ".sbr"), {host});
   if (!recorder) {
@@ -67,13 +84,13 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
   // Its drift, spread over [-drift_ppm, +drift_ppm] by node.
   const double drift = drift_ppm * 1e-6 * (static_cast<double>((node * 31) % 101) / 50.0 - 1.0);
   auto on_node = [&](double t) { return static_cast<uint64_t>(static_cast<int64_t>(t + drift * (t - 1e9)) + skew_ns); };
-  std::mt19937_64 rng(42);
+  std::mt19937_64 rng(shape.seed);
   std::normal_distribution<double> noise(0, step_ns * noise_share);
   std::uniform_real_distribution<double> jitter(0, 20e3);
   std::vector<double> prev_exit(static_cast<size_t>(ranks), 1e9), entry(static_cast<size_t>(ranks));
   for (int s = 0; s < steps; ++s) {
     for (int r = 0; r < ranks; ++r) {
-      double compute = (r == slow_rank ? slowdown : 1.0) * step_ns + noise(rng);
+      double compute = (r == slow_rank ? shape.multiplier(prev_exit[0] - 1e9) : 1.0) * step_ns + noise(rng);
       entry[static_cast<size_t>(r)] = prev_exit[static_cast<size_t>(r)] + std::max(1e3, compute);
     }
     double release = *std::max_element(entry.begin(), entry.end()) + 50e3;
@@ -107,7 +124,8 @@ int record_node(const std::filesystem::path& dir, int node, int ranks, int per_n
 int main(int argc, char** argv) {
   if (argc < 5) {
     fmt::print(stderr,
-               "usage: {} OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE] [DRIFT_PPM]\n",
+               "usage: {} OUT_DIR RANKS RANKS_PER_NODE SECONDS [STEP_MS] [SLOW_RANK] [SLOWDOWN] [NOISE] [DRIFT_PPM] "
+               "[RAMP_S] [SEED]\n",
                argv[0]);
     return 2;
   }
@@ -119,19 +137,21 @@ int main(int argc, char** argv) {
   double slowdown = argc > 7 ? std::atof(argv[7]) : 1.5;
   double noise_share = argc > 8 ? std::atof(argv[8]) : 0.01;
   double drift_ppm = argc > 9 ? std::atof(argv[9]) : 0;
+  double ramp_s = argc > 10 ? std::atof(argv[10]) : 0;
+  auto seed = static_cast<uint64_t>(argc > 11 ? std::atoll(argv[11]) : 42);
   if (ranks < 2 || per_node < 1 || seconds <= 0 || step_ms <= 0 || slowdown <= 0 || noise_share < 0 ||
-      std::abs(drift_ppm) > 1000) {
+      std::abs(drift_ppm) > 1000 || ramp_s < 0) {
     fmt::print(stderr,
-               "RANKS >= 2, RANKS_PER_NODE >= 1, SECONDS, STEP_MS and SLOWDOWN > 0, NOISE >= 0, |DRIFT_PPM| <= 1000\n");
+               "RANKS >= 2, RANKS_PER_NODE >= 1, SECONDS, STEP_MS and SLOWDOWN > 0, NOISE >= 0, |DRIFT_PPM| <= 1000, "
+               "RAMP_S >= 0\n");
     return 2;
   }
   std::filesystem::create_directories(dir);
   int nodes = (ranks + per_node - 1) / per_node;
   int steps = static_cast<int>(seconds * 1000 / step_ms);
+  Shape shape{ranks, per_node, steps, step_ms * 1e6, slow_rank, slowdown, noise_share, drift_ppm, ramp_s, seed};
   for (int n = 0; n < nodes; ++n)
-    if (int rc =
-            record_node(dir, n, ranks, per_node, steps, step_ms * 1e6, slow_rank, slowdown, noise_share, drift_ppm))
-      return rc;
+    if (int rc = record_node(dir, n, shape)) return rc;
   fmt::print("{} recordings, {} ranks, {} steps of {} ms\n", nodes, ranks, steps, step_ms);
   return 0;
 }
