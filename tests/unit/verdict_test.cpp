@@ -190,6 +190,28 @@ TEST(Verdict, ARampIsNamedLiveBeforeItReachesFourPercent) {
   RecordProperty("named_at_slowdown", std::to_string(slowdown));
 }
 
+TEST(Verdict, ASlowBurnNamedLiveThatEndedIsAnEpisodeInTheVerdict) {
+  // Rank 5 of 8 is 1.05x for the first 90 s, then like the others for 20
+  // minutes: named live once a minute is traced; over the session its cost
+  // is far under the floor, and its latest minute costs nothing. The verdict
+  // does not name it, and says so: the live finding is not lost.
+  SyntheticJob job;
+  job.ranks = 8;
+  job.noise_ns = 0.5e6;
+  job.compute_ns = [](int rank, int step) { return rank == 5 && step < 1800 ? 52.5e6 : 50e6; };
+  StragglerDetector d = make_detector(job.ranks);
+  auto events = job.run(26000);
+  Feed run = feed(d, events);
+  ASSERT_EQ(culprits(run.findings), std::set<int>{5});
+  EXPECT_EQ(run.findings.front().detector, "session-cost");
+  SessionVerdict v = d.verdict(events.back().exit_ns);
+  EXPECT_TRUE(v.stragglers.empty()) << v.stragglers.front().summary;
+  ASSERT_EQ(v.episodes.size(), 1u);
+  EXPECT_EQ(v.episodes.front().finding.culprit.rank, 5);
+  EXPECT_NE(v.episodes.front().summary.find("was named live as a slow burn"), std::string::npos)
+      << v.episodes.front().summary;
+}
+
 TEST(Verdict, AHealthyLongJobWithNoiseNamesNobodyLive) {
   // The same 8 ranks, 10 minutes of 50 ms steps with 1% noise, nobody slow:
   // the live rule looks every 2 s (300 looks, each over the session and its

@@ -145,17 +145,19 @@ std::vector<std::string> unclosed_notes(const std::vector<PlacedNode>& placed, c
     std::string ranks;
     for (const RankIdentity& r : info.ranks)
       if (p.node->pids.contains(r.pid)) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r.rank);
-    std::string ends_at = "it holds no call";
-    if (info.exit_span_ns) {
-      uint64_t end = p.to_reference(info.exit_span_ns->second);
-      ends_at = fmt::format("its calls end {:.1f} s before the job's last recorded call",
-                            static_cast<double>(ends.last_ns - std::min(ends.last_ns, end)) / 1e9);
+    if (!info.exit_span_ns || !ends.cut_ns) {
+      notes.push_back(fmt::format(
+          "{}'s recording was not closed (its tracer was killed, or the node went down) and holds no call", info.host));
+      continue;
     }
+    uint64_t end = p.to_reference(info.exit_span_ns->second);
     notes.push_back(fmt::format(
-        "{}'s recording was not closed (its tracer was killed, or the node went down): {}; the job is judged up to "
-        "{:.1f} s before that last call: after it, ranks {} are unseen, and a collective judged without them would "
-        "blame one of the ranks still seen",
-        info.host, ends_at, static_cast<double>(ends.last_ns - std::min(ends.last_ns, *ends.cut_ns)) / 1e9, ranks));
+        "{}'s recording was not closed (its tracer was killed, or the node went down): its calls end {:.1f} s before "
+        "the job's last recorded call; the job is judged up to {:.1f} s before that last call, and no wait inside a "
+        "collective at the end is: after it, ranks {} are unseen, and a collective judged without them would blame "
+        "one of the ranks still seen",
+        info.host, static_cast<double>(ends.last_ns - std::min(ends.last_ns, end)) / 1e9,
+        static_cast<double>(ends.last_ns - std::min(ends.last_ns, *ends.cut_ns)) / 1e9, ranks));
   }
   return notes;
 }

@@ -117,7 +117,6 @@ Result<ReplaySpan> MergedReplay::replay(JobJudges& judges, PerfettoSink* timelin
   uint64_t next_advance = 0;
   while (!heads.empty()) {
     size_t i = heads.top();
-    if (stop_ns_ && streams[i].at() > static_cast<int64_t>(*stop_ns_)) break;
     heads.pop();
     const PlacedNode& placed = *streams[i].placed;
     const RecordedCall& c = streams[i].next;
@@ -125,8 +124,14 @@ Result<ReplaySpan> MergedReplay::replay(JobJudges& judges, PerfettoSink* timelin
         spec && placed.node->pids.contains(c.pid)) {
       CallEvent e = merged_call(placed, c, *spec);
       CallComm comm = merged_comm(*placed.node, c);
-      judges.on_named_call(e, comm);
       if (timeline) timeline->call(e, comm, spec->name);
+      // Past the cut (stop_at) on the timeline only: rows are only nearly
+      // in exit order, so the streams are read to their ends.
+      if (stop_ns_ && e.exit_ns > *stop_ns_) {
+        if (auto ok = advance_stream(i); !ok) return ok.error();
+        continue;
+      }
+      judges.on_named_call(e, comm);
       if (span.first_ns == 0) span.first_ns = e.exit_ns;
       span.last_ns = std::max(span.last_ns, e.exit_ns);
       if (e.exit_ns >= next_advance) {
@@ -140,6 +145,9 @@ Result<ReplaySpan> MergedReplay::replay(JobJudges& judges, PerfettoSink* timelin
 }
 
 DetectorOutput MergedReplay::check_in_flight(JobJudges& judges, ReplaySpan& span) const {
+  // After a cut, who was inside a collective at the cut is not recorded (the
+  // closed nodes' readings are from their ends): no wait is judged from them.
+  if (stop_ns_) return {};
   std::optional<uint64_t> read_at;
   std::vector<InFlightCall> in_flight;
   for (const PlacedNode& placed : nodes_) {

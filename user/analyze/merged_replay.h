@@ -48,8 +48,9 @@ class MergedReplay {
   // Every call into `judges` (and `timeline`, when given); the judges
   // advance every kAdvancePeriodNs of job time and their output goes to `emit`.
   Result<ReplaySpan> replay(JobJudges& judges, PerfettoSink* timeline, const std::function<void(DetectorOutput)>& emit);
-  // The replay ends at this time of the reference's clock: where a node's
-  // recording was cut short, its ranks are unseen after it, and a
+  // The judges see nothing after this time of the reference's clock (the
+  // timeline still does), and check_in_flight judges no wait: where a
+  // node's recording was cut short, its ranks are unseen after it, and a
   // collective judged without them would blame one of the ranks still seen.
   void stop_at(uint64_t reference_ns) { stop_ns_ = reference_ns; }
   // What was still inside a collective when each node last looked, judged

@@ -263,6 +263,8 @@ class StragglerDetector {
   // theirs: it got worse); the verdict's session-cost finding keeps when it
   // was first found.
   void live_session_cost(uint64_t now_ns, DetectorOutput& out);
+  // A rank the live rule raised that the verdict names nowhere: an episode, said.
+  void slow_burn_episodes(SessionVerdict& verdict, const std::vector<Finding>& all, uint64_t now_ns) const;
   std::map<int32_t, uint64_t> slow_burn_found_ns_;  // rank -> when the live rule first named it
   uint64_t slow_burn_checked_ns_ = 0;
   std::map<LaneKey, std::deque<LaneSnapshot>> slow_burn_snapshots_;        // per lane, from kSlowBurnLatestNs ago

@@ -16,13 +16,6 @@ namespace slowburn {
 namespace {
 constexpr double kCusumInputCap = 5.0;  // one wild window must not alarm on its own
 constexpr double kTailQuantile = 0.9;
-// How often the slow-burn rule is judged live, on the job's clock: its
-// totals change slowly, and each look is a test that could alarm by chance.
-constexpr uint64_t kSlowBurnEveryNs = 2'000'000'000;
-// The latest stretch judged beside the whole session, and how often its
-// starting totals are kept (each lane keeps ~7 snapshots of its ranks).
-constexpr uint64_t kSlowBurnLatestNs = 60'000'000'000;
-constexpr uint64_t kSlowBurnSnapshotEveryNs = 10'000'000'000;
 
 }  // namespace
 
@@ -298,114 +291,6 @@ std::vector<Finding> StragglerDetector::findings() const {
   return result;
 }
 
-struct StragglerDetector::SlowBurn {
-  Finding finding;
-  SessionCostJudgement judgement;
-};
-
-LaneSnapshot StragglerDetector::session_totals(const Lane& lane, uint64_t now_ns) const {
-  return {now_ns, last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0, lane.total_judged_instances, lane_totals(lane)};
-}
-
-std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const Lane& lane, const LaneSnapshot& totals,
-                                                                        uint64_t since_ns) const {
-  if (lane.info.kind != CallKind::synchronizing) return std::nullopt;
-  auto j = judge_session_cost(totals.ranks, totals.instances, lane.seen.size(), totals.traced_ns,
-                              config_.session_cost_thresholds);
-  if (!j) return std::nullopt;
-  // A spell that ended is an episode, not a slow burn: what it cost
-  // outside its episodes (those since since_ns) must pass the floor on its
-  // own. A run still open at the end never ended (flagged in under half
-  // its windows, yet never clear for persistence_n of them): its cost is
-  // the slow burn's.
-  double episodes_ns = 0;
-  if (auto runs = runs_.find(j->pid); runs != runs_.end())
-    for (const Run& run : runs->second)
-      if (!run.open && run.last_flagged_end_ns >= since_ns) episodes_ns += run.cost_ns;
-  double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
-  if (outside_ns < config_.session_cost_thresholds.min_cost_share * static_cast<double>(totals.traced_ns))
-    return std::nullopt;
-  Finding f = session_cost_finding(lane_finding(lane, j->pid, "straggler", "session-cost"), *j, totals.traced_ns);
-  f.session_cost->latest = since_ns > 0;
-  f.severity = severity_of(j->cost_share, config_.session_cost_thresholds);
-  f.summary = straggler_summary(f);
-  if (auto found = slow_burn_found_ns_.find(j->pid); found != slow_burn_found_ns_.end()) f.detected_ns = found->second;
-  return SlowBurn{std::move(f), *j};
-}
-
-void StragglerDetector::live_session_cost(uint64_t now_ns, DetectorOutput& out) {
-  // Not before a stretch of kSlowBurnLatestNs: on a shorter one a spike
-  // (a spell under the window rule's persistence) is a few percent of the
-  // time, and the window, sequential and CUSUM rules judge strong stragglers.
-  if (!config_.session_cost || now_ns < slow_burn_checked_ns_ + kSlowBurnEveryNs) return;
-  slow_burn_checked_ns_ = now_ns;
-  for (const auto& [key, lane] : lanes_) {
-    if (lane->info.kind != CallKind::synchronizing) continue;
-    LaneSnapshot now = session_totals(*lane, now_ns);
-    std::deque<LaneSnapshot>& kept = slow_burn_snapshots_[key];
-    if (kept.empty() || now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs) kept.push_back(now);
-    while (kept.size() >= 2 && kept[1].at_ns + kSlowBurnLatestNs <= now_ns) kept.pop_front();
-    if (now.traced_ns < kSlowBurnLatestNs) continue;
-    // The session so far, then its latest stretch (kSlowBurnLatestNs or a
-    // little more): a cost that began late, or grows (a ramp), passes the
-    // floor there long before it does over the whole session.
-    auto found = slow_burn(*lane, now, 0);
-    if ((!found || found->judgement.scheduler_noise) && kept.front().at_ns + kSlowBurnLatestNs <= now_ns)
-      found = slow_burn(*lane, totals_since(now, kept.front()), kept.front().at_ns);
-    if (!found || found->judgement.scheduler_noise) continue;
-    int32_t pid = found->judgement.pid;
-    if (active_findings_.contains(pid) || slow_burn_found_ns_.contains(pid)) continue;
-    slow_burn_found_ns_[pid] = now_ns;
-    found->finding.detected_ns = now_ns;
-    findings_.push_back(found->finding);
-    out.findings.push_back(std::move(found->finding));
-  }
-}
-
-void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
-  // Per rank, its costliest lane the rank is named on, and apart from that
-  // its costliest lane whose cost is the scheduler's: withheld only when no
-  // lane names it (a busy lane on the node beside a quiet one across nodes).
-  std::map<int32_t, Finding> named_on, noise_on;
-  std::map<int32_t, SessionCostJudgement> noise;
-  for (const auto& [key, lane] : lanes_) {
-    LaneSnapshot session = session_totals(*lane, last_ns_);
-    auto found = slow_burn(*lane, session, 0);
-    // Else its latest stretch, as the live rule judges it: a cost that began late.
-    auto kept = slow_burn_snapshots_.find(key);
-    if ((!found || found->judgement.scheduler_noise) && kept != slow_burn_snapshots_.end() && !kept->second.empty() &&
-        kept->second.front().at_ns + kSlowBurnLatestNs <= last_ns_)
-      found = slow_burn(*lane, totals_since(session, kept->second.front()), kept->second.front().at_ns);
-    if (!found) continue;
-    const SessionCostJudgement& j = found->judgement;
-    bool named =
-        std::any_of(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& f) { return f.culprit.pid == j.pid; });
-    auto& best = j.scheduler_noise ? noise_on : named_on;
-    if (named || (best.contains(j.pid) && best[j.pid].cost_ns >= j.cost_ns)) continue;
-    best[j.pid] = std::move(found->finding);
-    if (j.scheduler_noise) noise[j.pid] = j;
-  }
-  for (auto& [pid, f] : named_on) v.stragglers.push_back(std::move(f));
-  for (auto& [pid, f] : noise_on)
-    if (!named_on.contains(pid)) v.withheld.push_back(scheduler_noise_withheld(std::move(f), noise.at(pid)));
-}
-
-std::map<int32_t, LaneRankTotals> StragglerDetector::lane_totals(const Lane& lane) {
-  std::map<int32_t, LaneRankTotals> totals;
-  for (int32_t pid : lane.seen) {
-    LaneRankTotals& t = totals[pid];
-    auto at = [pid](const std::map<int32_t, uint64_t>& m) { return m.contains(pid) ? m.at(pid) : 0; };
-    t.lasts = at(lane.total_lasts);
-    t.blame_ns = at(lane.total_blame_ns);
-    t.blame_leaving_ns = at(lane.total_blame_leaving_ns);
-    if (auto inside = lane.total_inside.find(pid); inside != lane.total_inside.end()) {
-      t.inside_ns = inside->second.duration_ns;
-      if (inside->second.has_runq) t.runq_ns = inside->second.runq_ns;
-    }
-  }
-  return totals;
-}
-
 SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   SessionVerdict v;
   v.instances = counters_.instances;
@@ -440,6 +325,7 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     if (held) v.stragglers.push_back(all[held->finding]);
   }
   if (config_.session_cost) session_cost_findings(v);
+  slow_burn_episodes(v, all, now_ns);
   // The run of a rank the slow-burn rule named (or withheld) that is still
   // open is that finding's, not an episode beside it: its cost is in it.
   std::erase_if(v.episodes, [&](const Episode& e) {
