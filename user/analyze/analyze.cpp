@@ -8,6 +8,7 @@
 #include "analyze/clock_placement.h"
 #include "analyze/merged_replay.h"
 #include "analyze/recording_set.h"
+#include "core/strings.h"
 #include "detect/clock_check.h"
 #include "engine/finding_explainer.h"
 #include "probes/catalog.h"
@@ -142,9 +143,10 @@ std::vector<std::string> unclosed_notes(const std::vector<PlacedNode>& placed, c
   for (const PlacedNode& p : placed) {
     const RecordingInfo& info = p.node->info;
     if (info.closed) continue;
-    std::string ranks;
+    std::vector<int> unseen;
     for (const RankIdentity& r : info.ranks)
-      if (p.node->pids.contains(r.pid)) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r.rank);
+      if (p.node->pids.contains(r.pid)) unseen.push_back(r.rank);
+    std::string ranks = join_numbers(unseen, ", ");
     if (!info.exit_span_ns || !ends.cut_ns) {
       notes.push_back(fmt::format(
           "{}'s recording was not closed (its tracer was killed, or the node went down) and holds no call", info.host));

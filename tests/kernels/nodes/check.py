@@ -18,8 +18,10 @@ import pathlib
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(here, ".."), os.path.join(here, "..", "guest")]
 from doc_section import NODES_HEADER, put_section  # noqa: E402
+import results  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -37,10 +39,7 @@ def result(status, name, detail):
     global failed
     failed |= status == "FAIL"
     rows.append((name, status.lower(), detail))
-    line = "SB-RESULT %s %s - %s" % (status, name, detail)
-    print(line)
-    with open(out + "/results", "a") as f:
-        f.write(line + "\n")
+    results.result(out, status, name, detail)
 
 
 def lines(phase, kind):
