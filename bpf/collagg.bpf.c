@@ -178,8 +178,8 @@ int BPF_KPROBE(agg_enter)
 	ikey.probe_id = key.probe_id;
 	ikey.comm_slot = state.comm_slot;
 	inst = lookup_or_try_init(&instances, &ikey, &zero_instance);
-	if (inst)
-		sb_instance_arrive(inst, state.entry_ns, state.since_release_ns, excess_ns, tgid);
+	if (inst && sb_instance_arrive(inst, state.entry_ns, state.since_release_ns, excess_ns, tgid))
+		__sync_fetch_and_add(&counters.open_races, 1);
 	return 0;
 }
 

@@ -99,6 +99,7 @@ struct sb_collagg_counters {
 	__u64 state_failures; /* entry state could not be stored */
 	__u64 stats_full;     /* the statistics table was full: a call not counted */
 	__u64 unplaced;	      /* a synchronizing return older than the last two instances */
+	__u64 open_races;     /* an arrival that may be lost: it joined while another opened its instance */
 };
 
 #endif /* SLOWBURN_COLLAGG_H */

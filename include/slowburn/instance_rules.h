@@ -73,6 +73,7 @@ struct sb_agg_instance {
 	__u64 second_excess_ns; /* the same for the arrival before it */
 	__u32 last_tgid;	/* who arrived last */
 	__u32 arrivals;
+	__u32 opening; /* 1 while an arrival opens the next instance (sb_instance_arrive) */
 };
 
 /* A rank's arrival, seen from its previous collective: its time since that
@@ -94,33 +95,101 @@ SB_INLINE void sb_arrival_since(__u64 last_exit_ns, __u64 last_release_ns, __u64
  * An arrival (an entry): opens the next instance after a release, else
  * joins the open one. since_ns: its time since its previous collective
  * released it (SB_AGG_UNKNOWN); excess_ns: how much later than its release
- * it left that collective. The record is shared across CPUs without a lock
- * (tracing programs cannot take bpf_spin_lock): two ranks entering at the
- * same instant may swap last and second-to-last, which moves nanoseconds of
- * blame.
+ * it left that collective.
+ *
+ * The record is shared across CPUs without a lock (tracing programs cannot
+ * take bpf_spin_lock), and the ranks a release lets go arrive at the next
+ * collective together: two of them on two CPUs may both see the instance
+ * closed. Both opening it lost the instance before (the second copied the
+ * first's fresh instance into prev_*), and a return still on its way from
+ * it was then unplaced (CollaggProgram's test caught it once in 60 runs).
+ * So one arrival wins the right to open (a compare-and-swap on `opening`)
+ * and the other waits, a bounded few hundred loads, for it to finish, then
+ * looks again and joins. The open writes closed_ns last, so a return reads
+ * either the old instance whole or the new one with its prev_* set. Returns
+ * 1 when the wait ran out (the opener was preempted): it joins regardless,
+ * and its arrival may be overwritten by the open; the caller counts it.
+ * Two ranks entering at the same instant may still swap last and
+ * second-to-last, which moves nanoseconds of blame.
  */
-SB_INLINE void sb_instance_arrive(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
-				  __u32 tgid)
+#define SB_OPEN_WAIT_LOADS 512
+
+SB_INLINE int sb_instance_opens(const struct sb_agg_instance *inst)
 {
-	if (inst->closed_ns || !inst->arrivals) {
-		inst->prev_first_entry_ns = inst->first_entry_ns;
-		inst->prev_closed_ns = inst->closed_ns;
-		inst->first_entry_ns = entry_ns;
-		inst->second_entry_ns = 0;
-		inst->second_since_ns = SB_AGG_UNKNOWN;
-		inst->second_excess_ns = 0;
-		inst->arrivals = 0;
-		inst->closed_ns = 0;
-	} else {
-		inst->second_entry_ns = inst->last_entry_ns;
-		inst->second_since_ns = inst->last_since_ns;
-		inst->second_excess_ns = inst->last_excess_ns;
+	return inst->closed_ns || !inst->arrivals;
+}
+
+SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns)
+{
+	__u64 closed = inst->closed_ns;
+
+	inst->prev_first_entry_ns = inst->first_entry_ns;
+	inst->prev_closed_ns = closed;
+	inst->first_entry_ns = entry_ns;
+	inst->second_entry_ns = 0;
+	inst->second_since_ns = SB_AGG_UNKNOWN;
+	inst->second_excess_ns = 0;
+	inst->arrivals = 0;
+	/* A full barrier (the builtin is one): the fields above are in place
+	 * before a return can see the instance open. */
+	__sync_val_compare_and_swap(&inst->closed_ns, closed, 0);
+}
+
+/* An arrival joins by its entry time, not by when its program got here: a
+ * rank that entered first may reach this code after a rank that entered a
+ * microsecond later opened the instance (the program's own work between
+ * reading the clock and here). Its entry then becomes the first arrival, or
+ * the second-to-last, or neither: a first arrival left later than an entry
+ * made its return look older than its instance (unplaced, or placed in the
+ * previous one). */
+SB_INLINE void sb_instance_join(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
+				__u32 tgid)
+{
+	if (!inst->arrivals || entry_ns >= inst->last_entry_ns) {
+		if (inst->arrivals) {
+			inst->second_entry_ns = inst->last_entry_ns;
+			inst->second_since_ns = inst->last_since_ns;
+			inst->second_excess_ns = inst->last_excess_ns;
+		}
+		inst->last_entry_ns = entry_ns;
+		inst->last_since_ns = since_ns;
+		inst->last_excess_ns = excess_ns;
+		inst->last_tgid = tgid;
+	} else if (entry_ns >= inst->second_entry_ns) {
+		inst->second_entry_ns = entry_ns;
+		inst->second_since_ns = since_ns;
+		inst->second_excess_ns = excess_ns;
 	}
-	inst->last_entry_ns = entry_ns;
-	inst->last_since_ns = since_ns;
-	inst->last_excess_ns = excess_ns;
-	inst->last_tgid = tgid;
-	inst->arrivals += 1;
+	if (entry_ns < inst->first_entry_ns)
+		inst->first_entry_ns = entry_ns;
+	__sync_fetch_and_add(&inst->arrivals, 1);
+}
+
+SB_INLINE int sb_instance_arrive(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
+				 __u32 tgid)
+{
+	int waited_out = 0;
+
+	if (sb_instance_opens(inst)) {
+		if (__sync_val_compare_and_swap(&inst->opening, 0, 1) == 0) {
+			/* Another arrival may have opened it since we looked. */
+			if (sb_instance_opens(inst))
+				sb_instance_open(inst, entry_ns);
+			__sync_val_compare_and_swap(&inst->opening, 1, 0);
+		} else {
+			int i;
+
+			waited_out = 1;
+			for (i = 0; i < SB_OPEN_WAIT_LOADS; i++) {
+				if (!*(volatile __u32 *)&inst->opening) {
+					waited_out = 0;
+					break;
+				}
+			}
+		}
+	}
+	sb_instance_join(inst, entry_ns, since_ns, excess_ns, tgid);
+	return waited_out;
 }
 
 enum sb_placement {

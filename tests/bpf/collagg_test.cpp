@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "loader/collagg_program.h"
@@ -34,76 +36,118 @@ struct Child {
   pid_t pid = -1;
   int go_fd = -1;       // parent writes: enter the call now
   int release_fd = -1;  // parent writes: return from it
+  int done_fd = -1;     // child writes: returned (its uretprobe has run)
 };
 
 Child fork_rank() {
-  int go[2], release[2];
+  int go[2], release[2], done[2];
   EXPECT_EQ(pipe(go), 0);
   EXPECT_EQ(pipe(release), 0);
+  EXPECT_EQ(pipe(done), 0);
   pid_t pid = fork();
   if (pid == 0) {
     close(go[1]);
     close(release[1]);
+    close(done[0]);
     char byte;
     for (int step = 0; step < kSteps; ++step) {
       if (read(go[0], &byte, 1) != 1) _exit(1);
       if (sb_agg_sync_point(release[0]) != 1) _exit(2);
+      if (write(done[1], "x", 1) != 1) _exit(3);
     }
     _exit(0);
   }
   close(go[0]);
   close(release[0]);
-  return {pid, go[1], release[1]};
+  close(done[1]);
+  return {pid, go[1], release[1], done[0]};
 }
 
 void send(int fd) { ASSERT_EQ(write(fd, "x", 1), 1); }
+void await(int fd) {
+  char byte;
+  ASSERT_EQ(read(fd, &byte, 1), 1);
+}
+
+// One job of kSteps steps on a freshly loaded program.
+struct JobRun {
+  std::unique_ptr<CollaggProgram> program;
+  std::array<Child, 3> ranks;
+  Child outsider;
+  std::array<int, 3> expected_lasts{};
+};
+
+void run_job(const UprobeSite& site, JobRun& run) {
+  auto program = CollaggProgram::load();
+  ASSERT_TRUE(program) << program.error().message;
+  run.program = std::move(*program);
+  for (Child& c : run.ranks) c = fork_rank();
+  run.outsider = fork_rank();  // attached but never registered: not counted
+  std::array<Child*, 4> all{&run.ranks[0], &run.ranks[1], &run.ranks[2], &run.outsider};
+  for (Child* c : all) {
+    if (c != &run.outsider) {
+      ASSERT_TRUE(run.program->add_target(c->pid, kJobSlot));
+    }
+    auto attached = run.program->attach("/proc/self/exe", c->pid, std::span(&site, 1));
+    ASSERT_TRUE(attached) << attached.error().message;
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    int late = step % 3;
+    for (int r = 0; r < 3; ++r)
+      if (r != late) send(run.ranks[r].go_fd);
+    send(run.outsider.go_fd);
+    // The others are inside; 30 ms later the late one arrives. The margin
+    // over the 8 ms asserted below is for a loaded machine, where the
+    // runner-up itself may be scheduled late (it was, by 2.5 ms, with 10 ms).
+    std::this_thread::sleep_for(30ms);
+    send(run.ranks[late].go_fd);
+    std::this_thread::sleep_for(10ms);
+    for (Child* c : all) send(c->release_fd);
+    // Every return is in before the next step: on a loaded machine a rank
+    // descheduled past two instances would be unplaced, which is the
+    // kernel's rule, not what this test is about.
+    for (Child* c : all) await(c->done_fd);
+    run.expected_lasts[late] += 1;
+    // A compute gap before the next step. The two early ranks then enter
+    // together, on two CPUs: both see the instance closed, one opens it,
+    // and the one whose program got there second may have entered first.
+    std::this_thread::sleep_for(3ms);
+  }
+  for (Child* c : all) {
+    int status = 0;
+    ASSERT_EQ(waitpid(c->pid, &status, 0), c->pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int fd : {c->go_fd, c->release_fd, c->done_fd}) close(fd);
+  }
+}
 
 TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
   SKIP_UNLESS_ROOT();
-  auto program = CollaggProgram::load();
-  ASSERT_TRUE(program) << program.error().message;
   auto symbols = ElfSymbols::open("/proc/self/exe");
   ASSERT_TRUE(symbols) << symbols.error().message;
   auto found = symbols->lookup("sb_agg_sync_point");
   ASSERT_EQ(found.size(), 1u);
   UprobeSite site{found[0].file_offset, make_cookie(CookieFields{.probe_id = kProbe, .synchronizing = true})};
 
-  std::array<Child, 3> ranks;
-  for (Child& c : ranks) c = fork_rank();
-  Child outsider = fork_rank();  // attached but never registered: not counted
-  for (Child* c : {&ranks[0], &ranks[1], &ranks[2], &outsider}) {
-    if (c != &outsider) {
-      ASSERT_TRUE((*program)->add_target(c->pid, kJobSlot));
-    }
-    auto attached = (*program)->attach("/proc/self/exe", c->pid, std::span(&site, 1));
-    ASSERT_TRUE(attached) << attached.error().message;
+  // An arrival whose opener was preempted mid-open (by the waiting rank on
+  // its own CPU: uprobe programs are preemptible) joins without waiting and
+  // is counted in open_races; it happened once in 150 runs here. Such a run
+  // is not exact by design, so it is run again, at most twice.
+  JobRun run;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    run = JobRun{};
+    ASSERT_NO_FATAL_FAILURE(run_job(site, run));
+    if (run.program->counters().open_races == 0) break;
+    std::printf("attempt %d: %llu open race(s), run again\n", attempt + 1,
+                static_cast<unsigned long long>(run.program->counters().open_races));
   }
-
-  std::array<int, 3> expected_lasts{};
-  for (int step = 0; step < kSteps; ++step) {
-    int late = step % 3;
-    for (int r = 0; r < 3; ++r)
-      if (r != late) send(ranks[r].go_fd);
-    send(outsider.go_fd);
-    // The others are inside; 30 ms later the late one arrives. The margin
-    // over the 8 ms asserted below is for a loaded machine, where the
-    // runner-up itself may be scheduled late (it was, by 2.5 ms, with 10 ms).
-    std::this_thread::sleep_for(30ms);
-    send(ranks[late].go_fd);
-    std::this_thread::sleep_for(10ms);
-    for (Child& c : ranks) send(c.release_fd);
-    send(outsider.release_fd);
-    expected_lasts[late] += 1;
-    std::this_thread::sleep_for(3ms);  // a compute gap before the next step
-  }
-  for (Child* c : {&ranks[0], &ranks[1], &ranks[2], &outsider}) {
-    int status = 0;
-    ASSERT_EQ(waitpid(c->pid, &status, 0), c->pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  auto& program = run.program;
+  auto& ranks = run.ranks;
+  auto& outsider = run.outsider;
+  auto& expected_lasts = run.expected_lasts;
 
   std::map<uint32_t, AggStats> by_pid;
-  for (const AggStats& s : (*program)->read()) by_pid[s.tgid] = s;
+  for (const AggStats& s : program->read()) by_pid[s.tgid] = s;
   EXPECT_FALSE(by_pid.contains(static_cast<uint32_t>(outsider.pid))) << "a process that is not a target counts";
   uint64_t instances = 0;
   for (int r = 0; r < 3; ++r) {
@@ -125,11 +169,12 @@ TEST(CollaggProgram, CountsEveryCallAndBlamesTheLastArrival) {
     instances += s.instances;
   }
   EXPECT_EQ(instances, static_cast<uint64_t>(kSteps)) << "each instance is closed exactly once";
-  EXPECT_EQ((*program)->counters().unplaced, 0u);
+  EXPECT_EQ(program->counters().unplaced, 0u);
+  EXPECT_EQ(program->counters().open_races, 0u) << "three runs in a row with an opener preempted";
 
-  for (Child& c : ranks) (*program)->forget_process(c.pid);
-  (*program)->forget_job(kJobSlot);
-  EXPECT_EQ((*program)->map_entries(), 0u) << "forgotten processes and jobs leave nothing in the maps";
+  for (Child& c : ranks) program->forget_process(c.pid);
+  program->forget_job(kJobSlot);
+  EXPECT_EQ(program->map_entries(), 0u) << "forgotten processes and jobs leave nothing in the maps";
 }
 
 }  // namespace

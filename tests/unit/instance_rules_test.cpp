@@ -243,6 +243,52 @@ TEST(InstanceRules, RandomJobsAgreeCallByCall) {
   }
 }
 
+// Two ranks entering together on two CPUs: the one whose program reached
+// the shared record second may have read the clock first. The record keeps
+// arrivals in entry order, so its return is in this instance, first, not
+// older than it (unplaced in the first instance, the previous one's after).
+TEST(InstanceRules, ArrivalsOutOfProgramOrderArePlacedByTheirEntryTime) {
+  for (bool first_instance : {true, false}) {
+    sb_agg_instance inst{};
+    if (!first_instance) {
+      sb_instance_arrive(&inst, 100, SB_AGG_UNKNOWN, 0, 1);
+      sb_instance_arrive(&inst, 200, SB_AGG_UNKNOWN, 0, 2);
+      sb_placed p{};
+      ASSERT_EQ(sb_instance_place(&inst, 100, 300, &p), SB_PLACED_CLOSES);
+    }
+    const __u64 base = first_instance ? 1'000 : 2'000;
+    EXPECT_EQ(sb_instance_arrive(&inst, base + 10, SB_AGG_UNKNOWN, 0, 2), 0) << "opens";
+    EXPECT_EQ(sb_instance_arrive(&inst, base, SB_AGG_UNKNOWN, 0, 1), 0) << "entered first, joins second";
+    EXPECT_EQ(inst.first_entry_ns, base);
+    EXPECT_EQ(inst.last_tgid, 2u) << "the later entry is still the last arrival";
+    EXPECT_EQ(inst.second_entry_ns, base);
+    EXPECT_EQ(sb_instance_arrive(&inst, base + 5, SB_AGG_UNKNOWN, 0, 3), 0);
+    EXPECT_EQ(inst.last_entry_ns, base + 10);
+    EXPECT_EQ(inst.second_entry_ns, base + 5) << "between the two: the runner-up";
+    EXPECT_EQ(inst.arrivals, 3u);
+    sb_placed p{};
+    EXPECT_EQ(sb_instance_place(&inst, base, base + 50, &p), SB_PLACED_CLOSES);
+    EXPECT_EQ(p.lateness_ns, 0u);
+    EXPECT_EQ(sb_instance_place(&inst, base + 10, base + 51, &p), SB_PLACED_CURRENT);
+    EXPECT_EQ(p.lateness_ns, 10u);
+    EXPECT_EQ(p.release_ns, base + 50);
+  }
+}
+
+// An arrival that finds another opening the instance waits for it; here,
+// single-threaded, the record looks mid-open to the second arrival, which
+// waits out, joins, and says so.
+TEST(InstanceRules, AnArrivalThatCannotWaitForTheOpenerSaysSo) {
+  sb_agg_instance inst{};
+  sb_instance_arrive(&inst, 100, SB_AGG_UNKNOWN, 0, 1);
+  sb_placed p{};
+  ASSERT_EQ(sb_instance_place(&inst, 100, 150, &p), SB_PLACED_CLOSES);
+  inst.opening = 1;  // another CPU's arrival holds it
+  EXPECT_EQ(sb_instance_arrive(&inst, 200, SB_AGG_UNKNOWN, 0, 2), 1);
+  inst.opening = 0;
+  EXPECT_EQ(sb_instance_arrive(&inst, 210, SB_AGG_UNKNOWN, 0, 3), 0);
+}
+
 TEST(InstanceRules, TheSequentialEventNeedsThreeRanksAStepAndALeadOfItsOwn) {
   const __u64 ten_percent = sb_share_bp(0.10);
   EXPECT_EQ(ten_percent, 1000u);

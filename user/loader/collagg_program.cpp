@@ -148,7 +148,8 @@ std::vector<AggStats> CollaggProgram::read() const {
 CollaggCounters CollaggProgram::counters() const {
   const auto& c = skel_->bss->counters;
   return {__atomic_load_n(&c.orphan_returns, __ATOMIC_RELAXED), __atomic_load_n(&c.state_failures, __ATOMIC_RELAXED),
-          __atomic_load_n(&c.stats_full, __ATOMIC_RELAXED), __atomic_load_n(&c.unplaced, __ATOMIC_RELAXED)};
+          __atomic_load_n(&c.stats_full, __ATOMIC_RELAXED), __atomic_load_n(&c.unplaced, __ATOMIC_RELAXED),
+          __atomic_load_n(&c.open_races, __ATOMIC_RELAXED)};
 }
 
 std::vector<InFlightCall> CollaggProgram::in_flight() const {

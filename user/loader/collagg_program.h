@@ -36,7 +36,8 @@ struct CollaggCounters {
   uint64_t orphan_returns = 0;
   uint64_t state_failures = 0;
   uint64_t stats_full = 0;
-  uint64_t unplaced = 0;
+  uint64_t unplaced = 0;    // a return older than the last two instances of its collective
+  uint64_t open_races = 0;  // an arrival that joined while another opened its instance (may be lost)
 };
 
 class CollaggProgram {

@@ -55,6 +55,8 @@ void add_losses(const ServiceParts& p, MetricsView& v) {
   CollaggCounters kc = p.program->counters();
   v.kernel_orphan_returns = kc.orphan_returns;
   v.kernel_stats_full = kc.stats_full;
+  v.kernel_unplaced_returns = kc.unplaced;
+  v.kernel_open_races = kc.open_races;
   if (p.sources && p.sources->hardware()) {
     HwCounters hc = p.sources->hardware()->counters();
     v.ringbuf_drops_total["kmsg_xid"] = hc.kmsg_drops;

@@ -237,6 +237,11 @@ void render_self(MetricsText& m, const MetricsView& v) {
   m.sample("slowburn_orphan_returns_total", {}, static_cast<double>(v.kernel_orphan_returns));
   m.family("slowburn_uncounted_calls_total", "counter", "Calls not counted: the kernel statistics table was full");
   m.sample("slowburn_uncounted_calls_total", {}, static_cast<double>(v.kernel_stats_full));
+  m.family("slowburn_unaligned_calls_total", "counter",
+           "Collective calls counted but not in an instance's lateness or blame, by why");
+  m.sample("slowburn_unaligned_calls_total", {{"why", "return_too_late"}},
+           static_cast<double>(v.kernel_unplaced_returns));
+  m.sample("slowburn_unaligned_calls_total", {{"why", "open_race"}}, static_cast<double>(v.kernel_open_races));
   m.family("slowburn_log_lines_total", "counter", "Lines written to the JSON event log");
   m.sample("slowburn_log_lines_total", {}, static_cast<double>(v.log_lines_total));
   m.family("slowburn_log_rotations_total", "counter", "Rotations of the JSON event log");

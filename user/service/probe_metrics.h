@@ -54,6 +54,8 @@ struct MetricsView {
   uint64_t decode_errors_total = 0;
   uint64_t kernel_orphan_returns = 0;
   uint64_t kernel_stats_full = 0;
+  uint64_t kernel_unplaced_returns = 0;  // returns no instance could take: not in lateness or blame
+  uint64_t kernel_open_races = 0;        // arrivals that may have been lost to a concurrent open
   uint64_t log_lines_total = 0;
   uint64_t log_rotations_total = 0;
   uint64_t log_errors_total = 0;
