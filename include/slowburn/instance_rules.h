@@ -102,37 +102,55 @@ SB_INLINE void sb_arrival_since(__u64 last_exit_ns, __u64 last_release_ns, __u64
  * collective together: two of them on two CPUs may both see the instance
  * closed. Both opening it lost the instance before (the second copied the
  * first's fresh instance into prev_*), and a return still on its way from
- * it was then unplaced (CollaggProgram's test caught it once in 60 runs).
- * So one arrival wins the right to open (a compare-and-swap on `opening`)
- * and the other waits, a bounded few hundred loads, for it to finish, then
- * looks again and joins. The open writes closed_ns last, so a return reads
- * either the old instance whole or the new one with its prev_* set. Returns
- * 1 when the wait ran out (the opener was preempted): it joins regardless,
- * and its arrival may be overwritten by the open; the caller counts it.
- * Two ranks entering at the same instant may still swap last and
- * second-to-last, which moves nanoseconds of blame.
+ * it was then unplaced. So one arrival wins the right to open (a
+ * compare-and-swap on `opening`): it writes the new instance with itself
+ * as its only arrival, then publishes it (closed_ns to 0, last, with a
+ * full barrier), then lets go of `opening`; from then on the record is an
+ * open instance with one arrival. The others wait for that, at most
+ * SB_OPEN_WAIT_NS, and join. Returns 1 when the wait ran out (the opener
+ * interrupted, or preempted where uprobe programs are: Linux 6.0+): it
+ * joins regardless, its arrival may be lost to the open, and the caller
+ * counts it. Two ranks entering at the same instant may still swap last
+ * and second-to-last, which moves nanoseconds of blame.
  */
-#define SB_OPEN_WAIT_LOADS 512
+#define SB_OPEN_WAIT_NS	   10000ULL
+#define SB_OPEN_WAIT_LOOPS 256
+
+#ifdef __cplusplus
+#include <time.h>
+SB_INLINE __u64 sb_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (__u64)t.tv_sec * 1000000000ULL + (__u64)t.tv_nsec;
+}
+#else
+#define sb_now_ns() bpf_ktime_get_ns()
+#endif
 
 SB_INLINE int sb_instance_opens(const struct sb_agg_instance *inst)
 {
 	return inst->closed_ns || !inst->arrivals;
 }
 
-SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns)
+SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
+				__u32 tgid)
 {
-	__u64 closed = inst->closed_ns;
-
 	inst->prev_first_entry_ns = inst->first_entry_ns;
-	inst->prev_closed_ns = closed;
+	inst->prev_closed_ns = inst->closed_ns;
 	inst->first_entry_ns = entry_ns;
+	inst->last_entry_ns = entry_ns;
+	inst->last_since_ns = since_ns;
+	inst->last_excess_ns = excess_ns;
+	inst->last_tgid = tgid;
 	inst->second_entry_ns = 0;
 	inst->second_since_ns = SB_AGG_UNKNOWN;
 	inst->second_excess_ns = 0;
-	inst->arrivals = 0;
-	/* A full barrier (the builtin is one): the fields above are in place
-	 * before a return can see the instance open. */
-	__sync_val_compare_and_swap(&inst->closed_ns, closed, 0);
+	inst->arrivals = 1;
+	/* Published: an exchange, a full barrier, that also clears a close a
+	 * stray return (an arrival never joined) made of a fresh record. */
+	__sync_lock_test_and_set(&inst->closed_ns, 0);
 }
 
 /* An arrival joins by its entry time, not by when its program got here: a
@@ -141,10 +159,14 @@ SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns)
  * reading the clock and here). Its entry then becomes the first arrival, or
  * the second-to-last, or neither: a first arrival left later than an entry
  * made its return look older than its instance (unplaced, or placed in the
- * previous one). */
+ * previous one). The first arrival is lowered with a compare-and-swap: two
+ * such joins at once keep the earlier. */
 SB_INLINE void sb_instance_join(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
 				__u32 tgid)
 {
+	__u64 first = inst->first_entry_ns, seen;
+	int i;
+
 	if (!inst->arrivals || entry_ns >= inst->last_entry_ns) {
 		if (inst->arrivals) {
 			inst->second_entry_ns = inst->last_entry_ns;
@@ -160,32 +182,40 @@ SB_INLINE void sb_instance_join(struct sb_agg_instance *inst, __u64 entry_ns, __
 		inst->second_since_ns = since_ns;
 		inst->second_excess_ns = excess_ns;
 	}
-	if (entry_ns < inst->first_entry_ns)
-		inst->first_entry_ns = entry_ns;
+	for (i = 0; i < 4 && entry_ns < first; i++) {
+		seen = __sync_val_compare_and_swap(&inst->first_entry_ns, first, entry_ns);
+		if (seen == first)
+			break;
+		first = seen;
+	}
 	__sync_fetch_and_add(&inst->arrivals, 1);
 }
 
 SB_INLINE int sb_instance_arrive(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
 				 __u32 tgid)
 {
-	int waited_out = 0;
+	__u64 waited_from;
+	int i, waited_out = 0;
 
 	if (sb_instance_opens(inst)) {
 		if (__sync_val_compare_and_swap(&inst->opening, 0, 1) == 0) {
 			/* Another arrival may have opened it since we looked. */
-			if (sb_instance_opens(inst))
-				sb_instance_open(inst, entry_ns);
-			__sync_val_compare_and_swap(&inst->opening, 1, 0);
-		} else {
-			int i;
+			int opened = sb_instance_opens(inst);
 
-			waited_out = 1;
-			for (i = 0; i < SB_OPEN_WAIT_LOADS; i++) {
-				if (!*(volatile __u32 *)&inst->opening) {
-					waited_out = 0;
+			if (opened)
+				sb_instance_open(inst, entry_ns, since_ns, excess_ns, tgid);
+			__sync_val_compare_and_swap(&inst->opening, 1, 0);
+			if (opened)
+				return 0;
+		} else {
+			waited_from = sb_now_ns();
+			for (i = 0; i < SB_OPEN_WAIT_LOOPS; i++) {
+				if (!*(volatile __u32 *)&inst->opening)
 					break;
-				}
+				if (sb_now_ns() - waited_from >= SB_OPEN_WAIT_NS)
+					break;
 			}
+			waited_out = *(volatile __u32 *)&inst->opening != 0;
 		}
 	}
 	sb_instance_join(inst, entry_ns, since_ns, excess_ns, tgid);
@@ -206,14 +236,20 @@ struct sb_placed {
 
 /* A return (entry_ns, exit_ns): which instance it belongs to, its
  * lateness, and when that instance released it. Two returns at the same
- * instant on two CPUs: one of them closes the instance. */
+ * instant on two CPUs: one of them closes the instance. closed_ns is read
+ * before first_entry_ns (an open publishes in the other order): a return
+ * that saw the instance closed and then the next one's first arrival is a
+ * late return from the previous one, and one that saw it open cannot close
+ * an instance opened after its look. */
 SB_INLINE int sb_instance_place(struct sb_agg_instance *inst, __u64 entry_ns, __u64 exit_ns, struct sb_placed *placed)
 {
-	__u64 closed;
+	__u64 closed = *(volatile __u64 *)&inst->closed_ns;
+	__u64 first = *(volatile __u64 *)&inst->first_entry_ns;
 
-	if (inst->first_entry_ns && entry_ns >= inst->first_entry_ns) {
-		placed->lateness_ns = entry_ns - inst->first_entry_ns;
-		closed = __sync_val_compare_and_swap(&inst->closed_ns, 0, exit_ns);
+	if (first && entry_ns >= first) {
+		placed->lateness_ns = entry_ns - first;
+		if (!closed)
+			closed = __sync_val_compare_and_swap(&inst->closed_ns, 0, exit_ns);
 		placed->release_ns = closed ? closed : exit_ns;
 		return closed ? SB_PLACED_CURRENT : SB_PLACED_CLOSES;
 	}

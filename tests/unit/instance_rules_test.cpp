@@ -10,8 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <map>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "detect/straggler.h"
@@ -273,6 +277,47 @@ TEST(InstanceRules, ArrivalsOutOfProgramOrderArePlacedByTheirEntryTime) {
     EXPECT_EQ(p.lateness_ns, 10u);
     EXPECT_EQ(p.release_ns, base + 50);
   }
+}
+
+// Two threads arriving together, round after round, each entry's time set
+// so that thread 0 entered first: whichever reaches the record first, one
+// instance is opened per round, with both arrivals, thread 0 first and
+// thread 1 last, and the previous round as its previous instance. A round
+// where a wait ran out (counted) is not checked.
+TEST(InstanceRules, TwoArrivalsAtOnceOpenOneInstanceInEntryOrder) {
+  constexpr int kRounds = 20000;
+  sb_agg_instance inst{};
+  std::barrier sync(2);
+  std::atomic<int> races{0}, wrong{0};
+  std::string first_wrong;
+  auto rank = [&](int tid) {
+    for (int r = 0; r < kRounds; ++r) {
+      const __u64 base = static_cast<__u64>(r + 1) * 1000;
+      const int races_before = races.load();  // thread 1 adds this round's after the barrier
+      sync.arrive_and_wait();
+      races +=
+          sb_instance_arrive(&inst, base + static_cast<__u64>(tid), SB_AGG_UNKNOWN, 0, static_cast<__u32>(tid + 1));
+      sync.arrive_and_wait();
+      if (tid == 0) {
+        bool ok = inst.arrivals == 2 && inst.first_entry_ns == base && inst.second_entry_ns == base &&
+                  inst.last_entry_ns == base + 1 && inst.last_tgid == 2 &&
+                  inst.prev_first_entry_ns == (r ? base - 1000 : 0) && inst.prev_closed_ns == (r ? base - 500 : 0);
+        sb_placed p{};
+        ok = ok && sb_instance_place(&inst, base, base + 500, &p) == SB_PLACED_CLOSES &&
+             sb_instance_place(&inst, base + 1, base + 501, &p) == SB_PLACED_CURRENT && p.lateness_ns == 1;
+        if (!ok && races.load() == races_before && wrong++ == 0)
+          first_wrong = "round " + std::to_string(r) + ": arrivals " + std::to_string(inst.arrivals) + ", first " +
+                        std::to_string(inst.first_entry_ns) + ", prev first " +
+                        std::to_string(inst.prev_first_entry_ns);
+      }
+    }
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+  EXPECT_EQ(wrong.load(), 0) << first_wrong;
+  EXPECT_LE(races.load(), kRounds / 100) << "waits that ran out";
+  RecordProperty("open_races", races.load());
 }
 
 // An arrival that finds another opening the instance waits for it; here,
