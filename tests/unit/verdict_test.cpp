@@ -190,6 +190,53 @@ TEST(Verdict, ARampIsNamedLiveBeforeItReachesFourPercent) {
   RecordProperty("named_at_slowdown", std::to_string(slowdown));
 }
 
+// Since when: rank 5 of 8 is like the others for 4 minutes, then 1.05x
+// (its cost ~2.5% from there); another job's rank 5 is 1.05x from the
+// start. Both are named as slow burns, the first dated within 20 s of its
+// change, the second "since the start".
+TEST(Verdict, ASlowBurnSaysWhenItBegan) {
+  for (bool from_start : {false, true}) {
+    SyntheticJob job;
+    job.ranks = 8;
+    job.noise_ns = 0.5e6;
+    constexpr int kChangeStep = 4800;  // 4 minutes of 50 ms steps
+    job.compute_ns = [from_start](int rank, int step) {
+      return rank == 5 && (from_start || step >= kChangeStep) ? 52.5e6 : 50e6;
+    };
+    StragglerDetector d = make_detector(job.ranks);
+    auto events = job.run(12000);
+    Feed run = feed(d, events);
+    SessionVerdict v = d.verdict(events.back().exit_ns);
+    ASSERT_EQ(named(v), std::set<int>{5});
+    std::vector<const Finding*> slow_burns;
+    for (const Finding& f : run.findings)
+      if (f.session_cost) slow_burns.push_back(&f);
+    for (const Finding& f : v.stragglers)
+      if (f.session_cost) slow_burns.push_back(&f);
+    ASSERT_FALSE(slow_burns.empty()) << v.stragglers.front().summary;
+    for (const Finding* f : slow_burns) {
+      ASSERT_TRUE(f->session_cost->onset) << f->summary;
+      const CostOnset& onset = *f->session_cost->onset;
+      if (from_start) {
+        EXPECT_TRUE(onset.from_start) << f->summary;
+        EXPECT_NE(f->summary.find("since the start"), std::string::npos) << f->summary;
+        continue;
+      }
+      ASSERT_FALSE(onset.from_start) << f->summary;
+      uint64_t change_ns = 0;
+      for (const auto& e : events)
+        if (e.seq == static_cast<uint64_t>(kChangeStep) + 1) {
+          change_ns = e.entry_ns;
+          break;
+        }
+      EXPECT_NEAR(static_cast<double>(onset.at_ns), static_cast<double>(change_ns), 20e9) << f->summary;
+      EXPECT_LT(onset.before_share, 0.005) << f->summary;
+      EXPECT_GT(onset.since_share, 0.01) << f->summary;
+      EXPECT_NE(f->summary.find(" into the session (0.1% of the time before, "), std::string::npos) << f->summary;
+    }
+  }
+}
+
 TEST(Verdict, ASlowBurnNamedLiveThatEndedIsAnEpisodeInTheVerdict) {
   // Rank 5 of 8 is 1.05x for the first 90 s, then like the others for 20
   // minutes: named live once a minute is traced; over the session its cost

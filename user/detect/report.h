@@ -9,6 +9,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/clock_check.h"
+#include "detect/cost_onset.h"
 #include "events/communicator.h"
 #include "events/process_view.h"
 #include "probes/catalog.h"
@@ -94,6 +95,9 @@ struct SessionCostEvidence {
   // Judged on the session's latest stretch (traced_ns of it), not all of
   // it: a cost that began, or grew, since (a ramp, a link that degraded).
   bool latest = false;
+  // When it began: from the start, or a moment on the session's clock
+  // (detect/cost_onset.h); unset with too little history to say.
+  std::optional<CostOnset> onset;
 };
 
 // Where one member stands on a communicator (a mismatch's evidence): the

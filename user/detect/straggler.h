@@ -53,6 +53,7 @@
 
 #include "core/rank_identity.h"
 #include "detect/aligner.h"
+#include "detect/cost_onset.h"
 #include "detect/inside.h"
 #include "detect/report.h"
 #include "detect/session_cost.h"
@@ -253,8 +254,10 @@ class StragglerDetector {
   // test holds and what it cost outside its closed episodes passes the floor.
   struct SlowBurn;
   LaneSnapshot session_totals(const Lane& lane, uint64_t now_ns) const;
-  // since_ns > 0: `totals` are the stretch from since_ns (finding's evidence `latest`).
-  std::optional<SlowBurn> slow_burn(const Lane& lane, const LaneSnapshot& totals, uint64_t since_ns) const;
+  // before: judged on the stretch since that snapshot (finding's evidence
+  // `latest`), else on the whole session.
+  std::optional<SlowBurn> slow_burn(const LaneKey& key, const Lane& lane, const LaneSnapshot& session,
+                                    const LaneSnapshot* before) const;
   // The same rule live, every kSlowBurnEveryNs of the job's clock as windows
   // close, once kSlowBurnLatestNs are traced: over the session so far, and
   // over its latest kSlowBurnLatestNs (a ramp passes the floor there long
@@ -267,7 +270,17 @@ class StragglerDetector {
   void slow_burn_episodes(SessionVerdict& verdict, const std::vector<Finding>& all, uint64_t now_ns) const;
   std::map<int32_t, uint64_t> slow_burn_found_ns_;  // rank -> when the live rule first named it
   uint64_t slow_burn_checked_ns_ = 0;
-  std::map<LaneKey, std::deque<LaneSnapshot>> slow_burn_snapshots_;        // per lane, from kSlowBurnLatestNs ago
+  std::map<LaneKey, std::deque<LaneSnapshot>> slow_burn_snapshots_;  // per lane, from kSlowBurnLatestNs ago
+  // Per lane, every rank's own cost summed, every kSlowBurnSnapshotEveryNs
+  // over the whole session (halved in resolution past a bound): when a
+  // slow burn began (detect/cost_onset.h).
+  struct CostPoint {
+    uint64_t at_ns = 0, traced_ns = 0;
+    std::vector<std::pair<int32_t, uint64_t>> own_ns;  // by pid, sorted
+  };
+  std::map<LaneKey, std::vector<CostPoint>> slow_burn_history_;
+  void keep_cost_point(const LaneKey& key, const LaneSnapshot& now);
+  std::optional<CostOnset> onset_of(const LaneKey& key, const LaneSnapshot& now, int32_t pid) const;
   static std::map<int32_t, LaneRankTotals> lane_totals(const Lane& lane);  // a lane's session, per rank
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.

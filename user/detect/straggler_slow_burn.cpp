@@ -31,9 +31,44 @@ LaneSnapshot StragglerDetector::session_totals(const Lane& lane, uint64_t now_ns
   return {now_ns, last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0, lane.total_judged_instances, lane_totals(lane)};
 }
 
-std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const Lane& lane, const LaneSnapshot& totals,
-                                                                        uint64_t since_ns) const {
+// At most this many points per lane (~85 minutes at 10 s); past it every
+// other point goes (the resolution halves: a day's session keeps ~3 min).
+constexpr size_t kCostPointsKept = 512;
+
+void StragglerDetector::keep_cost_point(const LaneKey& key, const LaneSnapshot& now) {
+  std::vector<CostPoint>& kept = slow_burn_history_[key];
+  CostPoint point{now.at_ns, now.traced_ns, {}};
+  for (const auto& [pid, t] : now.ranks) point.own_ns.emplace_back(pid, t.own_ns());
+  kept.push_back(std::move(point));
+  if (kept.size() < kCostPointsKept) return;
+  std::vector<CostPoint> halved;
+  for (size_t i = 0; i < kept.size(); i += 2) halved.push_back(std::move(kept[i]));
+  if (kept.size() % 2 == 0) halved.push_back(std::move(kept.back()));
+  kept = std::move(halved);
+}
+
+std::optional<CostOnset> StragglerDetector::onset_of(const LaneKey& key, const LaneSnapshot& now, int32_t pid) const {
+  auto own_of = [pid](const std::vector<std::pair<int32_t, uint64_t>>& own) -> uint64_t {
+    auto at = std::lower_bound(own.begin(), own.end(), std::make_pair(pid, uint64_t{0}));
+    return at != own.end() && at->first == pid ? at->second : 0;
+  };
+  std::vector<CumulativeCost> samples{{first_ns_, 0, 0}};
+  if (auto kept = slow_burn_history_.find(key); kept != slow_burn_history_.end())
+    for (const CostPoint& p : kept->second)
+      if (p.at_ns < now.at_ns) samples.push_back({p.at_ns, p.traced_ns, own_of(p.own_ns)});
+  auto rank = now.ranks.find(pid);
+  samples.push_back({now.at_ns, now.traced_ns, rank != now.ranks.end() ? rank->second.own_ns() : 0});
+  CostOnsetThresholds thresholds;
+  thresholds.floor_share = config_.session_cost_thresholds.min_cost_share;
+  return cost_onset(samples, thresholds);
+}
+
+std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const LaneKey& key, const Lane& lane,
+                                                                        const LaneSnapshot& session,
+                                                                        const LaneSnapshot* before) const {
   if (lane.info.kind != CallKind::synchronizing) return std::nullopt;
+  const LaneSnapshot totals = before ? totals_since(session, *before) : session;
+  const uint64_t since_ns = before ? before->at_ns : 0;
   auto j = judge_session_cost(totals.ranks, totals.instances, lane.seen.size(), totals.traced_ns,
                               config_.session_cost_thresholds);
   if (!j) return std::nullopt;
@@ -51,6 +86,8 @@ std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const La
     return std::nullopt;
   Finding f = session_cost_finding(lane_finding(lane, j->pid, "straggler", "session-cost"), *j, totals.traced_ns);
   f.session_cost->latest = since_ns > 0;
+  // Dated on the whole session, whichever stretch named it.
+  f.session_cost->onset = onset_of(key, session, j->pid);
   f.severity = severity_of(j->cost_share, config_.session_cost_thresholds);
   f.summary = straggler_summary(f);
   if (auto found = slow_burn_found_ns_.find(j->pid); found != slow_burn_found_ns_.end()) f.detected_ns = found->second;
@@ -76,15 +113,18 @@ void StragglerDetector::live_session_cost(uint64_t now_ns, DetectorOutput& out) 
       kept.clear();
       continue;
     }
-    if (kept.empty() || now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs) kept.push_back(now);
+    if (kept.empty() || now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs) {
+      kept.push_back(now);
+      keep_cost_point(key, now);
+    }
     while (kept.size() >= 2 && kept[1].at_ns + kSlowBurnLatestNs <= now_ns) kept.pop_front();
     if (now.traced_ns < kSlowBurnLatestNs) continue;
     // The session so far, then its latest stretch (kSlowBurnLatestNs or a
     // little more): a cost that began late, or grows (a ramp), passes the
     // floor there long before it does over the whole session.
-    auto found = slow_burn(*lane, now, 0);
+    auto found = slow_burn(key, *lane, now, nullptr);
     if ((!found || found->judgement.scheduler_noise) && kept.front().at_ns + kSlowBurnLatestNs <= now_ns)
-      found = slow_burn(*lane, totals_since(now, kept.front()), kept.front().at_ns);
+      found = slow_burn(key, *lane, now, &kept.front());
     if (!found || found->judgement.scheduler_noise) continue;
     int32_t pid = found->judgement.pid;
     // A rank that ended is not raised now (the verdict still weighs its session).
@@ -104,14 +144,14 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
   std::map<int32_t, SessionCostJudgement> noise;
   for (const auto& [key, lane] : lanes_) {
     LaneSnapshot session = session_totals(*lane, last_ns_);
-    auto found = slow_burn(*lane, session, 0);
+    auto found = slow_burn(key, *lane, session, nullptr);
     // Else its latest stretch, as the live rule judges it: a cost that began late.
     // A withheld judgement of the session (the scheduler's) stays unless
     // the stretch names the rank outright.
     auto kept = slow_burn_snapshots_.find(key);
     if ((!found || found->judgement.scheduler_noise) && kept != slow_burn_snapshots_.end() && !kept->second.empty() &&
         kept->second.front().at_ns + kSlowBurnLatestNs <= last_ns_)
-      if (auto latest = slow_burn(*lane, totals_since(session, kept->second.front()), kept->second.front().at_ns);
+      if (auto latest = slow_burn(key, *lane, session, &kept->second.front());
           latest && (!found || !latest->judgement.scheduler_noise))
         found = std::move(latest);
     if (!found) continue;

@@ -128,7 +128,7 @@ Finding session_cost_finding(Finding f, const SessionCostJudgement& j, uint64_t 
   f.instances_flagged = j.lasts;
   f.cost_ns = j.cost_ns;
   f.cost_share = j.cost_share;
-  f.session_cost = SessionCostEvidence{j.next_cost_share, j.expected_last_fraction, j.last_z, traced_ns};
+  f.session_cost = SessionCostEvidence{j.next_cost_share, j.expected_last_fraction, j.last_z, traced_ns, false, {}};
   f.summary = straggler_summary(f);
   return f;
 }
@@ -147,18 +147,28 @@ Withheld scheduler_noise_withheld(Finding f, const SessionCostJudgement& j) {
 
 namespace {
 
+// When it began (detect/cost_onset.h), relative to the session: the
+// detector keeps no wall clock; the JSON line's `began.at` is a Unix time.
+std::string onset_phrase(const SessionCostEvidence& e) {
+  if (!e.onset) return "";
+  if (e.onset->from_start) return "; it has cost the job this since the start";
+  return fmt::format("; its cost began {} into the session ({:.1f}% of the time before, {:.1f}% since)",
+                     format_ns(static_cast<double>(e.onset->into_ns)), e.onset->before_share * 100,
+                     e.onset->since_share * 100);
+}
+
 std::string session_cost_summary(const Finding& f) {
   const SessionCostEvidence& e = *f.session_cost;
   return fmt::format(
       "{} is a {} straggler over {}: its own lateness on {}{} cost the job {} ({:.1f}% of {} traced), "
-      "{}; last in {:.0f}% of {} instances ({:.0f}% by chance alone, z {:.1f})",
+      "{}; last in {:.0f}% of {} instances ({:.0f}% by chance alone, z {:.1f}){}",
       rank_label(f.culprit), f.severity.empty() ? "slow-burn" : f.severity,
       e.latest ? fmt::format("the session's latest {}", format_ns(static_cast<double>(e.traced_ns))) : "the session",
       f.probe, communicator_phrase(f), format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100,
       format_ns(static_cast<double>(e.traced_ns)),
       e.next_cost_share > 0 ? fmt::format("{:.1f}x the next rank's", f.cost_share / e.next_cost_share)
                             : std::string("no other rank's lateness costs anything"),
-      f.last_fraction * 100, f.instances_considered, e.expected_last_fraction * 100, e.last_z);
+      f.last_fraction * 100, f.instances_considered, e.expected_last_fraction * 100, e.last_z, onset_phrase(e));
 }
 
 }  // namespace

@@ -246,6 +246,17 @@ json finding_json(const Finding& f, int64_t wall_offset_ns) {
       evidence["instances"] = f.instances_considered;
       evidence["traced_ns"] = f.session_cost->traced_ns;
       evidence["over"] = f.session_cost->latest ? "latest" : "session";
+      const std::optional<CostOnset>& onset = f.session_cost->onset;
+      evidence["began"] =
+          !onset
+              ? json(nullptr)
+              : json{{"from_start", onset->from_start},
+                     {"at", onset->from_start
+                                ? json(nullptr)
+                                : json(static_cast<double>(static_cast<int64_t>(onset->at_ns) + wall_offset_ns) / 1e9)},
+                     {"into_ns", onset->into_ns},
+                     {"before_cost_share", onset->from_start ? json(nullptr) : json(onset->before_share)},
+                     {"since_cost_share", onset->since_share}};
     }
   }
   json j{{"type", f.type},
