@@ -137,8 +137,11 @@ SB_INLINE int sb_instance_opens(const struct sb_agg_instance *inst)
 SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
 				__u32 tgid)
 {
+	__u64 closed = inst->closed_ns, seen;
+	int i;
+
 	inst->prev_first_entry_ns = inst->first_entry_ns;
-	inst->prev_closed_ns = inst->closed_ns;
+	inst->prev_closed_ns = closed;
 	inst->first_entry_ns = entry_ns;
 	inst->last_entry_ns = entry_ns;
 	inst->last_since_ns = since_ns;
@@ -148,9 +151,17 @@ SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __
 	inst->second_since_ns = SB_AGG_UNKNOWN;
 	inst->second_excess_ns = 0;
 	inst->arrivals = 1;
-	/* Published: an exchange, a full barrier, that also clears a close a
-	 * stray return (an arrival never joined) made of a fresh record. */
-	__sync_lock_test_and_set(&inst->closed_ns, 0);
+	/* Published with a compare-and-swap: a full barrier to the compiler and
+	 * the CPU (an exchange is only an acquire to the compiler: the stores
+	 * above could sink below it, and a joiner then saw the instance open
+	 * with the previous one's arrivals). Again if a stray return (an
+	 * arrival never joined) closed a fresh record meanwhile. */
+	for (i = 0; i < 2; i++) {
+		seen = __sync_val_compare_and_swap(&inst->closed_ns, closed, 0);
+		if (seen == closed)
+			break;
+		closed = seen;
+	}
 }
 
 /* An arrival joins by its entry time, not by when its program got here: a
