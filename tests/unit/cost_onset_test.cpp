@@ -71,10 +71,9 @@ TEST(CostOnset, AChangeNeedsTimeBeforeItAndACostAfterIt) {
   auto early = cost_onset(sampled(30, [](double t) { return t <= 10 ? 0.0 : 0.03; }));
   ASSERT_TRUE(early);
   EXPECT_TRUE(early->from_start);
-  // Under the floor after the change: no change worth a time.
-  auto small = cost_onset(sampled(30, [](double t) { return t <= 150 ? 0.0 : 0.008; }));
-  ASSERT_TRUE(small);
-  EXPECT_TRUE(small->from_start);
+  // Under the floor after the low point: not a change to date, nor a cost
+  // from the start.
+  EXPECT_FALSE(cost_onset(sampled(30, [](double t) { return t <= 150 ? 0.0 : 0.008; })));
   // A cost in the latest stretch alone is dated; no cost at all is not.
   auto latest = cost_onset(sampled(30, [](double t) { return t <= 290 ? 0.0 : 0.5; }));
   ASSERT_TRUE(latest);

@@ -37,10 +37,13 @@ std::optional<CostOnset> cost_onset(const std::vector<CumulativeCost>& samples, 
   uint64_t before_ns = at.traced_ns - first.traced_ns;
   double before = share(at.own_ns - first.own_ns, before_ns);
   double since = share(last.own_ns - at.own_ns, last.traced_ns - at.traced_ns);
-  if (before_ns < thresholds.min_before_ns || before >= reference || since < thresholds.floor_share) return out;
+  if (before_ns < thresholds.min_before_ns) return out;  // too soon to be a change
+  // A low point that is no change (cheap before it, costly after): not to
+  // be dated, and not "from the start" either.
+  if (before >= reference || since < thresholds.floor_share) return std::nullopt;
   out.from_start = false;
   out.at_ns = at.at_ns;
-  out.into_ns = before_ns;
+  out.into_ns = at.traced_ns;
   out.before_share = before;
   out.since_share = since;
   return out;

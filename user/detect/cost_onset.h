@@ -12,8 +12,9 @@
 // moment before it only grows. A cost from the start keeps S growing from
 // the first stretch; a step at t and a ramp both leave S falling (or flat)
 // until the cost passes the reference. A change needs a stretch before it
-// long enough to be one (min_before_ns) and under the reference on
-// average, and a stretch after it that costs at least the floor. Pure:
+// long enough to be one (min_before_ns: sooner is "from the start") and
+// under the reference on average, and a stretch after it that costs at
+// least the floor; a low point that is neither is not dated. Pure:
 // samples in, onset out.
 #pragma once
 
@@ -34,7 +35,7 @@ struct CumulativeCost {
 struct CostOnset {
   bool from_start = true;
   uint64_t at_ns = 0;       // the change's time on the session's clock (0: from the start)
-  uint64_t into_ns = 0;     // how far into the samples' span (traced time) it came
+  uint64_t into_ns = 0;     // its samples' traced_ns there: how far into the session
   double before_share = 0;  // its cost before, as a share of that stretch
   double since_share = 0;   // and from there on (the whole span when from the start)
 };
@@ -44,8 +45,10 @@ struct CostOnsetThresholds {
   uint64_t min_before_ns = 20'000'000'000;
 };
 
-// samples: in time order, the first the session's start (zero traced,
-// zero cost). nullopt with fewer than three samples: too little to say.
+// samples: in time order, the first where the rank's cost was zero (the
+// start of its lane); traced_ns from the session's start. nullopt with
+// fewer than three samples, with no cost, or with a low point that is no
+// change: too little to say.
 std::optional<CostOnset> cost_onset(const std::vector<CumulativeCost>& samples,
                                     const CostOnsetThresholds& thresholds = {});
 

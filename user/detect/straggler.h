@@ -275,12 +275,16 @@ class StragglerDetector {
   // over the whole session (halved in resolution past a bound): when a
   // slow burn began (detect/cost_onset.h).
   struct CostPoint {
-    uint64_t at_ns = 0, traced_ns = 0;
+    uint64_t at_ns = 0, traced_ns = 0, instances = 0;
     std::vector<std::pair<int32_t, uint64_t>> own_ns;  // by pid, sorted
   };
-  std::map<LaneKey, std::vector<CostPoint>> slow_burn_history_;
+  struct CostHistory {
+    std::vector<CostPoint> points;
+    uint64_t stride_ns = 10'000'000'000;  // doubles each time the points are halved
+  };
+  std::map<LaneKey, CostHistory> slow_burn_history_;
   void keep_cost_point(const LaneKey& key, const LaneSnapshot& now);
-  std::optional<CostOnset> onset_of(const LaneKey& key, const LaneSnapshot& now, int32_t pid) const;
+  std::optional<CostOnset> onset_of(const LaneKey& key, const Lane& lane, const LaneSnapshot& now, int32_t pid) const;
   static std::map<int32_t, LaneRankTotals> lane_totals(const Lane& lane);  // a lane's session, per rank
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.

@@ -31,30 +31,39 @@ LaneSnapshot StragglerDetector::session_totals(const Lane& lane, uint64_t now_ns
   return {now_ns, last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0, lane.total_judged_instances, lane_totals(lane)};
 }
 
-// At most this many points per lane (~85 minutes at 10 s); past it every
-// other point goes (the resolution halves: a day's session keeps ~3 min).
-constexpr size_t kCostPointsKept = 512;
+// At most this many points per lane (~42 minutes at 10 s); past it every
+// other point goes and the lane's stride doubles, so the points stay evenly
+// spaced (a day's session keeps one in ~6 minutes). A point holds 16 bytes
+// a rank: 4 MiB for a lane of 512 ranks at most.
+constexpr size_t kCostPointsKept = 256;
 
 void StragglerDetector::keep_cost_point(const LaneKey& key, const LaneSnapshot& now) {
-  std::vector<CostPoint>& kept = slow_burn_history_[key];
-  CostPoint point{now.at_ns, now.traced_ns, {}};
+  CostHistory& h = slow_burn_history_[key];
+  if (!h.points.empty() &&
+      (now.instances == h.points.back().instances || now.at_ns < h.points.back().at_ns + h.stride_ns))
+    return;  // quiet since (nothing to date), or within its stride
+  CostPoint point{now.at_ns, now.traced_ns, now.instances, {}};
   for (const auto& [pid, t] : now.ranks) point.own_ns.emplace_back(pid, t.own_ns());
-  kept.push_back(std::move(point));
-  if (kept.size() < kCostPointsKept) return;
+  h.points.push_back(std::move(point));
+  if (h.points.size() < kCostPointsKept) return;
   std::vector<CostPoint> halved;
-  for (size_t i = 0; i < kept.size(); i += 2) halved.push_back(std::move(kept[i]));
-  if (kept.size() % 2 == 0) halved.push_back(std::move(kept.back()));
-  kept = std::move(halved);
+  for (size_t i = 0; i < h.points.size(); i += 2) halved.push_back(std::move(h.points[i]));
+  h.points = std::move(halved);
+  h.stride_ns *= 2;
 }
 
-std::optional<CostOnset> StragglerDetector::onset_of(const LaneKey& key, const LaneSnapshot& now, int32_t pid) const {
+std::optional<CostOnset> StragglerDetector::onset_of(const LaneKey& key, const Lane& lane, const LaneSnapshot& now,
+                                                     int32_t pid) const {
   auto own_of = [pid](const std::vector<std::pair<int32_t, uint64_t>>& own) -> uint64_t {
     auto at = std::lower_bound(own.begin(), own.end(), std::make_pair(pid, uint64_t{0}));
     return at != own.end() && at->first == pid ? at->second : 0;
   };
-  std::vector<CumulativeCost> samples{{first_ns_, 0, 0}};
+  // From the lane's first call, where its ranks had cost nothing yet (a
+  // communicator made late, or idle through a warm-up, is not cheap before).
+  uint64_t from_ns = std::max(lane.first_call_ns, first_ns_);
+  std::vector<CumulativeCost> samples{{from_ns, from_ns - first_ns_, 0}};
   if (auto kept = slow_burn_history_.find(key); kept != slow_burn_history_.end())
-    for (const CostPoint& p : kept->second)
+    for (const CostPoint& p : kept->second.points)
       if (p.at_ns < now.at_ns) samples.push_back({p.at_ns, p.traced_ns, own_of(p.own_ns)});
   auto rank = now.ranks.find(pid);
   samples.push_back({now.at_ns, now.traced_ns, rank != now.ranks.end() ? rank->second.own_ns() : 0});
@@ -87,7 +96,7 @@ std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const La
   Finding f = session_cost_finding(lane_finding(lane, j->pid, "straggler", "session-cost"), *j, totals.traced_ns);
   f.session_cost->latest = since_ns > 0;
   // Dated on the whole session, whichever stretch named it.
-  f.session_cost->onset = onset_of(key, session, j->pid);
+  f.session_cost->onset = onset_of(key, lane, session, j->pid);
   f.severity = severity_of(j->cost_share, config_.session_cost_thresholds);
   f.summary = straggler_summary(f);
   if (auto found = slow_burn_found_ns_.find(j->pid); found != slow_burn_found_ns_.end()) f.detected_ns = found->second;
@@ -113,7 +122,10 @@ void StragglerDetector::live_session_cost(uint64_t now_ns, DetectorOutput& out) 
       kept.clear();
       continue;
     }
-    if (kept.empty() || now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs) {
+    // None while the lane is quiet: its last one then ages out, and the
+    // clear above frees a lane that stopped.
+    if (kept.empty() ||
+        (now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs && now.instances != kept.back().instances)) {
       kept.push_back(now);
       keep_cost_point(key, now);
     }

@@ -184,6 +184,22 @@ json process_json(const ProcessView& p) {
               {"summary", describe_process(p)}};
 }
 
+// A slow burn's start, `at` as a Unix time on the session's clock as `found_at`.
+json began_json(const std::optional<CostOnset>& onset, int64_t wall_offset_ns) {
+  if (!onset) return nullptr;
+  if (onset->from_start)
+    return {{"from_start", true},
+            {"at", nullptr},
+            {"into_ns", 0},
+            {"before_cost_share", nullptr},
+            {"since_cost_share", onset->since_share}};
+  return {{"from_start", false},
+          {"at", static_cast<double>(static_cast<int64_t>(onset->at_ns) + wall_offset_ns) / 1e9},
+          {"into_ns", onset->into_ns},
+          {"before_cost_share", onset->before_share},
+          {"since_cost_share", onset->since_share}};
+}
+
 // `found_at`: when the detector raised it, as a Unix time on the session's
 // clock (analyze: the reference node's), so a replay measures detection delay.
 json finding_json(const Finding& f, int64_t wall_offset_ns) {
@@ -246,17 +262,7 @@ json finding_json(const Finding& f, int64_t wall_offset_ns) {
       evidence["instances"] = f.instances_considered;
       evidence["traced_ns"] = f.session_cost->traced_ns;
       evidence["over"] = f.session_cost->latest ? "latest" : "session";
-      const std::optional<CostOnset>& onset = f.session_cost->onset;
-      evidence["began"] =
-          !onset
-              ? json(nullptr)
-              : json{{"from_start", onset->from_start},
-                     {"at", onset->from_start
-                                ? json(nullptr)
-                                : json(static_cast<double>(static_cast<int64_t>(onset->at_ns) + wall_offset_ns) / 1e9)},
-                     {"into_ns", onset->into_ns},
-                     {"before_cost_share", onset->from_start ? json(nullptr) : json(onset->before_share)},
-                     {"since_cost_share", onset->since_share}};
+      evidence["began"] = began_json(f.session_cost->onset, wall_offset_ns);
     }
   }
   json j{{"type", f.type},
