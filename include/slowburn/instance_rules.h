@@ -66,7 +66,7 @@ struct sb_agg_instance {
 	__u64 second_entry_ns; /* the arrival before that */
 	__u64 last_since_ns;   /* the latest arrival's time since its previous release */
 	__u64 second_since_ns; /* the same for the arrival before it */
-	__u64 closed_ns;       /* its first return: it released its members; 0 while open */
+	__u64 closed_ns;       /* its first return: it released its members; SB_OPEN | open's generation while open */
 	__u64 prev_first_entry_ns;
 	__u64 prev_closed_ns;
 	__u64 last_excess_ns;	/* the latest arrival's lateness leaving its previous collective */
@@ -74,7 +74,12 @@ struct sb_agg_instance {
 	__u32 last_tgid;	/* who arrived last */
 	__u32 arrivals;
 	__u32 opening; /* 1 while an arrival opens the next instance (sb_instance_arrive) */
+	__u32 opens;   /* instances opened: the generation an open instance's closed_ns carries */
 };
+
+/* closed_ns of an open instance: this bit and the open's generation, so a
+ * return that looked at one open instance cannot close the next. */
+#define SB_OPEN (1ULL << 63)
 
 /* A rank's arrival, seen from its previous collective: its time since that
  * collective let it go (SB_AGG_UNKNOWN when there was none before the
@@ -104,8 +109,8 @@ SB_INLINE void sb_arrival_since(__u64 last_exit_ns, __u64 last_release_ns, __u64
  * first's fresh instance into prev_*), and a return still on its way from
  * it was then unplaced. So one arrival wins the right to open (a
  * compare-and-swap on `opening`): it writes the new instance with itself
- * as its only arrival, then publishes it (closed_ns to 0, last, with a
- * full barrier), then lets go of `opening`; from then on the record is an
+ * as its only arrival, then publishes it (closed_ns to SB_OPEN and the
+ * open's generation, last, with a full barrier), then lets go of `opening`; from then on the record is an
  * open instance with one arrival. The others wait for that, at most
  * SB_OPEN_WAIT_NS, and join. Returns 1 when the wait ran out (the opener
  * interrupted, or preempted where uprobe programs are: Linux 6.0+): it
@@ -129,19 +134,29 @@ SB_INLINE __u64 sb_now_ns(void)
 #define sb_now_ns() bpf_ktime_get_ns()
 #endif
 
-SB_INLINE int sb_instance_opens(const struct sb_agg_instance *inst)
+/* Read with a fully ordered atomic: after it, the fields an open wrote
+ * before publishing are visible on any CPU (arm64 reorders plain loads). */
+SB_INLINE __u64 sb_closed_now(struct sb_agg_instance *inst)
 {
-	return inst->closed_ns || !inst->arrivals;
+	return __sync_fetch_and_add(&inst->closed_ns, 0);
+}
+
+SB_INLINE int sb_instance_opens(struct sb_agg_instance *inst)
+{
+	__u64 closed = sb_closed_now(inst);
+
+	return (closed && !(closed & SB_OPEN)) || !inst->arrivals;
 }
 
 SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
 				__u32 tgid)
 {
-	__u64 closed = inst->closed_ns, seen;
+	__u64 closed = inst->closed_ns, seen, open = SB_OPEN | (__u64)(inst->opens + 1);
 	int i;
 
+	inst->opens += 1;
 	inst->prev_first_entry_ns = inst->first_entry_ns;
-	inst->prev_closed_ns = closed;
+	inst->prev_closed_ns = closed & SB_OPEN ? 0 : closed;
 	inst->first_entry_ns = entry_ns;
 	inst->last_entry_ns = entry_ns;
 	inst->last_since_ns = since_ns;
@@ -157,7 +172,7 @@ SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __
 	 * with the previous one's arrivals). Again if a stray return (an
 	 * arrival never joined) closed a fresh record meanwhile. */
 	for (i = 0; i < 2; i++) {
-		seen = __sync_val_compare_and_swap(&inst->closed_ns, closed, 0);
+		seen = __sync_val_compare_and_swap(&inst->closed_ns, closed, open);
 		if (seen == closed)
 			break;
 		closed = seen;
@@ -250,19 +265,31 @@ struct sb_placed {
  * instant on two CPUs: one of them closes the instance. closed_ns is read
  * before first_entry_ns (an open publishes in the other order): a return
  * that saw the instance closed and then the next one's first arrival is a
- * late return from the previous one, and one that saw it open cannot close
- * an instance opened after its look. */
+ * late return from the previous one; one that saw it open closes it only
+ * if it is still the same open (its generation), else its instance was
+ * closed and another opened meanwhile: it was the previous one. */
 SB_INLINE int sb_instance_place(struct sb_agg_instance *inst, __u64 entry_ns, __u64 exit_ns, struct sb_placed *placed)
 {
-	__u64 closed = *(volatile __u64 *)&inst->closed_ns;
+	__u64 closed = sb_closed_now(inst), seen;
 	__u64 first = *(volatile __u64 *)&inst->first_entry_ns;
 
 	if (first && entry_ns >= first) {
 		placed->lateness_ns = entry_ns - first;
-		if (!closed)
-			closed = __sync_val_compare_and_swap(&inst->closed_ns, 0, exit_ns);
-		placed->release_ns = closed ? closed : exit_ns;
-		return closed ? SB_PLACED_CURRENT : SB_PLACED_CLOSES;
+		if (!(closed & SB_OPEN)) {
+			placed->release_ns = closed ? closed : exit_ns;
+			return SB_PLACED_CURRENT;
+		}
+		seen = __sync_val_compare_and_swap(&inst->closed_ns, closed, exit_ns);
+		if (seen == closed) {
+			placed->release_ns = exit_ns;
+			return SB_PLACED_CLOSES;
+		}
+		if (!(seen & SB_OPEN)) {
+			placed->release_ns = seen;
+			return SB_PLACED_CURRENT;
+		}
+		placed->release_ns = inst->prev_closed_ns ? inst->prev_closed_ns : exit_ns;
+		return SB_PLACED_PREVIOUS;
 	}
 	if (inst->prev_first_entry_ns && entry_ns >= inst->prev_first_entry_ns) {
 		placed->lateness_ns = entry_ns - inst->prev_first_entry_ns;

@@ -223,7 +223,7 @@ TEST_F(Conformance, ALeadOwedToLeavingLateIsNoSequentialEventAndOneComputedIs) {
   constexpr int kRounds = 5;
   // Every interval below, stretched: at 1x, two busy loops beside the test
   // delayed its own steps by as much as the intervals (1 run in 5 failed).
-  constexpr int kScale = 4;
+  constexpr int kScale = 8;
   auto release = [&](int r) { send(ranks_[r].release_fd); };
   for (int round = 0; round < kRounds; ++round) {
     // A: everyone computed 8 ms and enters at once (rank 2 last by a hair:
