@@ -275,7 +275,7 @@ class StragglerDetector {
   // over the whole session (halved in resolution past a bound): when a
   // slow burn began (detect/cost_onset.h).
   struct CostPoint {
-    uint64_t at_ns = 0, traced_ns = 0, instances = 0;
+    uint64_t at_ns = 0, last_ns = 0, instances = 0;    // last_ns: the session's latest call then
     std::vector<std::pair<int32_t, uint64_t>> own_ns;  // by pid, sorted
   };
   struct CostHistory {

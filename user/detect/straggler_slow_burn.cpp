@@ -33,8 +33,8 @@ LaneSnapshot StragglerDetector::session_totals(const Lane& lane, uint64_t now_ns
 
 // At most this many points per lane (~42 minutes at 10 s); past it every
 // other point goes and the lane's stride doubles, so the points stay evenly
-// spaced (a day's session keeps one in ~6 minutes). A point holds 16 bytes
-// a rank: 4 MiB for a lane of 512 ranks at most.
+// spaced (a day's session keeps one in 5 to 11 minutes). A point holds 16
+// bytes a rank: 2 MiB for a lane of 512 ranks.
 constexpr size_t kCostPointsKept = 256;
 
 void StragglerDetector::keep_cost_point(const LaneKey& key, const LaneSnapshot& now) {
@@ -42,7 +42,7 @@ void StragglerDetector::keep_cost_point(const LaneKey& key, const LaneSnapshot& 
   if (!h.points.empty() &&
       (now.instances == h.points.back().instances || now.at_ns < h.points.back().at_ns + h.stride_ns))
     return;  // quiet since (nothing to date), or within its stride
-  CostPoint point{now.at_ns, now.traced_ns, now.instances, {}};
+  CostPoint point{now.at_ns, last_ns_, now.instances, {}};
   for (const auto& [pid, t] : now.ranks) point.own_ns.emplace_back(pid, t.own_ns());
   h.points.push_back(std::move(point));
   if (h.points.size() < kCostPointsKept) return;
@@ -59,12 +59,15 @@ std::optional<CostOnset> StragglerDetector::onset_of(const LaneKey& key, const L
     return at != own.end() && at->first == pid ? at->second : 0;
   };
   // From the lane's first call, where its ranks had cost nothing yet (a
-  // communicator made late, or idle through a warm-up, is not cheap before).
+  // communicator made late, or idle through a warm-up, is not cheap
+  // before). Traced time from the session's start as it stands now: the
+  // start can still move earlier (a long first call seen late).
   uint64_t from_ns = std::max(lane.first_call_ns, first_ns_);
   std::vector<CumulativeCost> samples{{from_ns, from_ns - first_ns_, 0}};
   if (auto kept = slow_burn_history_.find(key); kept != slow_burn_history_.end())
     for (const CostPoint& p : kept->second.points)
-      if (p.at_ns < now.at_ns) samples.push_back({p.at_ns, p.traced_ns, own_of(p.own_ns)});
+      if (p.at_ns < now.at_ns && p.last_ns > from_ns)
+        samples.push_back({p.at_ns, p.last_ns - first_ns_, own_of(p.own_ns)});
   auto rank = now.ranks.find(pid);
   samples.push_back({now.at_ns, now.traced_ns, rank != now.ranks.end() ? rank->second.own_ns() : 0});
   CostOnsetThresholds thresholds;
@@ -111,28 +114,27 @@ void StragglerDetector::live_session_cost(uint64_t now_ns, DetectorOutput& out) 
   slow_burn_checked_ns_ = now_ns;
   for (const auto& [key, lane] : lanes_) {
     // A lane too thin to judge keeps no snapshots (communicators made and
-    // dropped every step would each keep seven), nor one that went quiet.
+    // dropped every step would each keep seven).
     if (lane->info.kind != CallKind::synchronizing ||
         lane->total_judged_instances < config_.session_cost_thresholds.min_instances)
       continue;
     LaneSnapshot now = session_totals(*lane, now_ns);
     std::deque<LaneSnapshot>& kept = slow_burn_snapshots_[key];
-    if (!kept.empty() && kept.back().instances == now.instances &&
-        kept.back().at_ns + kSlowBurnLatestNs + kSlowBurnSnapshotEveryNs <= now_ns) {
+    // None while the lane is quiet (it keeps its last few, no more); one
+    // that resumes after a pause longer than the stretch starts afresh, so
+    // the stretch does not span the pause.
+    bool moved = kept.empty() || now.instances != kept.back().instances;
+    if (moved && !kept.empty() && kept.back().at_ns + kSlowBurnLatestNs + kSlowBurnSnapshotEveryNs <= now_ns)
       kept.clear();
-      continue;
-    }
-    // None while the lane is quiet: its last one then ages out, and the
-    // clear above frees a lane that stopped.
-    if (kept.empty() ||
-        (now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs && now.instances != kept.back().instances)) {
+    if (moved && (kept.empty() || now_ns >= kept.back().at_ns + kSlowBurnSnapshotEveryNs)) {
       kept.push_back(now);
       keep_cost_point(key, now);
     }
     while (kept.size() >= 2 && kept[1].at_ns + kSlowBurnLatestNs <= now_ns) kept.pop_front();
     if (now.traced_ns < kSlowBurnLatestNs) continue;
     // The session so far, then its latest stretch (kSlowBurnLatestNs or a
-    // little more): a cost that began late, or grows (a ramp), passes the
+    // little more; up to twice that across a pause of the lane shorter
+    // than it): a cost that began late, or grows (a ramp), passes the
     // floor there long before it does over the whole session.
     auto found = slow_burn(key, *lane, now, nullptr);
     if ((!found || found->judgement.scheduler_noise) && kept.front().at_ns + kSlowBurnLatestNs <= now_ns)
