@@ -151,8 +151,7 @@ SB_INLINE int sb_instance_opens(struct sb_agg_instance *inst)
 SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __u64 since_ns, __u64 excess_ns,
 				__u32 tgid)
 {
-	__u64 closed = inst->closed_ns, seen, open = SB_OPEN | (__u64)(inst->opens + 1);
-	int i;
+	__u64 closed = inst->closed_ns, open = SB_OPEN | (__u64)(inst->opens + 1);
 
 	inst->opens += 1;
 	inst->prev_first_entry_ns = inst->first_entry_ns;
@@ -169,14 +168,10 @@ SB_INLINE void sb_instance_open(struct sb_agg_instance *inst, __u64 entry_ns, __
 	/* Published with a compare-and-swap: a full barrier to the compiler and
 	 * the CPU (an exchange is only an acquire to the compiler: the stores
 	 * above could sink below it, and a joiner then saw the instance open
-	 * with the previous one's arrivals). Again if a stray return (an
-	 * arrival never joined) closed a fresh record meanwhile. */
-	for (i = 0; i < 2; i++) {
-		seen = __sync_val_compare_and_swap(&inst->closed_ns, closed, open);
-		if (seen == closed)
-			break;
-		closed = seen;
-	}
+	 * with the previous one's arrivals). It cannot fail: returns change
+	 * closed_ns only from an open value, and an instance is opened only
+	 * when it holds none. */
+	__sync_val_compare_and_swap(&inst->closed_ns, closed, open);
 }
 
 /* An arrival joins by its entry time, not by when its program got here: a
