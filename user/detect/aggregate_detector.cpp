@@ -54,8 +54,40 @@ void judge_inside_window(WindowReport& report, const std::vector<const AggWindow
 }
 }  // namespace
 
-AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes) : config_(config) {
+AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes)
+    : config_(config), slow_burn_(config.session_cost_thresholds, probes) {
   for (ProbeInfo& p : probes) probes_.emplace(p.id, std::move(p));
+}
+
+void AggregateDetector::record(Finding f, DetectorOutput& out) {
+  // Every straggler carries its severity, as trace's do (minor below 10% of the time).
+  if (f.type == "straggler" && f.severity.empty())
+    f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
+  active_[f.culprit.pid] = f;
+  findings_.push_back(f);
+  // A service runs for months: keep the recent findings, the metrics count them all.
+  if (findings_.size() > kKeptFindings) findings_.erase(findings_.begin());
+  out.findings.push_back(std::move(f));
+}
+
+bool AggregateDetector::slow_burn_standing(int32_t pid) const {
+  auto f = active_.find(pid);
+  return f != active_.end() && f->second.detector == "session-cost";
+}
+
+// The slow burn: a rank whose cost over the lane's baseline passes the
+// floor stands while the rule holds. A window's or the sequential test's
+// finding on it (a straggler grown strong) replaces it.
+void AggregateDetector::judge_slow_burn(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs,
+                                        DetectorOutput& out) {
+  if (!config_.session_cost) return;
+  slow_burn_.add(start_ns, end_ns, inputs);
+  for (Finding& f : slow_burn_.judge(end_ns))
+    if (!active_.contains(f.culprit.pid)) record(std::move(f), out);
+  for (auto it = active_.begin(); it != active_.end();)
+    it = it->second.detector == "session-cost" && !slow_burn_.named().contains(it->first) ? active_.erase(it)
+                                                                                          : std::next(it);
+  for (const auto& [pid, f] : slow_burn_.named()) active_.try_emplace(pid, f);
 }
 
 WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
@@ -171,7 +203,7 @@ DetectorOutput AggregateDetector::observe_interval(uint64_t start_ns, uint64_t e
       BernoulliCusum& test = sequential_.try_emplace({key, pid}, params).first->second;
       bool was_alarmed = test.alarmed();
       test.add_counts(in->arrivals, in->seq_events);
-      if (!test.alarmed() || was_alarmed || active_.contains(pid)) continue;
+      if (!test.alarmed() || was_alarmed || (active_.contains(pid) && !slow_burn_standing(pid))) continue;
       const Pool& pool = pools[{job, probe, comm_size(ranks.front()->comm)}];
       out.windows.push_back(report_for(probe, start_ns, end_ns, ranks, pool));
       WindowReport& report = out.windows.back();
@@ -180,11 +212,7 @@ DetectorOutput AggregateDetector::observe_interval(uint64_t start_ns, uint64_t e
       double all_blame = 0;
       for (const RankWindowStats& r : report.ranks) all_blame += r.blame_ns;
       evidence->blame_dominance = all_blame > 0 ? evidence->blame_ns / all_blame : 0;
-      Finding f = sequential_finding(report, *evidence, test, end_ns);
-      active_[pid] = f;
-      findings_.push_back(f);
-      if (findings_.size() > kKeptFindings) findings_.erase(findings_.begin());
-      out.findings.push_back(std::move(f));
+      record(sequential_finding(report, *evidence, test, end_ns), out);
     }
   }
   return out;
@@ -257,8 +285,9 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     while (history.size() > static_cast<size_t>(config_.persistence_n)) history.pop_front();
     int count = static_cast<int>(std::count(history.begin(), history.end(), true));
     // Cleared, unless its sequential test still holds it: a recurrence is a new finding.
-    if (count == 0 && !sequential_alarm(pid)) active_.erase(pid);
-    if (!(arrival || on_time) || count < config_.persistence_m || active_.contains(pid)) continue;
+    if (count == 0 && !sequential_alarm(pid) && !slow_burn_standing(pid)) active_.erase(pid);
+    if (!(arrival || on_time) || count < config_.persistence_m || (active_.contains(pid) && !slow_burn_standing(pid)))
+      continue;
 
     auto [report_index, rank_index] = arrival ? arrival_hit->second : inside_hit->second;
     const WindowReport& report = out.windows[report_index];
@@ -271,16 +300,14 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     uint64_t traced_ns = end_ns - std::min(end_ns, first_seen_ns_[pid]);
     f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
     f.summary = straggler_summary(f);
-    active_[pid] = f;
-    findings_.push_back(f);
-    // A service runs for months: keep the recent findings, the metrics count them all.
-    if (findings_.size() > kKeptFindings) findings_.erase(findings_.begin());
-    out.findings.push_back(std::move(f));
+    record(std::move(f), out);
   }
+  judge_slow_burn(start_ns, end_ns, inputs, out);
   return out;
 }
 
 void AggregateDetector::remove_rank(int32_t pid) {
+  slow_burn_.remove_rank(pid);
   history_.erase(pid);
   last_evaluated_.erase(pid);
   active_.erase(pid);

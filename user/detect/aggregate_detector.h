@@ -21,21 +21,13 @@
 #include <vector>
 
 #include "core/rank_identity.h"
+#include "detect/agg_window_input.h"
+#include "detect/aggregate_slow_burn.h"
 #include "detect/report.h"
 #include "detect/straggler.h"
-#include "events/agg_counts.h"
 #include "stats/sequential.h"
 
 namespace slowburn {
-
-// One (process, probe, communicator) over one window: differences of the
-// kernel's sums.
-struct AggWindowInput : AggCounts {
-  RankIdentity identity;  // job, rank, pid
-  uint32_t probe_id = 0;
-  CommunicatorRef comm;  // null: not told apart
-  std::optional<int> comm_rank;
-};
 
 class AggregateDetector {
  public:
@@ -57,6 +49,10 @@ class AggregateDetector {
   // no window judged the rank for persistence_n windows).
   const std::map<int32_t, Finding>& active() const { return active_; }
   const std::vector<Finding>& findings() const { return findings_; }
+  // The slow burn's baseline (detect/aggregate_slow_burn.h), for the
+  // service's state file, and back after a restart.
+  AggSlowBurnState slow_burn_state() const { return slow_burn_.state(); }
+  void restore_slow_burn(AggSlowBurnState state) { slow_burn_.restore(std::move(state)); }
 
  private:
   // Lateness and gap means of the ranks doing the same step (job, probe,
@@ -72,6 +68,10 @@ class AggregateDetector {
   void group(uint64_t start_ns, const std::vector<AggWindowInput>& inputs,
              std::map<GroupKey, std::vector<const AggWindowInput*>>& groups, std::map<PoolKey, Pool>& pools);
   bool sequential_alarm(int32_t pid) const;
+  bool slow_burn_standing(int32_t pid) const;
+  void judge_slow_burn(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs,
+                       DetectorOutput& out);
+  void record(Finding f, DetectorOutput& out);
   Finding sequential_finding(const WindowReport& report, const RankWindowStats& evidence, const BernoulliCusum& test,
                              uint64_t end_ns);
 
@@ -85,6 +85,7 @@ class AggregateDetector {
   std::map<int32_t, Finding> active_;
   std::map<int32_t, uint64_t> last_evaluated_;                         // pid -> window_index_ when last judged
   std::map<std::pair<GroupKey, int32_t>, BernoulliCusum> sequential_;  // per (group, pid)
+  AggregateSlowBurn slow_burn_;
   uint64_t window_index_ = 0;
   std::vector<Finding> findings_;
 };

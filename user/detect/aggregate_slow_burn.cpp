@@ -1,0 +1,212 @@
+#include "detect/aggregate_slow_burn.h"
+
+#include <algorithm>
+
+#include "detect/cost_onset.h"
+#include "detect/verdict.h"
+
+namespace slowburn {
+
+namespace {
+// Each look is a test that could alarm by chance, and a service's totals
+// change slowly: one a minute.
+constexpr uint64_t kLookEveryNs = 60'000'000'000;
+// Not before a lane has been traced this long: on a shorter stretch a
+// spell under the windows' persistence is a few percent of the time.
+constexpr uint64_t kMinTracedNs = 120'000'000'000;
+// The latest stretch judged beside the whole baseline, and how often its
+// starting totals are kept (each lane keeps ~11 snapshots of its ranks).
+constexpr uint64_t kLatestNs = 600'000'000'000;
+constexpr uint64_t kSnapshotEveryNs = 60'000'000'000;
+// At most this many history points per lane; past it every other point
+// goes and the stride doubles (a day keeps one in 6 to 12 minutes).
+constexpr size_t kPointsKept = 256;
+constexpr uint64_t kFirstStrideNs = 60'000'000'000;
+
+uint64_t own_of(const std::vector<std::pair<int32_t, uint64_t>>& own, int32_t pid) {
+  auto at = std::lower_bound(own.begin(), own.end(), std::make_pair(pid, uint64_t{0}));
+  return at != own.end() && at->first == pid ? at->second : 0;
+}
+
+// The kernel keeps run-queue waits for every call or for none of a
+// window's (runq_calls == cpu_calls): a rank's total has them only while
+// every window did.
+void add_counts(LaneRankTotals& t, const AggWindowInput& in) {
+  t.lasts += in.lasts;
+  t.blame_ns += in.blame_ns;
+  t.inside_ns += in.cpu_wait_ns;
+  if (!in.cpu_calls) return;
+  if (t.runq_ns && in.runq_calls == in.cpu_calls)
+    *t.runq_ns += in.runq_ns;
+  else
+    t.runq_ns.reset();
+}
+}  // namespace
+
+AggregateSlowBurn::AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes)
+    : thresholds_(thresholds) {
+  for (ProbeInfo& p : probes) probes_.emplace(p.id, std::move(p));
+}
+
+void AggregateSlowBurn::add(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs) {
+  std::map<Key, std::vector<const AggWindowInput*>> windows;
+  for (const AggWindowInput& in : inputs) {
+    auto probe = probes_.find(in.probe_id);
+    // Calls of handles not named yet may mix several communicators' instances.
+    if (probe == probes_.end() || probe->second.kind != CallKind::synchronizing || !in.comm || in.comm->key.empty() ||
+        !in.arrivals)
+      continue;
+    windows[{in.identity.job, in.comm->key, probe->second.name}].push_back(&in);
+  }
+  for (const auto& [key, ranks] : windows) {
+    Lane& lane = lanes_[key];
+    AggSlowBurnLane& s = lane.saved;
+    if (s.probe.empty()) {
+      std::tie(s.job, s.comm_key, s.probe) = key;
+      s.first_ns = start_ns;
+      s.stride_ns = kFirstStrideNs;
+    }
+    lane.comm = ranks.front()->comm;
+    s.totals.at_ns = end_ns;
+    s.totals.traced_ns += end_ns > start_ns ? end_ns - start_ns : 0;
+    for (const AggWindowInput* in : ranks) {
+      int32_t pid = in->identity.pid;
+      lane.identities[pid] = in->identity;
+      if (in->comm_rank) lane.comm_ranks[pid] = *in->comm_rank;
+      // A rank new to the lane keeps run-queue waits until a window lacks them.
+      auto [at, fresh] = s.totals.ranks.try_emplace(pid);
+      if (fresh) at->second.runq_ns = 0;
+      add_counts(at->second, *in);
+      s.totals.instances += in->instances;  // each instance is closed by one rank's return
+    }
+    keep_history(lane);
+  }
+}
+
+void AggregateSlowBurn::keep_history(Lane& lane) {
+  AggSlowBurnLane& s = lane.saved;
+  const LaneSnapshot& now = s.totals;
+  // The latest stretch's starts: one a minute while the lane moves; a lane
+  // that resumes after a pause longer than the stretch starts afresh.
+  if (!s.kept.empty() && s.kept.back().instances != now.instances &&
+      s.kept.back().at_ns + kLatestNs + kSnapshotEveryNs <= now.at_ns)
+    s.kept.clear();
+  if (s.kept.empty() || now.at_ns >= s.kept.back().at_ns + kSnapshotEveryNs) s.kept.push_back(now);
+  while (s.kept.size() >= 2 && s.kept[1].at_ns + kLatestNs <= now.at_ns) s.kept.pop_front();
+
+  if (!s.points.empty() && now.at_ns < s.points.back().at_ns + s.stride_ns) return;
+  AggCostPoint point{now.at_ns, now.traced_ns, {}};
+  for (const auto& [pid, t] : now.ranks) point.own_ns.emplace_back(pid, t.own_ns());
+  s.points.push_back(std::move(point));
+  if (s.points.size() < kPointsKept) return;
+  std::vector<AggCostPoint> halved;
+  for (size_t i = 0; i < s.points.size(); i += 2) halved.push_back(std::move(s.points[i]));
+  s.points = std::move(halved);
+  s.stride_ns *= 2;
+}
+
+std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t pid) const {
+  const AggSlowBurnLane& s = lane.saved;
+  std::vector<CumulativeCost> samples{{s.first_ns, 0, 0}};
+  for (const AggCostPoint& p : s.points)
+    if (p.at_ns > s.first_ns && p.at_ns < s.totals.at_ns)
+      samples.push_back({p.at_ns, p.traced_ns, own_of(p.own_ns, pid)});
+  auto rank = s.totals.ranks.find(pid);
+  samples.push_back({s.totals.at_ns, s.totals.traced_ns, rank != s.totals.ranks.end() ? rank->second.own_ns() : 0});
+  CostOnsetThresholds thresholds;
+  thresholds.floor_share = thresholds_.min_cost_share;
+  return cost_onset(samples, thresholds);
+}
+
+std::optional<Finding> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t now_ns) const {
+  const AggSlowBurnLane& s = lane.saved;
+  // A restored lane is judged once this process has seen it again.
+  // Nor a lane quiet for two looks: a paused job's rank stops standing.
+  if (!lane.comm || s.totals.traced_ns < kMinTracedNs || s.totals.instances < thresholds_.min_instances ||
+      s.totals.at_ns + 2 * kLookEveryNs < now_ns)
+    return std::nullopt;
+  const size_t members = s.totals.ranks.size();
+  LaneSnapshot judged = s.totals;
+  auto j = judge_session_cost(judged.ranks, judged.instances, members, judged.traced_ns, thresholds_);
+  bool latest = false;
+  // Else its latest stretch: a cost that began late, or grows (a ramp),
+  // passes the floor there long before it does over days of baseline.
+  if ((!j || j->scheduler_noise) && !s.kept.empty() && s.kept.front().at_ns + kLatestNs <= now_ns) {
+    LaneSnapshot stretch = totals_since(s.totals, s.kept.front());
+    auto l = judge_session_cost(stretch.ranks, stretch.instances, members, stretch.traced_ns, thresholds_);
+    if (l && !l->scheduler_noise) {
+      j = l;
+      judged = std::move(stretch);
+      latest = true;
+    }
+  }
+  // A minor cost where every member waits for a CPU is the scheduler's.
+  if (!j || j->scheduler_noise) return std::nullopt;
+  auto identity = lane.identities.find(j->pid);
+  if (identity == lane.identities.end()) return std::nullopt;  // not seen since the restore
+  Finding f;
+  f.type = "straggler";
+  f.detector = "session-cost";
+  f.culprit = identity->second;
+  f.probe = s.probe;
+  f.comm = lane.comm;
+  if (auto r = lane.comm_ranks.find(j->pid); r != lane.comm_ranks.end()) f.comm_rank = r->second;
+  f = session_cost_finding(std::move(f), *j, judged.traced_ns);
+  f.session_cost->latest = latest;
+  f.session_cost->onset = onset_of(lane, j->pid);  // dated on the whole baseline
+  f.severity = severity_of(j->cost_share, thresholds_);
+  f.detected_ns = now_ns;
+  f.summary = straggler_summary(f);
+  return f;
+}
+
+std::vector<Finding> AggregateSlowBurn::judge(uint64_t now_ns) {
+  std::vector<Finding> fresh;
+  if (looked_ns_ && now_ns < looked_ns_ + kLookEveryNs) return fresh;
+  looked_ns_ = now_ns;
+  // Per rank, its costliest lane.
+  std::map<int32_t, Finding> named;
+  for (const auto& [key, lane] : lanes_)
+    if (auto f = judge_lane(lane, now_ns))
+      if (auto at = named.find(f->culprit.pid); at == named.end() || at->second.cost_ns < f->cost_ns)
+        named[f->culprit.pid] = std::move(*f);
+  for (auto& [pid, f] : named) {
+    auto before = named_.find(pid);
+    if (before != named_.end()) {
+      f.detected_ns = before->second.detected_ns;  // found then; its evidence now
+      continue;
+    }
+    fresh.push_back(f);
+  }
+  named_ = std::move(named);
+  return fresh;
+}
+
+void AggregateSlowBurn::remove_rank(int32_t pid) {
+  named_.erase(pid);
+  for (auto it = lanes_.begin(); it != lanes_.end();) {
+    Lane& lane = it->second;
+    lane.saved.totals.ranks.erase(pid);
+    for (LaneSnapshot& k : lane.saved.kept) k.ranks.erase(pid);
+    lane.identities.erase(pid);
+    lane.comm_ranks.erase(pid);
+    it = lane.saved.totals.ranks.empty() ? lanes_.erase(it) : std::next(it);
+  }
+}
+
+AggSlowBurnState AggregateSlowBurn::state() const {
+  AggSlowBurnState state;
+  for (const auto& [key, lane] : lanes_) state.lanes.push_back(lane.saved);
+  return state;
+}
+
+void AggregateSlowBurn::restore(AggSlowBurnState state) {
+  for (AggSlowBurnLane& s : state.lanes) {
+    if (s.probe.empty() || s.totals.ranks.empty()) continue;
+    if (!s.stride_ns) s.stride_ns = kFirstStrideNs;
+    Key key{s.job, s.comm_key, s.probe};
+    lanes_[key].saved = std::move(s);
+  }
+}
+
+}  // namespace slowburn

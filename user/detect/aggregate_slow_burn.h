@@ -1,0 +1,100 @@
+// The slow burn (detect/session_cost.h) in the probe mode. The windows'
+// rules name a rank whose blame is 10%+ of a window; a rank that costs the
+// job 1-10% is lost in its peers' noise window by window, and found only
+// in totals summed over a long stretch. Per (job, communicator, probe)
+// lane, each local rank's lasts, blame and CPU times are summed over the
+// windows the service saw: for hours to days, and across a restart of the
+// service (the totals are its state, kept in a file by the service, so a
+// baseline is not lost with the process). Judged once a minute over the
+// lane's whole baseline and over its latest ten minutes (a cost that began
+// late, or a ramp), with the same judgement as trace's; "since when" from
+// the lane's cost history (detect/cost_onset.h). The kernel keeps no
+// "left its previous collective late" part of a blame, so a rank's cost
+// here is its whole blame. Pure: windows in, findings out.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "detect/agg_window_input.h"
+#include "detect/report.h"
+#include "detect/session_cost.h"
+#include "detect/straggler.h"
+
+namespace slowburn {
+
+// A rank's own cost, cumulative, at one moment of its lane's history.
+struct AggCostPoint {
+  uint64_t at_ns = 0;                                // monotonic
+  uint64_t traced_ns = 0;                            // the lane's traced time then
+  std::vector<std::pair<int32_t, uint64_t>> own_ns;  // per pid, sorted
+};
+
+// A lane's baseline: what survives a restart. Keyed by names, not by this
+// process's numbers (probe ids and communicator slots are made again).
+struct AggSlowBurnLane {
+  std::string job;
+  std::string comm_key;  // CommunicatorInfo::key
+  std::string probe;
+  uint64_t first_ns = 0;  // monotonic: the lane's first window with calls
+  // Its totals: at_ns its latest window's end, traced_ns its windows' time
+  // summed (the time the service was down is not traced), instances and
+  // each rank's sums.
+  LaneSnapshot totals;
+  std::deque<LaneSnapshot> kept;     // starts of the latest stretch, one a minute while it moves
+  std::vector<AggCostPoint> points;  // its cost history, evenly spaced (stride_ns)
+  uint64_t stride_ns = 0;
+};
+
+struct AggSlowBurnState {
+  std::vector<AggSlowBurnLane> lanes;
+};
+
+class AggregateSlowBurn {
+ public:
+  explicit AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes);
+
+  // One window: the inputs of synchronizing probes on named communicators
+  // are summed into their lanes.
+  void add(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
+  // Once a minute: the ranks each lane's totals (or its latest stretch)
+  // name. Returns the findings of ranks named now and not before; named()
+  // holds every rank the rule names as of the last look.
+  std::vector<Finding> judge(uint64_t now_ns);
+  const std::map<int32_t, Finding>& named() const { return named_; }
+  // The process exited: it leaves its lanes, and a lane with none left goes.
+  void remove_rank(int32_t pid);
+
+  AggSlowBurnState state() const;
+  // A saved baseline (the service keeps only ranks still alive): its lanes
+  // go on from their totals when their ranks are seen again.
+  void restore(AggSlowBurnState state);
+
+ private:
+  using Key = std::tuple<std::string, std::string, std::string>;  // (job, communicator key, probe)
+  struct Lane {
+    AggSlowBurnLane saved;
+    // Learnt from this process's windows (not saved): a restored lane is
+    // judged once it is seen again.
+    CommunicatorRef comm;
+    std::map<int32_t, RankIdentity> identities;
+    std::map<int32_t, int> comm_ranks;
+  };
+  void keep_history(Lane& lane);
+  std::optional<Finding> judge_lane(const Lane& lane, uint64_t now_ns) const;
+  std::optional<CostOnset> onset_of(const Lane& lane, int32_t pid) const;
+
+  SessionCostThresholds thresholds_;
+  std::map<uint32_t, ProbeInfo> probes_;
+  std::map<Key, Lane> lanes_;
+  std::map<int32_t, Finding> named_;
+  uint64_t looked_ns_ = 0;
+};
+
+}  // namespace slowburn
