@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -775,6 +776,54 @@ TEST(ProbeService, SigtermFlushesTheLogAndTheFinalMetrics) {
   EXPECT_NE(final_metrics.find("slowburn_rank_calls_total{"), std::string::npos) << final_metrics.substr(0, 2000);
   EXPECT_NE(final_metrics.find("process_cpu_seconds_total"), std::string::npos);
   EXPECT_TRUE(wait_until_unloaded());
+}
+
+// The slow burn's baselines (service/probe_state.h) are written at exit and
+// read back by the next service while the job's ranks still run.
+TEST(ProbeService, TheSlowBurnBaselinesSurviveARestartOfTheService) {
+  SKIP_UNLESS_ROOT();
+  SKIP_UNLESS_MPI();
+  auto job = launch_job(4, -1, 60, "/dev/null");
+  ASSERT_TRUE(job) << job.error().message;
+  TempDir state_dir;
+  const std::string state = (state_dir / "probe-state.json").string();
+  const std::vector<std::string> args{"--no-hardware", "--overhead-budget", "0",  "--interval", "0.2", "--window-ms",
+                                      "1000",          "--state-file",      state};
+  std::set<int32_t> pids;
+  for (pid_t pid : job->pids()) pids.insert(pid);
+  auto saved_lane = [&]() -> json {
+    json saved = json::parse(testing::read_text(state), nullptr, false);
+    if (saved.is_discarded() || !saved.contains("slow_burn")) return json();
+    for (const json& lane : saved["slow_burn"]) {
+      std::set<int32_t> ranks;
+      for (const json& r : lane["totals"]["ranks"]) ranks.insert(r["pid"].get<int32_t>());
+      if (lane["probe"] == "mpi.allreduce" && ranks == pids) return lane;
+    }
+    return json();
+  };
+  uint64_t traced_first = 0;
+  for (int run = 0; run < 2; ++run) {
+    Service service;
+    ASSERT_NO_FATAL_FAILURE(service.start(args));
+    std::this_thread::sleep_for(2500ms);
+    service.process->signal(SIGTERM);
+    ASSERT_EQ(service.process->wait_for(10s).value_or(-1), 0) << service.output();
+    json lane = saved_lane();
+    ASSERT_FALSE(lane.is_null()) << "no lane of the job's 4 ranks on mpi.allreduce in " << state << ":\n"
+                                 << testing::read_text(state).substr(0, 2000) << service.output();
+    EXPECT_NE(lane["communicator"].get<std::string>().find("cid=0"), std::string::npos) << lane.dump();
+    uint64_t traced = lane["totals"]["traced_ns"].get<uint64_t>();
+    if (run == 0) {
+      traced_first = traced;
+      continue;
+    }
+    std::string out = service.output();
+    auto said = out.find("slow-burn baselines restored from " + state + ": ");
+    ASSERT_NE(said, std::string::npos) << out;
+    EXPECT_NE(out.find("rank(s) still running (0 gone)", said), std::string::npos) << out;
+    EXPECT_GT(traced, traced_first) << "the second service went on from the first one's totals";
+  }
+  job->stop();
 }
 
 TEST(ProbeService, SighupReopensTheLogAfterLogrotateMovedIt) {

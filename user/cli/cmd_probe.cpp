@@ -38,6 +38,7 @@ Command add_probe_command(CLI::App& app) {
       "  slowburn probe --overhead-budget 0.5             # at most 0.5% of one CPU for the probes\n"
       "  slowburn probe --listen 0.0.0.0:9464 --no-rdma   # scraped from another host\n"
       "  slowburn probe --health-interval 300             # the health checklist every 5 minutes\n"
+      "  slowburn probe --state-file /var/lib/slowburn/probe.json  # slow-burn baselines survive a restart\n"
       "Under systemd: deploy/systemd/slowburn-probe.service. Fleet rules: deploy/prometheus/.\n\n"
       "Exit status: 0 stopped by SIGINT/SIGTERM (or -d ran out), 1 an error. A node with no job is not an error: "
       "probe waits for one.");
@@ -49,6 +50,9 @@ Command add_probe_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   sub->add_flag("--log-windows", o.log_windows, "Log every window's per-rank statistics (verbose)");
+  sub->add_option("--state-file", o.state_file,
+                  "Keep the slow burn's per-job baselines here (written once a minute and at exit) and go on from "
+                  "them after a restart of the service, for the ranks still running on this boot");
   add_interval(sub, o.interval_s, "discovery, budget checks and metric updates", "", 0.1);
   // Milliseconds, as trace, analyze and investigate say it (docs/cli.md);
   // --window (seconds) stays for this release.
@@ -85,6 +89,12 @@ Command add_probe_command(CLI::App& app) {
   detector->add_option("--persistence", args->persistence, "Flagged in M of the last N windows")->capture_default_str();
   detector
       ->add_option("--min-blame-share", o.detector.min_blame_share, "Effect-size floor: blame as a share of the window")
+      ->capture_default_str();
+  detector
+      ->add_option("--min-cost", o.detector.session_cost_thresholds.min_cost_share,
+                   "The slow burn: name a rank whose lateness costs its job this share of the traced time, over "
+                   "the job's life on this node or its latest 10 minutes (minor under 0.1, major from there)")
+      ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   detector->add_flag("!--no-sequential", o.detector.sequential,
                      "Judge by the windows only (no per-instance sequential test: a strong straggler is then named "

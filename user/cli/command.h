@@ -69,8 +69,6 @@ constexpr int kExitHealthFailed = 4;
 constexpr int kExitCheckFailed = 5;
 
 // The text or JSON-lines sink on stdout.
-// This node's name.
-std::string hostname();
 
 // `host`: what JSON lines name the node (default: its hostname);
 // `wall_offset_ns`: CLOCK_REALTIME - CLOCK_MONOTONIC of the clock the times

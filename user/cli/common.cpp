@@ -19,12 +19,6 @@ std::atomic<bool> g_stop{false};
 void on_stop_signal(int) { g_stop.store(true); }
 }  // namespace
 
-std::string hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 namespace {
 Result<int> parse_count(const std::string& text) {
   int value = 0;

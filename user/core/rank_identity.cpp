@@ -1,6 +1,7 @@
 #include "core/rank_identity.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 namespace slowburn {
 
@@ -9,6 +10,12 @@ std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pi
 std::string rank_node_label(const RankIdentity& id) {
   if (id.host.empty()) return rank_label(id);
   return fmt::format("rank {} (pid {} on {})", id.rank, id.pid, id.host);
+}
+
+std::string hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
 }
 
 }  // namespace slowburn

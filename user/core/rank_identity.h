@@ -23,6 +23,9 @@ struct RankIdentity {
 
 // "rank 3 (pid 4242)": how every output names a rank.
 std::string rank_label(const RankIdentity& id);
+
+// This node's name: what a rank's `host` is by default ("unknown" if unset).
+std::string hostname();
 // "rank 3 (pid 4242 on node-b)": across nodes (analyze), with its host; rank_label without one.
 std::string rank_node_label(const RankIdentity& id);
 

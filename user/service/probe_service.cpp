@@ -23,6 +23,7 @@
 #include "service/health_watch.h"
 #include "service/metrics_endpoint.h"
 #include "service/metrics_view.h"
+#include "service/probe_state.h"
 #include "service/rank_tracker.h"
 #include "service/self_stats.h"
 #include "service/service_comms.h"
@@ -42,12 +43,6 @@ constexpr size_t kCauseMaxEvents = 10000;
 // what this VM's calibration measured (wall time, service/calibrate.h:
 // 20-104 ms a link set; bench/RESULTS.md section 8d).
 constexpr double kAssumedToggleCostNs = 50'000'000;
-
-std::string hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
 
 json identity_json(const RankIdentity& id) {
   json j{{"pid", id.pid}, {"rank", id.rank}, {"job", id.job}};
@@ -116,6 +111,7 @@ class ProbeService {
   uint64_t window_start_ns_ = 0;
   uint64_t interval_start_ns_ = 0;
   uint64_t last_read_ns_ = 0;  // rates are per read-to-read time
+  ProbeStateKeeper state_{o_.state_file, o_.node.roots.proc_root};
   std::unique_ptr<MetricsEndpoint> endpoint_;
 };
 
@@ -191,6 +187,7 @@ Result<void> ProbeService::start() {
   if (auto ok = start_program(); !ok) return ok;
   if (auto ok = start_outputs(); !ok) return ok;
   if (auto ok = start_sources(); !ok) return ok;
+  state_.restore(*detector_, [this](const std::string& t) { note(t); });
   say_started();
   return {};
 }
@@ -389,6 +386,7 @@ void ProbeService::interval(uint64_t now, bool window_due) {
   if (window_due) close_window(now, stats);
   check_hangs(read_ns, stats);
   publish(stats);
+  state_.keep(now, false, *detector_, [this](const std::string& t) { note(t); });
 }
 
 void ProbeService::reopen_log_if_asked(std::atomic<bool>& reopen_log) {
@@ -443,6 +441,7 @@ void ProbeService::shutdown(uint64_t started_ns) {
   std::vector<AggStats> stats = program_->read();
   if (now > window_start_ns_) close_window(now, stats);
   publish(stats);
+  state_.keep(now, true, *detector_, [this](const std::string& t) { note(t); });
   if (log_) {
     log_->line({{"kind", "status"},
                 {"event", "stop"},

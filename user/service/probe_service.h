@@ -24,6 +24,8 @@ namespace slowburn {
 struct ProbeServiceOptions {
   std::string listen = "127.0.0.1:9464";  // empty: no endpoint
   std::filesystem::path log_dir;          // empty: no event log
+  // The slow burn's baselines across a restart (service/probe_state.h); empty: none kept.
+  std::filesystem::path state_file;
   uint64_t log_max_bytes = 64ull << 20;
   int log_keep = 5;
   bool log_windows = false;              // every window's per-rank statistics into the log (verbose)
