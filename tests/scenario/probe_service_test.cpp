@@ -801,7 +801,7 @@ TEST(ProbeService, TheSlowBurnBaselinesSurviveARestartOfTheService) {
     }
     return json();
   };
-  uint64_t traced_first = 0;
+  uint64_t traced_first = 0, first_ns_first = 0;
   for (int run = 0; run < 2; ++run) {
     Service service;
     ASSERT_NO_FATAL_FAILURE(service.start(args));
@@ -813,15 +813,20 @@ TEST(ProbeService, TheSlowBurnBaselinesSurviveARestartOfTheService) {
                                  << testing::read_text(state).substr(0, 2000) << service.output();
     EXPECT_NE(lane["communicator"].get<std::string>().find("cid=0"), std::string::npos) << lane.dump();
     uint64_t traced = lane["totals"]["traced_ns"].get<uint64_t>();
+    uint64_t first_ns = lane["first_ns"].get<uint64_t>();
     if (run == 0) {
       traced_first = traced;
+      first_ns_first = first_ns;
       continue;
     }
     std::string out = service.output();
     auto said = out.find("slow-burn baselines restored from " + state + ": ");
     ASSERT_NE(said, std::string::npos) << out;
     EXPECT_NE(out.find("rank(s) still running (0 gone)", said), std::string::npos) << out;
-    EXPECT_GT(traced, traced_first) << "the second service went on from the first one's totals";
+    // The second service went on from the first one's totals: the lane
+    // began then, and its traced time holds both runs' windows.
+    EXPECT_EQ(first_ns, first_ns_first) << lane.dump();
+    EXPECT_GE(traced, traced_first + 1'000'000'000) << lane.dump();
   }
   job->stop();
 }

@@ -4,6 +4,7 @@
 // running on this boot are restored.
 #include "service/probe_state.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -32,6 +33,12 @@ void write(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
+// A live process in a fixture /proc, started `ticks` after boot (field 22).
+void process(const fs::path& proc, int32_t pid, uint64_t ticks) {
+  write(proc / std::to_string(pid) / "stat",
+        fmt::format("{} (rank) S 1 {} {} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 {} 0 0\n", pid, pid, pid, ticks));
+}
+
 LaneSnapshot snapshot(uint64_t at_ns, std::vector<int32_t> pids) {
   LaneSnapshot s;
   s.at_ns = at_ns;
@@ -57,19 +64,21 @@ ProbeServiceState sample(std::vector<int32_t> pids) {
   lane.kept.push_back(snapshot(540'000'000'000, pids));
   lane.points.push_back({60'000'000'000, 59'000'000'000, {{pids.front(), 777}}});
   lane.stride_ns = 60'000'000'000;
-  return {"boot-a", {{lane}}};
+  return {"boot-a", {{lane}}, {}};
 }
 
 TEST(ProbeState, TheBaselinesComeBackWholeFromTheFile) {
   TempDir dir;
   const fs::path file = dir.path / "state.json";
   ProbeServiceState saved = sample({2000, 2001});
+  saved.start_ticks = {{2000, 500}, {2001, 0}};
   ASSERT_TRUE(save_probe_state(file, saved));
   EXPECT_FALSE(fs::exists(file.string() + ".tmp")) << "the file is renamed into place";
 
   auto loaded = load_probe_state(file);
   ASSERT_TRUE(loaded) << loaded.error().message;
   EXPECT_EQ(loaded->boot_id, "boot-a");
+  EXPECT_EQ(loaded->start_ticks, saved.start_ticks);
   ASSERT_EQ(loaded->slow_burn.lanes.size(), 1u);
   const AggSlowBurnLane& a = saved.slow_burn.lanes[0];
   const AggSlowBurnLane& b = loaded->slow_burn.lanes[0];
@@ -117,18 +126,23 @@ TEST(ProbeState, OnlyTheRanksStillRunningOnThisBootAreRestored) {
   TempDir dir;
   const fs::path proc = dir.path / "proc", file = dir.path / "state.json";
   write(proc / "sys/kernel/random/boot_id", "boot-a\n");
-  fs::create_directories(proc / "2000");  // 2001 has exited
-  ASSERT_TRUE(save_probe_state(file, sample({2000, 2001})));
+  // 2000 runs on; 2001 has exited; 2002's pid now names another process.
+  ProbeServiceState saved = sample({2000, 2001, 2002});
+  saved.start_ticks = {{2000, 500}, {2001, 501}, {2002, 502}};
+  ASSERT_TRUE(save_probe_state(file, saved));
+  process(proc, 2000, 500);
+  process(proc, 2002, 9000);
 
   AggregateDetector detector(DetectorConfig{}, {});
   std::vector<std::string> notes;
   ProbeStateKeeper(file, proc).restore(detector, [&](const std::string& n) { notes.push_back(n); });
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("1 lane(s) of 1 rank(s) still running (1 gone)"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("1 lane(s) of 1 rank(s) still running (2 gone)"), std::string::npos) << notes[0];
   AggSlowBurnState restored = detector.slow_burn_state();
   ASSERT_EQ(restored.lanes.size(), 1u);
   EXPECT_EQ(restored.lanes[0].totals.ranks.count(2000), 1u);
   EXPECT_EQ(restored.lanes[0].totals.ranks.count(2001), 0u);
+  EXPECT_EQ(restored.lanes[0].totals.ranks.count(2002), 0u) << "a reused pid is not the rank";
   EXPECT_EQ(restored.lanes[0].kept.at(0).ranks.count(2001), 0u);
 
   // After a reboot the pids and monotonic times are another boot's.
@@ -168,8 +182,15 @@ TEST(ProbeState, TheFileIsWrittenOnceAMinuteAndAtExit) {
 
   ProbeStateKeeper unwritable(dir.path / "missing-dir/state.json", proc);
   unwritable.keep(100 * kS, true, detector, note);
-  ASSERT_EQ(notes.size(), 1u);
+  unwritable.keep(200 * kS, false, detector, note);
+  ASSERT_EQ(notes.size(), 1u) << "a failing write is said once";
   EXPECT_NE(notes[0].find("missing-dir"), std::string::npos) << notes[0];
+  fs::create_directories(dir.path / "missing-dir");
+  unwritable.keep(300 * kS, false, detector, note);
+  EXPECT_TRUE(fs::exists(dir.path / "missing-dir/state.json"));
+  fs::remove_all(dir.path / "missing-dir");
+  unwritable.keep(400 * kS, false, detector, note);
+  EXPECT_EQ(notes.size(), 2u) << "failing again after a success is said again";
 }
 
 }  // namespace

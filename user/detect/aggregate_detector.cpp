@@ -82,12 +82,25 @@ void AggregateDetector::judge_slow_burn(uint64_t start_ns, uint64_t end_ns, cons
                                         DetectorOutput& out) {
   if (!config_.session_cost) return;
   slow_burn_.add(start_ns, end_ns, inputs);
-  for (Finding& f : slow_burn_.judge(end_ns))
-    if (!active_.contains(f.culprit.pid)) record(std::move(f), out);
+  slow_burn_.judge(end_ns);
+  const std::map<int32_t, Finding>& named = slow_burn_.named();
   for (auto it = active_.begin(); it != active_.end();)
-    it = it->second.detector == "session-cost" && !slow_burn_.named().contains(it->first) ? active_.erase(it)
-                                                                                          : std::next(it);
-  for (const auto& [pid, f] : slow_burn_.named()) active_.try_emplace(pid, f);
+    it = it->second.detector == "session-cost" && !named.contains(it->first) ? active_.erase(it) : std::next(it);
+  std::erase_if(slow_burn_said_, [&](int32_t pid) { return !named.contains(pid); });
+  for (const auto& [pid, f] : named) {
+    auto standing = active_.find(pid);
+    if (standing != active_.end() && standing->second.detector != "session-cost") continue;  // a stronger rule's
+    if (slow_burn_said_.insert(pid).second) {
+      // Said once while the rule names it, also when it comes back from
+      // under another rule's finding (it was not said then).
+      record(f, out);
+    } else {
+      // Its evidence now (the cost grows: minor may turn major).
+      Finding now = f;
+      now.severity = severity_of(now.cost_share, config_.session_cost_thresholds);
+      active_[pid] = std::move(now);
+    }
+  }
 }
 
 WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
@@ -308,6 +321,7 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
 
 void AggregateDetector::remove_rank(int32_t pid) {
   slow_burn_.remove_rank(pid);
+  slow_burn_said_.erase(pid);
   history_.erase(pid);
   last_evaluated_.erase(pid);
   active_.erase(pid);

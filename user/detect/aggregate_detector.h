@@ -86,6 +86,7 @@ class AggregateDetector {
   std::map<int32_t, uint64_t> last_evaluated_;                         // pid -> window_index_ when last judged
   std::map<std::pair<GroupKey, int32_t>, BernoulliCusum> sequential_;  // per (group, pid)
   AggregateSlowBurn slow_burn_;
+  std::set<int32_t> slow_burn_said_;  // ranks whose slow-burn finding was said while the rule names them
   uint64_t window_index_ = 0;
   std::vector<Finding> findings_;
 };

@@ -22,6 +22,9 @@ constexpr uint64_t kSnapshotEveryNs = 60'000'000'000;
 // goes and the stride doubles (a day keeps one in 6 to 12 minutes).
 constexpr size_t kPointsKept = 256;
 constexpr uint64_t kFirstStrideNs = 60'000'000'000;
+// A lane quiet this long is forgotten: a communicator that is gone (jobs
+// that make and drop them would otherwise grow the state without end).
+constexpr uint64_t kForgetQuietNs = 3600'000'000'000;
 
 uint64_t own_of(const std::vector<std::pair<int32_t, uint64_t>>& own, int32_t pid) {
   auto at = std::lower_bound(own.begin(), own.end(), std::make_pair(pid, uint64_t{0}));
@@ -134,7 +137,9 @@ std::optional<Finding> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t 
   if ((!j || j->scheduler_noise) && !s.kept.empty() && s.kept.front().at_ns + kLatestNs <= now_ns) {
     LaneSnapshot stretch = totals_since(s.totals, s.kept.front());
     auto l = judge_session_cost(stretch.ranks, stretch.instances, members, stretch.traced_ns, thresholds_);
-    if (l && !l->scheduler_noise) {
+    // Across a restart or a pause its traced time can be short: a spell
+    // is then a few percent of it.
+    if (l && !l->scheduler_noise && stretch.traced_ns >= kLatestNs / 2) {
       j = l;
       judged = std::move(stretch);
       latest = true;
@@ -164,6 +169,7 @@ std::vector<Finding> AggregateSlowBurn::judge(uint64_t now_ns) {
   std::vector<Finding> fresh;
   if (looked_ns_ && now_ns < looked_ns_ + kLookEveryNs) return fresh;
   looked_ns_ = now_ns;
+  std::erase_if(lanes_, [&](const auto& kv) { return kv.second.saved.totals.at_ns + kForgetQuietNs < now_ns; });
   // Per rank, its costliest lane.
   std::map<int32_t, Finding> named;
   for (const auto& [key, lane] : lanes_)

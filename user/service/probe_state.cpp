@@ -1,12 +1,17 @@
 #include "service/probe_state.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "core/files.h"
 #include "detect/aggregate_detector.h"
+#include "procfs/ranks.h"
 
 namespace slowburn {
 
@@ -69,6 +74,7 @@ AggSlowBurnLane lane_of(const json& j) {
   for (const json& p : j.at("points"))
     lane.points.push_back({p.at("at_ns").get<uint64_t>(), p.at("traced_ns").get<uint64_t>(),
                            p.at("own_ns").get<std::vector<std::pair<int32_t, uint64_t>>>()});
+  for (AggCostPoint& p : lane.points) std::sort(p.own_ns.begin(), p.own_ns.end());  // looked up by pid
   lane.stride_ns = j.at("stride_ns").get<uint64_t>();
   return lane;
 }
@@ -77,7 +83,10 @@ AggSlowBurnLane lane_of(const json& j) {
 json probe_state_json(const ProbeServiceState& state) {
   json lanes = json::array();
   for (const AggSlowBurnLane& lane : state.slow_burn.lanes) lanes.push_back(lane_json(lane));
-  return {{"version", kVersion}, {"boot_id", state.boot_id}, {"slow_burn", std::move(lanes)}};
+  json ranks = json::array();
+  for (const auto& [pid, ticks] : state.start_ticks) ranks.push_back({{"pid", pid}, {"start_ticks", ticks}});
+  return {
+      {"version", kVersion}, {"boot_id", state.boot_id}, {"ranks", std::move(ranks)}, {"slow_burn", std::move(lanes)}};
 }
 
 Result<ProbeServiceState> probe_state_from_json(const json& j) {
@@ -86,6 +95,8 @@ Result<ProbeServiceState> probe_state_from_json(const json& j) {
       return make_error("not a version {} state of slowburn probe", kVersion);
     ProbeServiceState state;
     state.boot_id = j.at("boot_id").get<std::string>();
+    for (const json& r : j.value("ranks", json::array()))
+      state.start_ticks[r.at("pid").get<int32_t>()] = r.at("start_ticks").get<uint64_t>();
     for (const json& lane : j.at("slow_burn")) state.slow_burn.lanes.push_back(lane_of(lane));
     return state;
   } catch (const json::exception& e) {
@@ -94,14 +105,19 @@ Result<ProbeServiceState> probe_state_from_json(const json& j) {
 }
 
 Result<void> save_probe_state(const std::filesystem::path& path, const ProbeServiceState& state) {
+  // Written whole, synced, then renamed over the old one: after a crash or
+  // a power loss the file is the old state or the new one, never a part.
   const std::string tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << probe_state_json(state).dump() << '\n';
-    out.flush();
-    if (!out)
-      return make_error("cannot write the probe's state to {}: check the directory exists and is writable", tmp);
-  }
+  const std::string text = probe_state_json(state).dump() + "\n";
+  std::FILE* out = std::fopen(tmp.c_str(), "w");
+  if (!out)
+    return make_error("cannot write the probe's state to {}: {} (check the directory exists and is writable)", tmp,
+                      std::strerror(errno));
+  bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size() && std::fflush(out) == 0 &&
+                 ::fsync(::fileno(out)) == 0;
+  int saved_errno = errno;
+  if (std::fclose(out) != 0 || !written)
+    return make_error("cannot write the probe's state to {}: {}", tmp, std::strerror(written ? errno : saved_errno));
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return make_error("cannot write the probe's state to {}: {}", path.string(), ec.message());
@@ -159,8 +175,11 @@ void ProbeStateKeeper::restore(AggregateDetector& detector, const Note& note) co
   AggSlowBurnState usable;
   for (AggSlowBurnLane& lane : saved->slow_burn.lanes) {
     auto dead = [&](const auto& kv) {
-      std::error_code ec;
-      bool is_dead = !std::filesystem::exists(proc_root / std::to_string(kv.first), ec);
+      // Gone, or its pid reused by another process since.
+      auto saved_ticks = saved->start_ticks.find(kv.first);
+      bool is_dead =
+          !process_alive(proc_root, kv.first) || (saved_ticks != saved->start_ticks.end() && saved_ticks->second != 0 &&
+                                                  process_start_ticks(proc_root, kv.first) != saved_ticks->second);
       (is_dead ? gone : running).insert(kv.first);
       return is_dead;
     };
@@ -177,8 +196,13 @@ void ProbeStateKeeper::restore(AggregateDetector& detector, const Note& note) co
 void ProbeStateKeeper::keep(uint64_t now_ns, bool now, const AggregateDetector& detector, const Note& note) {
   if (file_.empty() || (!now && now_ns < kept_ns_ + kKeepEveryNs)) return;
   kept_ns_ = now_ns;
-  if (auto ok = save_probe_state(file_, {boot_id(proc_root_), detector.slow_burn_state()}); !ok)
-    note(ok.error().message);
+  ProbeServiceState state{boot_id(proc_root_), detector.slow_burn_state(), {}};
+  for (const AggSlowBurnLane& lane : state.slow_burn.lanes)
+    for (const auto& [pid, totals] : lane.totals.ranks)
+      if (!state.start_ticks.contains(pid)) state.start_ticks[pid] = process_start_ticks(proc_root_, pid);
+  auto ok = save_probe_state(file_, state);
+  if (!ok && !failing_) note(ok.error().message + " (said once until a write succeeds)");
+  failing_ = !ok;
 }
 
 }  // namespace slowburn

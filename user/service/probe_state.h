@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,6 +20,9 @@ namespace slowburn {
 struct ProbeServiceState {
   std::string boot_id;  // /proc/sys/kernel/random/boot_id when saved
   AggSlowBurnState slow_burn;
+  // Each rank's start time (procfs/ranks.h: clock ticks since boot) when
+  // saved: a pid reused by another process since is not that rank.
+  std::map<int32_t, uint64_t> start_ticks;
 };
 
 nlohmann::json probe_state_json(const ProbeServiceState& state);
@@ -51,6 +55,7 @@ class ProbeStateKeeper {
  private:
   std::filesystem::path file_, proc_root_;
   uint64_t kept_ns_ = 0;
+  bool failing_ = false;  // a failed write is said once, until one succeeds
 };
 
 }  // namespace slowburn
