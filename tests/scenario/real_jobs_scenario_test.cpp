@@ -184,7 +184,9 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
 
 TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // The seed's Operation Slowburn on a 2-D job: rank 1's extra work grows
-  // from nothing to +100% over 14 s of the job, then stays.
+  // from nothing to +100% over 14 s of the job, then stays. At +40% (issue
+  // 30 asks for 1.4x) it was named before the ramp ended in 8 of 9 runs on
+  // an idle VM (the ninth at 15.5 s after the launch): not yet a CI assertion.
   SKIP_UNLESS_MPI();
   TempDir dir;
   MpiJobOptions options;
@@ -206,6 +208,7 @@ TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // Measured on one clock: the trace began after the launch, so the ramp
   // (which began at the job's first step) ends at most 14 s after launch.
   RecordProperty("first_finding_after_s", std::to_string(*t.result.first_finding_after_s));
+  RecordProperty("named_after_launch_s", std::to_string(trace_began_s + *t.result.first_finding_after_s));
   EXPECT_LT(trace_began_s + *t.result.first_finding_after_s, 14.0) << "named only after the ramp was complete";
 }
 
