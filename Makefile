@@ -502,6 +502,7 @@ bench:
 		--config 'toggles 5/s at MPI_Allreduce=toggles:5:MPI_Allreduce' --config 'placebo (no service)=none' \
 		| tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/scale.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/host.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/first_finding.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/fleet_alert.py $(BUILD) | tee -a $(BUILD)/bench/latest.md
