@@ -1,4 +1,6 @@
 // slowburn analyze: recordings of one job from many nodes, judged as one job.
+#include <sys/resource.h>
+
 #include <iostream>
 
 #include "analyze/analyze.h"
@@ -20,6 +22,19 @@ struct AnalyzeArgs {
   bool json = false;
   std::string perfetto;
 };
+}  // namespace
+
+namespace {
+// A node's recording stays open while the merge reads it: past ~1,000
+// nodes Debian's default soft limit of 1024 descriptors would run out, so
+// it goes up to the hard limit (as systemd and Go's runtime do).
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 }  // namespace
 
 Command add_analyze_command(CLI::App& app) {
@@ -60,6 +75,7 @@ Command add_analyze_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   return {sub, [args] {
+            raise_open_file_limit();
             if (auto ok = parse_persistence(args->persistence, args->options.detector); !ok) return fail(ok.error());
             args->options.detector.window_ns = static_cast<uint64_t>(args->window_ms * 1e6);
             args->options.detector.hang_ns = static_cast<uint64_t>(args->hang_s * 1e9);

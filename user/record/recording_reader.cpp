@@ -2,6 +2,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <cerrno>
+
 #include "core/strings.h"
 #include "probes/catalog.h"
 #include "record/schema.h"
@@ -30,6 +32,12 @@ std::vector<int> ints(const std::string& text) {
 }
 
 Error damaged(const std::filesystem::path& path, const std::exception& e) {
+  // Out of descriptors is no damage: a merge holds every node's recording open.
+  if (errno == EMFILE || errno == ENFILE)
+    return make_error(
+        "{}: cannot open it: too many open files (a merge keeps each node's recording open: raise the limit, "
+        "ulimit -n, above the number of recordings plus 64)",
+        path.string());
   return make_error("{}: cannot read it as a slowburn recording: {}", path.string(), e.what());
 }
 
