@@ -503,6 +503,7 @@ bench:
 		| tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/record.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/scale.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
+	$(Q)bench/probe_slow_burn.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/host.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/first_finding.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/fleet_alert.py $(BUILD) | tee -a $(BUILD)/bench/latest.md
