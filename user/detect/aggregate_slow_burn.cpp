@@ -26,11 +26,6 @@ constexpr uint64_t kFirstStrideNs = 60'000'000'000;
 // that make and drop them would otherwise grow the state without end).
 constexpr uint64_t kForgetQuietNs = 3600'000'000'000;
 
-uint64_t own_of(const std::vector<std::pair<int32_t, uint64_t>>& own, int32_t pid) {
-  auto at = std::lower_bound(own.begin(), own.end(), std::make_pair(pid, uint64_t{0}));
-  return at != own.end() && at->first == pid ? at->second : 0;
-}
-
 // The kernel keeps run-queue waits for every call or for none of a
 // window's (runq_calls == cpu_calls): a rank's total has them only while
 // every window did.
@@ -101,11 +96,7 @@ void AggregateSlowBurn::keep_history(Lane& lane) {
   AggCostPoint point{now.at_ns, now.traced_ns, {}};
   for (const auto& [pid, t] : now.ranks) point.own_ns.emplace_back(pid, t.own_ns());
   s.points.push_back(std::move(point));
-  if (s.points.size() < kPointsKept) return;
-  std::vector<AggCostPoint> halved;
-  for (size_t i = 0; i < s.points.size(); i += 2) halved.push_back(std::move(s.points[i]));
-  s.points = std::move(halved);
-  s.stride_ns *= 2;
+  thin_cost_history(s.points, s.stride_ns, kPointsKept);
 }
 
 std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t pid) const {
@@ -113,7 +104,7 @@ std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t p
   std::vector<CumulativeCost> samples{{s.first_ns, 0, 0}};
   for (const AggCostPoint& p : s.points)
     if (p.at_ns > s.first_ns && p.at_ns < s.totals.at_ns)
-      samples.push_back({p.at_ns, p.traced_ns, own_of(p.own_ns, pid)});
+      samples.push_back({p.at_ns, p.traced_ns, own_cost_at(p.own_ns, pid)});
   auto rank = s.totals.ranks.find(pid);
   samples.push_back({s.totals.at_ns, s.totals.traced_ns, rank != s.totals.ranks.end() ? rank->second.own_ns() : 0});
   CostOnsetThresholds thresholds;
@@ -165,9 +156,8 @@ std::optional<Finding> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t 
   return f;
 }
 
-std::vector<Finding> AggregateSlowBurn::judge(uint64_t now_ns) {
-  std::vector<Finding> fresh;
-  if (looked_ns_ && now_ns < looked_ns_ + kLookEveryNs) return fresh;
+void AggregateSlowBurn::judge(uint64_t now_ns) {
+  if (looked_ns_ && now_ns < looked_ns_ + kLookEveryNs) return;
   looked_ns_ = now_ns;
   std::erase_if(lanes_, [&](const auto& kv) { return kv.second.saved.totals.at_ns + kForgetQuietNs < now_ns; });
   // Per rank, its costliest lane.
@@ -176,16 +166,10 @@ std::vector<Finding> AggregateSlowBurn::judge(uint64_t now_ns) {
     if (auto f = judge_lane(lane, now_ns))
       if (auto at = named.find(f->culprit.pid); at == named.end() || at->second.cost_ns < f->cost_ns)
         named[f->culprit.pid] = std::move(*f);
-  for (auto& [pid, f] : named) {
-    auto before = named_.find(pid);
-    if (before != named_.end()) {
+  for (auto& [pid, f] : named)
+    if (auto before = named_.find(pid); before != named_.end())
       f.detected_ns = before->second.detected_ns;  // found then; its evidence now
-      continue;
-    }
-    fresh.push_back(f);
-  }
   named_ = std::move(named);
-  return fresh;
 }
 
 void AggregateSlowBurn::remove_rank(int32_t pid) {

@@ -64,9 +64,8 @@ class AggregateSlowBurn {
   // are summed into their lanes.
   void add(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
   // Once a minute: the ranks each lane's totals (or its latest stretch)
-  // name. Returns the findings of ranks named now and not before; named()
-  // holds every rank the rule names as of the last look.
-  std::vector<Finding> judge(uint64_t now_ns);
+  // name. named() holds every rank the rule names as of the last look.
+  void judge(uint64_t now_ns);
   const std::map<int32_t, Finding>& named() const { return named_; }
   // The process exited: it leaves its lanes, and a lane with none left goes.
   void remove_rank(int32_t pid);

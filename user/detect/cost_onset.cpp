@@ -1,5 +1,7 @@
 #include "detect/cost_onset.h"
 
+#include <algorithm>
+
 namespace slowburn {
 
 namespace {
@@ -47,6 +49,11 @@ std::optional<CostOnset> cost_onset(const std::vector<CumulativeCost>& samples, 
   out.before_share = before;
   out.since_share = since;
   return out;
+}
+
+uint64_t own_cost_at(const std::vector<std::pair<int32_t, uint64_t>>& own_ns, int32_t pid) {
+  auto at = std::lower_bound(own_ns.begin(), own_ns.end(), std::make_pair(pid, uint64_t{0}));
+  return at != own_ns.end() && at->first == pid ? at->second : 0;
 }
 
 }  // namespace slowburn

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace slowburn {
@@ -51,5 +52,21 @@ struct CostOnsetThresholds {
 // change: too little to say.
 std::optional<CostOnset> cost_onset(const std::vector<CumulativeCost>& samples,
                                     const CostOnsetThresholds& thresholds = {});
+
+// The history behind the samples, kept by the detectors: per point each
+// rank's own cost as (pid, own_ns) pairs sorted by pid. A rank's cost at
+// a point (0 when it was not there yet).
+uint64_t own_cost_at(const std::vector<std::pair<int32_t, uint64_t>>& own_ns, int32_t pid);
+
+// Bounded for a service's days: at `kept` points every other one goes and
+// the spacing between the points doubles.
+template <class Point>
+void thin_cost_history(std::vector<Point>& points, uint64_t& stride_ns, size_t kept) {
+  if (points.size() < kept) return;
+  std::vector<Point> halved;
+  for (size_t i = 0; i < points.size(); i += 2) halved.push_back(std::move(points[i]));
+  points = std::move(halved);
+  stride_ns *= 2;
+}
 
 }  // namespace slowburn

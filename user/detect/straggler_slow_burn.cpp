@@ -45,19 +45,11 @@ void StragglerDetector::keep_cost_point(const LaneKey& key, const LaneSnapshot& 
   CostPoint point{now.at_ns, last_ns_, now.instances, {}};
   for (const auto& [pid, t] : now.ranks) point.own_ns.emplace_back(pid, t.own_ns());
   h.points.push_back(std::move(point));
-  if (h.points.size() < kCostPointsKept) return;
-  std::vector<CostPoint> halved;
-  for (size_t i = 0; i < h.points.size(); i += 2) halved.push_back(std::move(h.points[i]));
-  h.points = std::move(halved);
-  h.stride_ns *= 2;
+  thin_cost_history(h.points, h.stride_ns, kCostPointsKept);
 }
 
 std::optional<CostOnset> StragglerDetector::onset_of(const LaneKey& key, const Lane& lane, const LaneSnapshot& now,
                                                      int32_t pid) const {
-  auto own_of = [pid](const std::vector<std::pair<int32_t, uint64_t>>& own) -> uint64_t {
-    auto at = std::lower_bound(own.begin(), own.end(), std::make_pair(pid, uint64_t{0}));
-    return at != own.end() && at->first == pid ? at->second : 0;
-  };
   // From the lane's first call, where its ranks had cost nothing yet (a
   // communicator made late, or idle through a warm-up, is not cheap
   // before). Traced time from the session's start as it stands now: the
@@ -67,7 +59,7 @@ std::optional<CostOnset> StragglerDetector::onset_of(const LaneKey& key, const L
   if (auto kept = slow_burn_history_.find(key); kept != slow_burn_history_.end())
     for (const CostPoint& p : kept->second.points)
       if (p.at_ns < now.at_ns && p.last_ns > from_ns)
-        samples.push_back({p.at_ns, p.last_ns - first_ns_, own_of(p.own_ns)});
+        samples.push_back({p.at_ns, p.last_ns - first_ns_, own_cost_at(p.own_ns, pid)});
   auto rank = now.ranks.find(pid);
   samples.push_back({now.at_ns, now.traced_ns, rank != now.ranks.end() ? rank->second.own_ns() : 0});
   CostOnsetThresholds thresholds;
