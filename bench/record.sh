@@ -15,6 +15,7 @@ workload=$build/libexec/slowburn-mpi-workload
 mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4)
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/synth_analyze.sh"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 traced_job() { # RECORD_ARGS...: the job's wall seconds under trace (with those args)
@@ -68,14 +69,6 @@ echo "| ranks | nodes | job seconds | slowed rank | calls | analyze s | peak RSS
 echo "|---|---|---|---|---|---|---|---|---|"
 for spec in "64 60 33" "64 600 33" "64 2400 33" "512 60 257" "512 300 257" "512 600 257" "512 60 -1"; do
 	read -r ranks seconds slow <<<"$spec"
-	dir="$tmp/synth-$ranks-$seconds"
-	"$build/bench/synth_recordings" "$dir" "$ranks" 8 "$seconds" 50 "$slow" >/dev/null
-	/usr/bin/time -f '%e %M' -o "$tmp/time" "$slowburn" analyze "$dir" >"$tmp/analyze.out" 2>&1 || true
-	read -r secs kib <"$tmp/time"
-	calls=$(for f in "$dir"/*.sbr; do sqlite3 "$f" 'select count(*) from calls'; done | paste -sd+ | bc)
-	named=$(sed -n 's/^  straggler: \(rank [0-9]*\) (pid [0-9]* on \([^)]*\)).*/\1 on \2/p' "$tmp/analyze.out" | paste -sd, -)
-	clocks=$(sed -n 's/^  clocks: \(clock-free blame agrees\|clocks and waits disagree\).*/\1/p' "$tmp/analyze.out")
-	case "$clocks" in "clock-free blame agrees") clocks=agree ;; "clocks and waits disagree") clocks=disagree ;; *) clocks="no check" ;; esac
+	synth_analyze "$build" "$tmp" "$ranks" 8 "$seconds" "$slow"
 	echo "| $ranks | $((ranks / 8)) | $seconds | $([ "$slow" -ge 0 ] && echo "$slow" || echo none) | $calls | $secs | $kib | ${named:-nobody} | $clocks |"
-	rm -rf "$dir"
 done

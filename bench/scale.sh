@@ -7,7 +7,7 @@
 # Each shape takes ~2 minutes to write (synth_recordings) and ~1 to judge.
 set -euo pipefail
 build=${1:-build}
-slowburn=$build/slowburn
+source "$(dirname "$0")/synth_analyze.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo
@@ -20,14 +20,6 @@ echo "| ranks | nodes | job seconds | slowed rank | calls | analyze s | us a cal
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for spec in "4096 8 60 2049" "4096 64 60 2049" "4096 8 60 -1"; do
 	read -r ranks per_node seconds slow <<<"$spec"
-	dir="$tmp/synth"
-	"$build/bench/synth_recordings" "$dir" "$ranks" "$per_node" "$seconds" 50 "$slow" >/dev/null
-	/usr/bin/time -f '%e %M' -o "$tmp/time" "$slowburn" analyze "$dir" >"$tmp/analyze.out" 2>&1 || true
-	read -r secs kib <"$tmp/time"
-	calls=$(for f in "$dir"/*.sbr; do sqlite3 "$f" 'select count(*) from calls'; done | paste -sd+ | bc)
-	named=$(sed -n 's/^  straggler: \(rank [0-9]*\) (pid [0-9]* on \([^)]*\)).*/\1 on \2/p' "$tmp/analyze.out" | paste -sd, -)
-	clocks=$(sed -n 's/^  clocks: \(clock-free blame agrees\|clocks and waits disagree\).*/\1/p' "$tmp/analyze.out")
-	case "$clocks" in "clock-free blame agrees") clocks=agree ;; "clocks and waits disagree") clocks=disagree ;; *) clocks="no check" ;; esac
+	synth_analyze "$build" "$tmp" "$ranks" "$per_node" "$seconds" "$slow"
 	echo "| $ranks | $((ranks / per_node)) | $seconds | $([ "$slow" -ge 0 ] && echo "$slow" || echo none) | $calls | $secs | $(echo "$secs * 1000000 / $calls" | bc -l | cut -c1-4) | $kib | ${named:-nobody} | $clocks |"
-	rm -rf "$dir"
 done
