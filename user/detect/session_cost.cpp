@@ -40,15 +40,29 @@ std::optional<SessionCostJudgement> judge_session_cost(const std::map<int32_t, L
   bool alone = static_cast<double>(j.cost_ns) >= t.uniqueness * static_cast<double>(next_ns);
   bool beyond_chance = j.last_z >= t.min_last_z;
   if (!costs || !alone || !beyond_chance) return std::nullopt;
-  j.runq_share = worst->second.runq_share();
-  std::vector<double> peers;
-  for (const auto& [pid, totals] : ranks)
-    if (auto share = totals.runq_share(); share && pid != j.pid) peers.push_back(*share);
-  if (!peers.empty()) j.peers_runq_share = median(peers);
-  j.scheduler_noise = j.cost_share < t.major_cost_share && j.runq_share && j.peers_runq_share &&
-                      *j.peers_runq_share >= t.busy_runq_share &&
-                      *j.runq_share - *j.peers_runq_share < t.runq_excess_share;
+  RunqShares shares = runq_shares(ranks, j.pid);
+  j.runq_share = shares.rank;
+  j.peers_runq_share = shares.peers;
+  j.scheduler_noise = schedulers_choice(shares, j.cost_share, t);
   return j;
+}
+
+RunqShares runq_shares(const std::map<int32_t, LaneRankTotals>& ranks, int32_t pid) {
+  RunqShares s;
+  std::vector<double> peers;
+  for (const auto& [other, totals] : ranks) {
+    if (other == pid)
+      s.rank = totals.runq_share();
+    else if (auto share = totals.runq_share())
+      peers.push_back(*share);
+  }
+  if (!peers.empty()) s.peers = median(peers);
+  return s;
+}
+
+bool schedulers_choice(const RunqShares& s, double cost_share, const SessionCostThresholds& t) {
+  return cost_share < t.major_cost_share && s.rank && s.peers && *s.peers >= t.busy_runq_share &&
+         *s.rank - *s.peers < t.runq_excess_share;
 }
 
 std::optional<double> LaneRankTotals::runq_share() const {

@@ -66,6 +66,20 @@ struct SessionCostJudgement {
   bool scheduler_noise = false;
 };
 
+// A rank's time inside its calls on a lane runnable but off a CPU, and its
+// peers' median (unset where the kernel keeps no run-queue waits).
+struct RunqShares {
+  std::optional<double> rank;
+  std::optional<double> peers;
+};
+RunqShares runq_shares(const std::map<int32_t, LaneRankTotals>& ranks, int32_t pid);
+
+// Whether a cost of cost_share is the scheduler's choice: minor, on a lane
+// whose members all wait for a CPU (busy_runq_share), the rank not waiting
+// runq_excess_share more than they do. Shared by the slow burn and the
+// verdict's other straggler rules (a victim late in bursts on a busy node).
+bool schedulers_choice(const RunqShares& shares, double cost_share, const SessionCostThresholds& thresholds = {});
+
 // The lane's rank that costs the job, when every test holds.
 std::optional<SessionCostJudgement> judge_session_cost(const std::map<int32_t, LaneRankTotals>& ranks,
                                                        uint64_t instances, size_t members, uint64_t traced_ns,

@@ -250,6 +250,9 @@ class StragglerDetector {
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   // The verdict's stragglers by session cost, on ranks it does not name yet.
   void session_cost_findings(SessionVerdict& verdict) const;
+  // Moves to the verdict's withheld the other rules' minor findings whose
+  // lane says the scheduler chose who came last (detect/session_cost.h).
+  void withhold_schedulers_choices(SessionVerdict& verdict) const;
   // The lane's slow burn over the session so far (traced_ns), when every
   // test holds and what it cost outside its closed episodes passes the floor.
   struct SlowBurn;

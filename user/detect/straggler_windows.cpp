@@ -342,6 +342,7 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
     if (f.session_cost) f.summary = straggler_summary(f);  // it names its severity
   }
+  withhold_schedulers_choices(v);
   std::sort(v.stragglers.begin(), v.stragglers.end(),
             [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
   v.judged =

@@ -133,13 +133,13 @@ Finding session_cost_finding(Finding f, const SessionCostJudgement& j, uint64_t 
   return f;
 }
 
-Withheld scheduler_noise_withheld(Finding f, const SessionCostJudgement& j) {
+Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
   Withheld w;
   w.reason = fmt::format(
       "the other ranks of its communicator waited for a CPU {:.0f}% of their time inside their calls, it {:.0f}%: "
       "where every rank waits for a CPU (more runnable threads than CPUs), who is last is the scheduler's choice, "
       "and a minor cost is not told apart from it; trace again with a CPU for each rank: a cost of its own stays",
-      j.peers_runq_share.value_or(0) * 100, j.runq_share.value_or(0) * 100);
+      shares.peers.value_or(0) * 100, shares.rank.value_or(0) * 100);
   w.summary = f.summary + "; not named: " + w.reason;
   w.finding = std::move(f);
   return w;
@@ -193,7 +193,7 @@ std::string straggler_summary(const Finding& f) {
           : std::string("sustained compute-gap excess (CUSUM)");
   // Late in bursts: last in few calls, but very late in those.
   std::string arrival =
-      f.last_fraction < 0.5 && f.lateness_p90_ns
+      f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns
           ? fmt::format(
                 "is late in bursts: last in {:.0f}% of {} calls{}, {} after the median rank in its latest "
                 "10% (tail z {})",

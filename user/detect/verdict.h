@@ -36,9 +36,10 @@ Finding inside_finding(const WindowReport& report, const RankWindowStats& eviden
 // lane `base` names: evidence, cost and summary.
 Finding session_cost_finding(Finding base, const SessionCostJudgement& judgement, uint64_t traced_ns);
 
-// That finding withheld as the scheduler's (judgement.scheduler_noise):
-// the finding, why it is not named, and what would show it.
-Withheld scheduler_noise_withheld(Finding finding, const SessionCostJudgement& judgement);
+// That finding withheld as the scheduler's (schedulers_choice held on its
+// lane's run-queue shares): the finding, why it is not named, and what
+// would show it.
+Withheld scheduler_noise_withheld(Finding finding, const RunqShares& shares);
 
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.
@@ -48,6 +49,10 @@ void set_sequential_evidence(Finding& finding, const BernoulliCusum& test, const
 // collective late (a CPU it did not get) when this share of its blame came
 // from there: the share above which an instance is no sequential event.
 inline constexpr double kMostlyLeaving = SB_SEQ_MOSTLY_LEAVING_PCT / 100.0;
+
+// A finding whose culprit is last in fewer of its instances than this is
+// "late in bursts": on time in its typical instance, very late in a few.
+inline constexpr double kLateInBurstsBelow = 0.5;
 
 // One line, culprit first: "rank 3 (pid 42) is the straggler: ...".
 std::string straggler_summary(const Finding& finding);
