@@ -35,6 +35,7 @@ NodeClock node_clock(const NodeRecording& node, const NodePlacement& placement, 
     clock.spread_ns = placement.offset->spread_ns;
     clock.drift_ppm = placement.offset->drift_ppm;
     clock.matched = placement.offset->matched;
+    clock.prompt_matched = placement.offset->prompt_matched;
     clock.lane = placement.offset->lane;
   } else {
     clock.unknown_reason = placement.unknown_reason;

@@ -1,5 +1,7 @@
 #include "analyze/clock_offsets.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
@@ -33,7 +35,12 @@ int64_t spread_of(const std::vector<int64_t>& values, int64_t center) {
 struct Matched {
   int64_t node_ns = 0;
   int64_t diff_ns = 0;
+  bool prompt = true;  // on both nodes (analyze/clock_offsets.h)
 };
+
+// Release i of the series left when released (every release is, where the
+// recording kept no run-queue waits).
+bool prompt_at(const ReleaseSeries& s, size_t i) { return s.prompt.empty() || s.prompt[i] != 0; }
 
 // The line through the matched releases (in the node's time order): the
 // drift by Theil-Sen over pairs half the series apart (robust to a few
@@ -65,15 +72,37 @@ ClockOffset fit_line(const std::vector<Matched>& matched, const std::string& lan
   return c;
 }
 
-// The reference release nearest `x`, as what to add to `t` to reach it, if
-// within `tolerance_ns`.
-std::optional<int64_t> nearest(const std::vector<int64_t>& ref, int64_t t, int64_t x, int64_t tolerance_ns) {
+// The line on the pairs prompt on both nodes where there are `min_matched`
+// of them (a busy node's late exits would pull the offset by their
+// delay), else on every pair; `matched` counts every pair either way.
+ClockOffset fit_prompt(const std::vector<Matched>& matched, const std::string& lane, size_t min_matched) {
+  std::vector<Matched> prompt;
+  for (const Matched& m : matched)
+    if (m.prompt) prompt.push_back(m);
+  if (prompt.size() == matched.size() || prompt.size() < min_matched) return fit_line(matched, lane);
+  ClockOffset c = fit_line(prompt, lane);
+  c.matched = matched.size();
+  c.prompt_matched = prompt.size();
+  return c;
+}
+
+// The share of the series' releases that are prompt (0 where none is known).
+double prompt_share(const ReleaseSeries& s) {
+  if (s.prompt.empty()) return 0;
+  return static_cast<double>(std::count(s.prompt.begin(), s.prompt.end(), uint8_t{1})) /
+         static_cast<double>(s.prompt.size());
+}
+
+// Below this share on either node the prompt pairs are too few to search
+// on (each shift would scan its whole window for them).
+constexpr double kMinPromptShare = 0.1;
+
+// The index of the reference release nearest `x`, if within `tolerance_ns`.
+std::optional<size_t> nearest(const std::vector<int64_t>& ref, int64_t x, int64_t tolerance_ns) {
   auto it = std::lower_bound(ref.begin(), ref.end(), x);
-  int64_t best = INT64_MAX;
-  if (it != ref.end()) best = *it - x;
-  if (it != ref.begin() && x - *(it - 1) < std::llabs(best)) best = *(it - 1) - x;
-  if (best == INT64_MAX || std::llabs(best) > tolerance_ns) return std::nullopt;
-  return x + best - t;
+  if (it != ref.begin() && (it == ref.end() || x - *(it - 1) < *it - x)) --it;
+  if (it == ref.end() || std::llabs(*it - x) > tolerance_ns) return std::nullopt;
+  return static_cast<size_t>(it - ref.begin());
 }
 
 // Every node release matched to the nearest reference release within
@@ -82,73 +111,121 @@ std::optional<int64_t> nearest(const std::vector<int64_t>& ref, int64_t t, int64
 // matched few: a drifting clock moves the offset by more than the
 // tolerance over a long recording, never between neighbours. Then twice
 // around the line fitted on the previous pass.
-std::vector<Matched> match_nearest(const std::vector<int64_t>& ref, const std::vector<int64_t>& node, int64_t offset,
-                                   size_t start, int64_t tolerance_ns, const std::string& lane) {
+std::vector<Matched> match_nearest(const ReleaseSeries& ref, const ReleaseSeries& node, int64_t offset, size_t start,
+                                   int64_t tolerance_ns, const std::string& lane, size_t min_matched) {
   constexpr size_t kRecent = 15;
-  std::vector<Matched> backward, matched;
-  auto walk = [&](auto first, auto last, std::vector<Matched>& out) {
-    std::deque<int64_t> recent{offset};
-    for (auto it = first; it != last; ++it) {
-      int64_t predicted = median_of({recent.begin(), recent.end()});
-      if (auto diff = nearest(ref, *it, *it + predicted, tolerance_ns)) {
-        out.push_back({*it, *diff});
-        recent.push_back(*diff);
-        if (recent.size() > kRecent) recent.pop_front();
-      }
-    }
+  const std::vector<int64_t>& r = ref.release_ns;
+  const std::vector<int64_t>& n = node.release_ns;
+  auto matched_at = [&](size_t i, size_t k) {
+    return Matched{n[i], r[k] - n[i], prompt_at(node, i) && prompt_at(ref, k)};
   };
-  start = std::min(start, node.size());
-  walk(node.begin() + static_cast<std::ptrdiff_t>(start), node.end(), matched);
-  walk(node.rbegin() + static_cast<std::ptrdiff_t>(node.size() - start), node.rend(), backward);
+  std::vector<Matched> backward, matched;
+  // Prompt pairs predict the next (a late exit's difference is off by its
+  // delay), where there are enough of them to follow a drifting clock.
+  bool prompt_only = prompt_share(ref) >= kMinPromptShare && prompt_share(node) >= kMinPromptShare;
+  auto step = [&](size_t i, std::deque<int64_t>& recent, std::vector<Matched>& out) {
+    int64_t predicted = median_of({recent.begin(), recent.end()});
+    auto k = nearest(r, n[i] + predicted, tolerance_ns);
+    if (!k) return;
+    out.push_back(matched_at(i, *k));
+    if (prompt_only && !out.back().prompt) return;
+    recent.push_back(out.back().diff_ns);
+    if (recent.size() > kRecent) recent.pop_front();
+  };
+  start = std::min(start, n.size());
+  std::deque<int64_t> ahead{offset}, behind{offset};
+  for (size_t i = start; i < n.size(); ++i) step(i, ahead, matched);
+  for (size_t i = start; i-- > 0;) step(i, behind, backward);
   matched.insert(matched.begin(), backward.rbegin(), backward.rend());
   for (int pass = 0; pass < 2 && !matched.empty(); ++pass) {
-    ClockOffset line = fit_line(matched, lane);
+    ClockOffset line = fit_prompt(matched, lane, min_matched);
     matched.clear();
-    for (int64_t t : node)
-      if (auto diff = nearest(ref, t, t + line.at(t), tolerance_ns)) matched.push_back({t, *diff});
+    for (size_t i = 0; i < n.size(); ++i)
+      if (auto k = nearest(r, n[i] + line.at(n[i]), tolerance_ns)) matched.push_back(matched_at(i, *k));
   }
   return matched;
 }
 
 Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
                                 const OffsetSearch& search) {
-  std::map<uint64_t, int64_t> at;
-  for (size_t i = 0; i < ref.seq.size(); ++i) at[ref.seq[i]] = ref.release_ns[i];
+  std::map<uint64_t, size_t> at;
+  for (size_t i = 0; i < ref.seq.size(); ++i) at[ref.seq[i]] = i;
   std::vector<Matched> matched;
   for (size_t i = 0; i < node.seq.size(); ++i)
     if (auto it = at.find(node.seq[i]); it != at.end())
-      matched.push_back({node.release_ns[i], it->second - node.release_ns[i]});
+      matched.push_back({node.release_ns[i], ref.release_ns[it->second] - node.release_ns[i],
+                         prompt_at(node, i) && prompt_at(ref, it->second)});
   if (matched.size() < search.min_matched)
     return make_error("{}: {} instance(s) with the same sequence number on both nodes (at least {} needed)", lane,
                       matched.size(), search.min_matched);
-  return fit_line(matched, lane);
+  return fit_prompt(matched, lane, search.min_matched);
 }
+
+// On prompt pairs a shift is judged by how many of its differences agree
+// (within this of their median): the true one's all do, give or take the
+// collective's spread; one a step off agrees as far as the steps are
+// regular. The spread alone is not enough there: over thousands of shifts
+// the tightest of 20-48 pairs a few microseconds apart is tight by chance
+// (a wrong shift, 29 steps off, passed the 2x contrast on regular steps).
+constexpr int64_t kPromptAgreeNs = 100'000;
+constexpr double kPromptAgreeing = 0.8;  // of the best shift's pairs
+constexpr double kPromptRunnerUp = 0.5;  // of the next best's, at most
 
 struct ShiftMatch {
   int64_t shift = 0;
   int64_t spread = INT64_MAX;
   int64_t runner_up = INT64_MAX;  // the next best shift's spread
+  // Prompt pairs only: the shares of the best and the next best shift's
+  // differences that agree (kPromptAgreeNs).
+  double agreeing = 0, runner_up_agreeing = 0;
 };
 
 // The node's releases [start, start + w) tried at every shift against the
 // reference's (reference index = node index + shift), each scored by the
-// spread of a sample of its differences.
-ShiftMatch best_shift(const std::vector<int64_t>& ref, const std::vector<int64_t>& node, int64_t start, int64_t w,
+// spread of a sample of its differences: of the pairs prompt on both nodes
+// only, when `prompt` (a shift with fewer than min_matched of them is not
+// scored).
+ShiftMatch best_shift(const ReleaseSeries& ref, const ReleaseSeries& node, int64_t start, int64_t w, bool prompt,
                       const OffsetSearch& search) {
-  auto ref_size = static_cast<int64_t>(ref.size());
+  auto ref_size = static_cast<int64_t>(ref.release_ns.size());
   auto min_pairs = std::min(static_cast<int64_t>(search.min_matched), w);
   int64_t end = start + w;
+  std::vector<int64_t> candidates;  // the node's releases that may pair
+  for (int64_t j = start; j < end; ++j)
+    if (!prompt || prompt_at(node, static_cast<size_t>(j))) candidates.push_back(j);
   ShiftMatch m;
   std::vector<int64_t> diffs;
   for (int64_t shift = min_pairs - end; shift <= ref_size - min_pairs - start; ++shift) {
     int64_t lo = std::max(start, -shift);
     int64_t hi = std::min(end, ref_size - shift);
     if (hi - lo < min_pairs) continue;
-    int64_t stride = std::max<int64_t>(1, (hi - lo) / static_cast<int64_t>(search.sample));
+    size_t stride =
+        prompt ? 1 : static_cast<size_t>(std::max<int64_t>(1, (hi - lo) / static_cast<int64_t>(search.sample)));
     diffs.clear();
-    for (int64_t j = lo; j < hi; j += stride)
-      diffs.push_back(ref[static_cast<size_t>(j + shift)] - node[static_cast<size_t>(j)]);
-    int64_t spread = spread_of(diffs, median_of(diffs));
+    auto first = static_cast<size_t>(std::lower_bound(candidates.begin(), candidates.end(), lo) - candidates.begin());
+    for (size_t c = first; c < candidates.size() && candidates[c] < hi && diffs.size() < search.sample; c += stride) {
+      auto j = static_cast<size_t>(candidates[c]);
+      auto k = static_cast<size_t>(candidates[c] + shift);
+      if (prompt && !prompt_at(ref, k)) continue;
+      diffs.push_back(ref.release_ns[k] - node.release_ns[j]);
+    }
+    if (static_cast<int64_t>(diffs.size()) < min_pairs) continue;
+    int64_t center = median_of(diffs);
+    int64_t spread = spread_of(diffs, center);
+    if (prompt) {
+      auto agree = std::count_if(diffs.begin(), diffs.end(),
+                                 [center](int64_t d) { return std::llabs(d - center) <= kPromptAgreeNs; });
+      double share = static_cast<double>(agree) / static_cast<double>(diffs.size());
+      if (share > m.agreeing || (share == m.agreeing && spread < m.spread)) {
+        m.runner_up_agreeing = m.agreeing;
+        m.agreeing = share;
+        m.spread = spread;
+        m.shift = shift;
+      } else {
+        m.runner_up_agreeing = std::max(m.runner_up_agreeing, share);
+      }
+      continue;
+    }
     if (spread < m.spread) {
       m.runner_up = m.spread;
       m.spread = spread;
@@ -160,55 +237,93 @@ ShiftMatch best_shift(const std::vector<int64_t>& ref, const std::vector<int64_t
   return m;
 }
 
-bool stands_out(const ShiftMatch& m, const OffsetSearch& search) {
+bool stands_out(const ShiftMatch& m, bool prompt, const OffsetSearch& search) {
+  if (prompt) return m.agreeing >= kPromptAgreeing && m.runner_up_agreeing < kPromptRunnerUp * m.agreeing;
   return m.runner_up == INT64_MAX || static_cast<double>(m.runner_up + kSpreadFloorNs) >=
                                          search.min_contrast * static_cast<double>(m.spread + kSpreadFloorNs);
 }
 
-Result<ClockOffset> by_shift(const std::string& lane, const std::vector<int64_t>& ref, const std::vector<int64_t>& node,
-                             const OffsetSearch& search) {
-  if (ref.size() < search.min_matched || node.size() < search.min_matched)
-    return make_error("{}: {} and {} instances (at least {} on each node needed)", lane, ref.size(), node.size(),
-                      search.min_matched);
-  // A few short windows of consecutive releases spread over the node's
-  // series: one without a lost instance inside matches at a single shift.
-  auto w = static_cast<int64_t>(std::min(search.window, node.size()));
-  auto n = static_cast<int64_t>(node.size());
+// The shift found in windows of `w` consecutive node releases spread over
+// its series (one without a lost instance inside matches at a single
+// shift): the window whose best stands out, else the first tried.
+struct WindowMatch {
+  ShiftMatch match;
+  int64_t start = 0, w = 0;
+};
+std::optional<WindowMatch> search_windows(const ReleaseSeries& ref, const ReleaseSeries& node, int64_t w, bool prompt,
+                                          const OffsetSearch& search) {
+  auto n = static_cast<int64_t>(node.release_ns.size());
+  w = std::min(w, n);
   int64_t windows = std::min<int64_t>(search.windows, std::max<int64_t>(1, n / w));
-  std::optional<ShiftMatch> chosen;
-  int64_t chosen_start = 0;
+  std::optional<WindowMatch> chosen;
   for (int64_t k = 0; k < windows; ++k) {
     int64_t start = windows == 1 ? (n - w) / 2 : k * (n - w) / (windows - 1);
-    ShiftMatch m = best_shift(ref, node, start, w, search);
+    ShiftMatch m = best_shift(ref, node, start, w, prompt, search);
     if (m.spread == INT64_MAX) continue;
-    if (!chosen || (stands_out(m, search) && (!stands_out(*chosen, search) || m.spread < chosen->spread))) {
-      chosen = m;
-      chosen_start = start;
-    }
+    if (!chosen || (stands_out(m, prompt, search) &&
+                    (!stands_out(chosen->match, prompt, search) || m.spread < chosen->match.spread)))
+      chosen = WindowMatch{m, start, w};
+  }
+  return chosen;
+}
+
+// The prompt search's window: long enough to hold prompt_in_window of the
+// node's prompt releases at their share of its series.
+int64_t prompt_window(const ReleaseSeries& node, const OffsetSearch& search) {
+  auto w = static_cast<size_t>(static_cast<double>(search.prompt_in_window) / prompt_share(node));
+  return static_cast<int64_t>(std::clamp(w, search.window, search.max_prompt_window));
+}
+
+Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
+                             const OffsetSearch& search) {
+  if (ref.release_ns.size() < search.min_matched || node.release_ns.size() < search.min_matched)
+    return make_error("{}: {} and {} instances (at least {} on each node needed)", lane, ref.release_ns.size(),
+                      node.release_ns.size(), search.min_matched);
+  // On the pairs prompt on both nodes first where run-queue waits were
+  // kept; on every pair where that finds no shift that stands out.
+  std::optional<WindowMatch> chosen;
+  std::string prompt_said;  // why the prompt search did not place it
+  bool prompt = prompt_share(ref) >= kMinPromptShare && prompt_share(node) >= kMinPromptShare;
+  if (prompt) {
+    chosen = search_windows(ref, node, prompt_window(node, search), true, search);
+    if (chosen && !stands_out(chosen->match, true, search))
+      prompt_said = fmt::format(
+          "; on the releases that waited for no CPU on either node, {:.0f}% of the best shift's differences agree "
+          "within {}, {:.0f}% of the next's",
+          chosen->match.agreeing * 100, format_ns(static_cast<double>(kPromptAgreeNs)),
+          chosen->match.runner_up_agreeing * 100);
+  }
+  if (!chosen || !stands_out(chosen->match, prompt, search)) {
+    chosen = search_windows(ref, node, static_cast<int64_t>(search.window), false, search);
+    prompt = false;
   }
   if (!chosen) return make_error("{}: the two nodes' instances never overlap by {}", lane, search.min_matched);
-  if (!stands_out(*chosen, search))
+  if (!stands_out(chosen->match, prompt, search))
     return make_error(
         "{}: its steps repeat too regularly to match the nodes' instances without sequence numbers (the best match "
-        "spreads {}, the next {})",
-        lane, format_ns(static_cast<double>(chosen->spread)), format_ns(static_cast<double>(chosen->runner_up)));
+        "spreads {}, the next {}{})",
+        lane, format_ns(static_cast<double>(chosen->match.spread)),
+        format_ns(static_cast<double>(chosen->match.runner_up)), prompt_said);
 
+  const std::vector<int64_t>& r = ref.release_ns;
+  const std::vector<int64_t>& n = node.release_ns;
   std::vector<int64_t> diffs;
-  auto ref_size = static_cast<int64_t>(ref.size());
-  for (int64_t j = std::max(chosen_start, -chosen->shift); j < std::min(chosen_start + w, ref_size - chosen->shift);
-       ++j)
-    diffs.push_back(ref[static_cast<size_t>(j + chosen->shift)] - node[static_cast<size_t>(j)]);
+  auto ref_size = static_cast<int64_t>(r.size());
+  int64_t shift = chosen->match.shift;
+  for (int64_t j = std::max(chosen->start, -shift); j < std::min(chosen->start + chosen->w, ref_size - shift); ++j)
+    if (!prompt || (prompt_at(node, static_cast<size_t>(j)) && prompt_at(ref, static_cast<size_t>(j + shift))))
+      diffs.push_back(r[static_cast<size_t>(j + shift)] - n[static_cast<size_t>(j)]);
   int64_t coarse = median_of(diffs);
   // Half the reference's usual step: a release further than that from any
   // reference release is one the reference did not see.
   std::vector<int64_t> steps;
-  for (size_t i = 1; i < ref.size(); ++i) steps.push_back(ref[i] - ref[i - 1]);
+  for (size_t i = 1; i < r.size(); ++i) steps.push_back(r[i] - r[i - 1]);
   int64_t tolerance = std::max<int64_t>(1, median_of(steps) / 2);
-  std::vector<Matched> matched =
-      match_nearest(ref, node, coarse, static_cast<size_t>(chosen_start + w / 2), tolerance, lane);
+  std::vector<Matched> matched = match_nearest(ref, node, coarse, static_cast<size_t>(chosen->start + chosen->w / 2),
+                                               tolerance, lane, search.min_matched);
   if (matched.size() < search.min_matched)
     return make_error("{}: only {} instance(s) matched on the estimated clock", lane, matched.size());
-  return fit_line(matched, lane);
+  return fit_prompt(matched, lane, search.min_matched);
 }
 
 }  // namespace
@@ -226,6 +341,9 @@ ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_
   if (!series.seq.empty())
     out.seq.assign(series.seq.begin() + static_cast<std::ptrdiff_t>(first),
                    series.seq.begin() + static_cast<std::ptrdiff_t>(first + max));
+  if (!series.prompt.empty())
+    out.prompt.assign(series.prompt.begin() + static_cast<std::ptrdiff_t>(first),
+                      series.prompt.begin() + static_cast<std::ptrdiff_t>(first + max));
   return out;
 }
 
@@ -239,8 +357,8 @@ Result<ClockOffset> estimate_clock_offset(const LaneReleases& reference, const L
     if (theirs == reference.end()) continue;
     ++shared;
     bool numbered = !mine.seq.empty() && !theirs->second.seq.empty();
-    auto estimate = numbered ? by_sequence(lane, theirs->second, mine, search)
-                             : by_shift(lane, theirs->second.release_ns, mine.release_ns, search);
+    auto estimate =
+        numbered ? by_sequence(lane, theirs->second, mine, search) : by_shift(lane, theirs->second, mine, search);
     if (!estimate) {
       reasons += (reasons.empty() ? "" : "; ") + estimate.error().message;
       continue;

@@ -12,6 +12,14 @@
 //     matching every release to the nearest one on the estimated clock.
 // A job whose steps repeat too regularly for one shift to stand out is
 // refused, said why: a wrong shift would put one node a whole step away.
+//
+// On a busy node a rank leaves a collective when it gets a CPU back,
+// up to milliseconds after the release: the true shift's differences
+// spread as wide as the neighbouring shifts' (one step off), and the search
+// could not tell them apart. Where the recordings kept run-queue waits,
+// the releases whose call never waited for a CPU are *prompt* (the exit is
+// the release): shifts are judged, and the line fitted, on pairs prompt on
+// both nodes first, on every pair where too few are.
 // Pure: fed release times, no files.
 #pragma once
 
@@ -32,7 +40,16 @@ struct ReleaseSeries {
   // communicator's creation (the same instance has the same number on every
   // node); empty otherwise.
   std::vector<uint64_t> seq;
+  // Parallel to release_ns where the node's recording kept run-queue waits:
+  // 1 where some rank's call of that instance waited under kPromptRunqNs
+  // for a CPU (it left when released, and the release, the earliest exit,
+  // is its exit); empty otherwise.
+  std::vector<uint8_t> prompt;
 };
+
+// A call that waited less than this for a CPU left its collective when it
+// was released, give or take its own exit path.
+constexpr uint64_t kPromptRunqNs = 50'000;
 
 using LaneReleases = std::map<std::string, ReleaseSeries>;
 
@@ -50,6 +67,9 @@ struct ClockOffset {
   double drift_ppm = 0;   // the offset grows this many ns per ms of the node's clock (+: the node's runs slow)
   int64_t anchor_ns = 0;  // the node's time at which offset_ns holds (the middle of the matched releases)
   int64_t span_ns = 0;    // the node's time from the first matched release to the last
+  // Of `matched`, the pairs prompt on both nodes that the line was fitted
+  // on (0: fitted on every pair: too few prompt, or no run-queue waits kept).
+  size_t prompt_matched = 0;
   // What to add to the node's time `node_ns` to get the reference's.
   int64_t at(int64_t node_ns) const {
     return offset_ns + static_cast<int64_t>(drift_ppm * 1e-6 * static_cast<double>(node_ns - anchor_ns));
@@ -68,6 +88,11 @@ struct OffsetSearch {
   size_t windows = 5;         // such windows, spread over its series (one may hold a lost instance)
   size_t sample = 48;         // differences scored per shift
   double min_contrast = 2.0;  // the best shift's spread must beat the runner-up's this many times
+  // A window of the node's releases for the prompt search holds this many
+  // prompt ones (so that `sample` pairs are prompt on both nodes where half
+  // the reference's are), and at most max_prompt_window releases.
+  size_t prompt_in_window = 96;
+  size_t max_prompt_window = 480;
   // Releases of a node (not the reference) kept per lane: a stretch this
   // long matches as well as the whole recording for a constant offset, and
   // keeps analyze's memory flat in the number of nodes (section_near).

@@ -15,12 +15,14 @@ namespace {
 struct Exit {
   int64_t exit_ns;
   uint64_t seq;
+  bool prompt;  // waited under kPromptRunqNs for a CPU inside the call
 };
 
 // One rank's exits on one lane, by exit time.
 struct RankExits {
   std::vector<Exit> exits;
-  bool numbered = true;  // every call's number counts from the communicator's creation
+  bool numbered = true;    // every call's number counts from the communicator's creation
+  bool runq_known = true;  // every call's run-queue wait was kept
 };
 
 using LaneExits = std::map<std::string, std::map<int32_t, RankExits>>;
@@ -41,21 +43,24 @@ Result<LaneExits> lane_exits(const NodeRecording& node, int64_t from_ns, int64_t
     int64_t wall_ns = static_cast<int64_t>(c.exit_ns) + node.to_wall_ns;
     if (wall_ns < from_ns || wall_ns > to_ns) continue;
     RankExits& r = lanes[recorded_comm_key(node.info, c.comm_id) + " " + spec->name][c.pid];
-    r.exits.push_back({wall_ns, c.seq});
+    r.exits.push_back({wall_ns, c.seq, c.runq_ns && *c.runq_ns < kPromptRunqNs});
     r.numbered = r.numbered && c.seq_absolute;
+    r.runq_known = r.runq_known && c.runq_ns.has_value();
   }
   return lanes;
 }
 
 // One lane's releases: the pilot (the rank with most calls) gives the
 // instances; each release is the earliest exit of any rank within half a
-// step of the pilot's.
+// step of the pilot's, prompt when any of those exits is (a late exit is
+// never earlier than the release, a prompt one is at it).
 ReleaseSeries lane_releases(std::map<int32_t, RankExits>& ranks) {
-  bool numbered = true;
+  bool numbered = true, runq_known = true;
   RankExits* pilot = nullptr;
   for (auto& [pid, r] : ranks) {
     std::sort(r.exits.begin(), r.exits.end(), [](const Exit& a, const Exit& b) { return a.exit_ns < b.exit_ns; });
     numbered = numbered && r.numbered;
+    runq_known = runq_known && r.runq_known;
     if (!pilot || r.exits.size() > pilot->exits.size()) pilot = &r;
   }
   std::vector<double> steps;
@@ -65,13 +70,18 @@ ReleaseSeries lane_releases(std::map<int32_t, RankExits>& ranks) {
   ReleaseSeries series;
   for (const Exit& e : pilot->exits) {
     int64_t release = e.exit_ns;
+    bool prompt = e.prompt;
     for (const auto& [pid, r] : ranks) {
       auto it = std::lower_bound(r.exits.begin(), r.exits.end(), e.exit_ns - half_step,
                                  [](const Exit& x, int64_t t) { return x.exit_ns < t; });
-      if (it != r.exits.end() && it->exit_ns <= e.exit_ns + half_step) release = std::min(release, it->exit_ns);
+      if (it != r.exits.end() && it->exit_ns <= e.exit_ns + half_step) {
+        release = std::min(release, it->exit_ns);
+        prompt = prompt || it->prompt;
+      }
     }
     series.release_ns.push_back(release);
     if (numbered) series.seq.push_back(e.seq);
+    if (runq_known) series.prompt.push_back(prompt ? 1 : 0);
   }
   return series;
 }

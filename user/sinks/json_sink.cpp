@@ -299,6 +299,7 @@ void JsonSink::node_clock(const NodeClock& n) {
          {"clock_offset_spread_ns", n.offset_ns ? json(n.spread_ns) : json(nullptr)},
          {"clock_drift_ppm", n.offset_ns && !n.reference ? json(n.drift_ppm) : json(nullptr)},
          {"matched", n.matched},
+         {"prompt_matched", n.prompt_matched},
          {"from", n.lane.empty() ? json(nullptr) : json(n.lane)},
          {"reason", n.unknown_reason.empty() ? json(nullptr) : json(n.unknown_reason)},
          {"closed", n.closed}};

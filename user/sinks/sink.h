@@ -42,6 +42,7 @@ struct NodeClock {
   std::string unknown_reason;        // no offset: why (the node is then left out)
   double drift_ppm = 0;              // the offset's drift against the reference (analyze/clock_offsets.h)
   bool closed = true;                // its tracer ended the session (false: killed mid-run, or the node lost)
+  size_t prompt_matched = 0;         // of matched, the prompt pairs the offset was fitted on (0: every pair)
 };
 
 class Sink {
