@@ -101,6 +101,11 @@ void AggregateDetector::judge_slow_burn(uint64_t start_ns, uint64_t end_ns, cons
       active_[pid] = std::move(now);
     }
   }
+  // Withheld as the scheduler's choice: not a finding, but said (a note,
+  // once a rank), as trace's verdict lists it: nothing found is dropped
+  // unsaid, and an operator who gives the ranks their CPUs sees it go.
+  for (const auto& [pid, w] : slow_burn_.withheld())
+    if (withheld_said_.insert(pid).second) out.notes.push_back("withheld: " + w.summary);
 }
 
 WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns, uint64_t end_ns,
@@ -322,6 +327,7 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
 void AggregateDetector::remove_rank(int32_t pid) {
   slow_burn_.remove_rank(pid);
   slow_burn_said_.erase(pid);
+  withheld_said_.erase(pid);
   history_.erase(pid);
   last_evaluated_.erase(pid);
   active_.erase(pid);

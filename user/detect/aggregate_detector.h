@@ -87,6 +87,7 @@ class AggregateDetector {
   std::map<std::pair<GroupKey, int32_t>, BernoulliCusum> sequential_;  // per (group, pid)
   AggregateSlowBurn slow_burn_;
   std::set<int32_t> slow_burn_said_;  // ranks whose slow-burn finding was said while the rule names them
+  std::set<int32_t> withheld_said_;   // ranks whose withheld slow burn was said (once a rank)
   uint64_t window_index_ = 0;
   std::vector<Finding> findings_;
 };

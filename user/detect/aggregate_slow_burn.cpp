@@ -112,7 +112,7 @@ std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t p
   return cost_onset(samples, thresholds);
 }
 
-std::optional<Finding> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t now_ns) const {
+std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t now_ns) const {
   const AggSlowBurnLane& s = lane.saved;
   // A restored lane is judged once this process has seen it again.
   // Nor a lane quiet for two looks: a paused job's rank stops standing.
@@ -136,8 +136,9 @@ std::optional<Finding> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t 
       latest = true;
     }
   }
-  // A minor cost where every member waits for a CPU is the scheduler's.
-  if (!j || j->scheduler_noise) return std::nullopt;
+  // A minor cost where every member waits for a CPU is the scheduler's:
+  // withheld, and said so.
+  if (!j) return std::nullopt;
   auto identity = lane.identities.find(j->pid);
   if (identity == lane.identities.end()) return std::nullopt;  // not seen since the restore
   Finding f;
@@ -153,27 +154,39 @@ std::optional<Finding> AggregateSlowBurn::judge_lane(const Lane& lane, uint64_t 
   f.severity = severity_of(j->cost_share, thresholds_);
   f.detected_ns = now_ns;
   f.summary = straggler_summary(f);
-  return f;
+  return Judged{std::move(f), j->scheduler_noise, {j->runq_share, j->peers_runq_share}};
 }
 
 void AggregateSlowBurn::judge(uint64_t now_ns) {
   if (looked_ns_ && now_ns < looked_ns_ + kLookEveryNs) return;
   looked_ns_ = now_ns;
   std::erase_if(lanes_, [&](const auto& kv) { return kv.second.saved.totals.at_ns + kForgetQuietNs < now_ns; });
-  // Per rank, its costliest lane.
+  // Per rank, its costliest lane; withheld only where no lane names it.
   std::map<int32_t, Finding> named;
-  for (const auto& [key, lane] : lanes_)
-    if (auto f = judge_lane(lane, now_ns))
-      if (auto at = named.find(f->culprit.pid); at == named.end() || at->second.cost_ns < f->cost_ns)
-        named[f->culprit.pid] = std::move(*f);
+  std::map<int32_t, Withheld> withheld;
+  for (const auto& [key, lane] : lanes_) {
+    auto judged = judge_lane(lane, now_ns);
+    if (!judged) continue;
+    Finding& f = judged->finding;
+    int32_t pid = f.culprit.pid;
+    if (judged->withheld) {
+      if (auto at = withheld.find(pid); at == withheld.end() || at->second.finding.cost_ns < f.cost_ns)
+        withheld[pid] = scheduler_noise_withheld(std::move(f), judged->shares);
+    } else if (auto at = named.find(pid); at == named.end() || at->second.cost_ns < f.cost_ns) {
+      named[pid] = std::move(f);
+    }
+  }
   for (auto& [pid, f] : named)
     if (auto before = named_.find(pid); before != named_.end())
       f.detected_ns = before->second.detected_ns;  // found then; its evidence now
+  std::erase_if(withheld, [&](const auto& kv) { return named.contains(kv.first); });
   named_ = std::move(named);
+  withheld_ = std::move(withheld);
 }
 
 void AggregateSlowBurn::remove_rank(int32_t pid) {
   named_.erase(pid);
+  withheld_.erase(pid);
   for (auto it = lanes_.begin(); it != lanes_.end();) {
     Lane& lane = it->second;
     lane.saved.totals.ranks.erase(pid);

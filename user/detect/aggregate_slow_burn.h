@@ -67,6 +67,10 @@ class AggregateSlowBurn {
   // name. named() holds every rank the rule names as of the last look.
   void judge(uint64_t now_ns);
   const std::map<int32_t, Finding>& named() const { return named_; }
+  // The ranks every test named but whose minor cost is the scheduler's
+  // choice (every member of their lane waits for a CPU as much), per rank
+  // its costliest such lane, where no lane names it.
+  const std::map<int32_t, Withheld>& withheld() const { return withheld_; }
   // The process exited: it leaves its lanes, and a lane with none left goes.
   void remove_rank(int32_t pid);
 
@@ -86,13 +90,19 @@ class AggregateSlowBurn {
     std::map<int32_t, int> comm_ranks;
   };
   void keep_history(Lane& lane);
-  std::optional<Finding> judge_lane(const Lane& lane, uint64_t now_ns) const;
+  struct Judged {
+    Finding finding;
+    bool withheld = false;  // the scheduler's choice (detect/session_cost.h)
+    RunqShares shares;
+  };
+  std::optional<Judged> judge_lane(const Lane& lane, uint64_t now_ns) const;
   std::optional<CostOnset> onset_of(const Lane& lane, int32_t pid) const;
 
   SessionCostThresholds thresholds_;
   std::map<uint32_t, ProbeInfo> probes_;
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;
+  std::map<int32_t, Withheld> withheld_;
   uint64_t looked_ns_ = 0;
 };
 

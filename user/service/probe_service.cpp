@@ -303,6 +303,7 @@ void ProbeService::close_window(uint64_t now, const std::vector<AggStats>& stats
   last_windows_ = out.windows;
   if (log_ && o_.log_windows)
     for (const WindowReport& w : out.windows) log_->sink().window(w);
+  for (const std::string& msg : out.notes) note(msg);
   report_findings(out.findings);
 }
 
