@@ -116,8 +116,10 @@ std::vector<Matched> match_nearest(const ReleaseSeries& ref, const ReleaseSeries
   constexpr size_t kRecent = 15;
   const std::vector<int64_t>& r = ref.release_ns;
   const std::vector<int64_t>& n = node.release_ns;
+  // Prompt only where both nodes kept run-queue waits (else every pair is).
+  bool both_known = !ref.prompt.empty() && !node.prompt.empty();
   auto matched_at = [&](size_t i, size_t k) {
-    return Matched{n[i], r[k] - n[i], prompt_at(node, i) && prompt_at(ref, k)};
+    return Matched{n[i], r[k] - n[i], !both_known || (prompt_at(node, i) && prompt_at(ref, k))};
   };
   std::vector<Matched> backward, matched;
   // Prompt pairs predict the next (a late exit's difference is off by its
@@ -153,8 +155,9 @@ Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& re
   std::vector<Matched> matched;
   for (size_t i = 0; i < node.seq.size(); ++i)
     if (auto it = at.find(node.seq[i]); it != at.end())
-      matched.push_back({node.release_ns[i], ref.release_ns[it->second] - node.release_ns[i],
-                         prompt_at(node, i) && prompt_at(ref, it->second)});
+      matched.push_back(
+          {node.release_ns[i], ref.release_ns[it->second] - node.release_ns[i],
+           node.prompt.empty() || ref.prompt.empty() || (prompt_at(node, i) && prompt_at(ref, it->second))});
   if (matched.size() < search.min_matched)
     return make_error("{}: {} instance(s) with the same sequence number on both nodes (at least {} needed)", lane,
                       matched.size(), search.min_matched);
@@ -271,7 +274,7 @@ std::optional<WindowMatch> search_windows(const ReleaseSeries& ref, const Releas
 // node's prompt releases at their share of its series.
 int64_t prompt_window(const ReleaseSeries& node, const OffsetSearch& search) {
   auto w = static_cast<size_t>(static_cast<double>(search.prompt_in_window) / prompt_share(node));
-  return static_cast<int64_t>(std::clamp(w, search.window, search.max_prompt_window));
+  return static_cast<int64_t>(std::min(std::max(w, search.window), std::max(search.window, search.max_prompt_window)));
 }
 
 Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,

@@ -169,9 +169,17 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
     best[j.pid] = std::move(found->finding);
     if (j.scheduler_noise) noise[j.pid] = j;
   }
+  // A rank withheld on one lane (withhold_schedulers_choices) and named by
+  // the slow burn on another is named; one withheld there already is not
+  // listed twice.
+  auto withheld = [&](int32_t pid) {
+    return std::any_of(v.withheld.begin(), v.withheld.end(),
+                       [&](const Withheld& w) { return w.finding.culprit.pid == pid; });
+  };
+  std::erase_if(v.withheld, [&](const Withheld& w) { return named_on.contains(w.finding.culprit.pid); });
   for (auto& [pid, f] : named_on) v.stragglers.push_back(std::move(f));
   for (auto& [pid, f] : noise_on)
-    if (!named_on.contains(pid)) {
+    if (!named_on.contains(pid) && !withheld(pid)) {
       const SessionCostJudgement& j = noise.at(pid);
       v.withheld.push_back(scheduler_noise_withheld(std::move(f), {j.runq_share, j.peers_runq_share}));
     }
@@ -193,14 +201,20 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
   std::vector<Finding> kept;
   for (Finding& f : v.stragglers) {
     const Lane* lane = nullptr;
-    if (!f.session_cost && f.where != "inside" && f.last_fraction < kLateInBurstsBelow)
+    // Late in bursts as its summary says it (detect/verdict.h).
+    if (!f.session_cost && f.where != "inside" && f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns)
       for (const auto& [key, l] : lanes_)
-        if (l->info.name == f.probe && l->comm == f.comm) lane = l.get();
+        if (l->info.name == f.probe && l->comm == f.comm) {
+          lane = l.get();
+          break;
+        }
     RunqShares shares = lane ? runq_shares(lane_totals(*lane), f.culprit.pid) : RunqShares{};
-    if (lane && schedulers_choice(shares, f.cost_share, config_.session_cost_thresholds))
+    if (lane && schedulers_choice(shares, f.cost_share, config_.session_cost_thresholds)) {
+      f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
       v.withheld.push_back(scheduler_noise_withheld(std::move(f), shares));
-    else
+    } else {
       kept.push_back(std::move(f));
+    }
   }
   v.stragglers = std::move(kept);
 }

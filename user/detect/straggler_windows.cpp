@@ -324,6 +324,9 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     }
     if (held) v.stragglers.push_back(all[held->finding]);
   }
+  // Before the slow burn: it may name on another lane a rank whose
+  // finding here is withheld (and then the rank is named).
+  withhold_schedulers_choices(v);
   if (config_.session_cost) session_cost_findings(v);
   slow_burn_episodes(v, all, now_ns);
   // The run of a rank the slow-burn rule named (or withheld) that is still
@@ -342,11 +345,10 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
     if (f.session_cost) f.summary = straggler_summary(f);  // it names its severity
   }
-  withhold_schedulers_choices(v);
   std::sort(v.stragglers.begin(), v.stragglers.end(),
             [](const Finding& a, const Finding& b) { return a.cost_ns > b.cost_ns; });
-  v.judged =
-      windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.hangs.empty() || !v.failures.empty();
+  v.judged = windows_judged_ >= config_.persistence_m || !v.stragglers.empty() || !v.withheld.empty() ||
+             !v.hangs.empty() || !v.failures.empty();
   if (!v.judged)
     v.reason = fmt::format(
         "only {} window(s) had {} or more aligned collective instances ({} instances in all); {} are needed to "
