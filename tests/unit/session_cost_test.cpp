@@ -111,15 +111,20 @@ std::vector<CallEvent> waiting_for_cpus(std::vector<CallEvent> events, double ru
   return events;
 }
 
+// The verdict on `steps` of the job, every rank waiting for a CPU
+// `runq_share` of its time inside its calls (rank 5 `culprit_runq_share`).
+SessionVerdict busy_verdict(SyntheticJob job, int steps, double runq_share, double culprit_runq_share) {
+  StragglerDetector d = make_detector(8);
+  feed(d, waiting_for_cpus(job.run(steps), runq_share, culprit_runq_share));
+  return d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+}
+
 TEST(SessionCost, WhereEveryRankWaitsForACpuAMinorCostIsWithheldAndSaid) {
   // The CI failure of stop 41: a healthy 2-D job, 6 ranks on 2 CPUs, every
   // rank runnable off a CPU ~66% of its time, one rank of a pair last in
   // 64% of its instances for 5.9% of the session. Here: rank 5 5% slower,
   // every rank waiting 66%; the scheduler could have made it so.
-  SyntheticJob job = eight_ranks_one_slower(1.05);
-  StragglerDetector d = make_detector(8);
-  feed(d, waiting_for_cpus(job.run(3000), 0.66, 0.66));
-  SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  SessionVerdict v = busy_verdict(eight_ranks_one_slower(1.05), 3000, 0.66, 0.66);
   EXPECT_TRUE(v.stragglers.empty()) << v.stragglers.front().summary;
   ASSERT_EQ(v.withheld.size(), 1u);
   const Withheld& w = v.withheld.front();
@@ -134,10 +139,7 @@ TEST(SessionCost, WhereEveryRankWaitsForACpuAMinorCostIsWithheldAndSaid) {
 TEST(SessionCost, ARankThatWaitsForACpuMoreThanItsPeersIsStillNamed) {
   // The same node, but rank 5 waits for a CPU 85% of its time inside and
   // the others 66%: the wait is its own, and so is the cost.
-  SyntheticJob job = eight_ranks_one_slower(1.05);
-  StragglerDetector d = make_detector(8);
-  feed(d, waiting_for_cpus(job.run(3000), 0.66, 0.85));
-  SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  SessionVerdict v = busy_verdict(eight_ranks_one_slower(1.05), 3000, 0.66, 0.85);
   EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
   EXPECT_EQ(culprits(v.stragglers), std::set<int>{5});
 }
@@ -182,10 +184,7 @@ TEST(SchedulersChoice, AMinorBurstFindingWhereEveryRankWaitsForACpuIsWithheld) {
   ASSERT_NE(named.stragglers.front().detector, "session-cost") << named.stragglers.front().summary;
   ASSERT_EQ(named.stragglers.front().severity, "minor") << named.stragglers.front().summary;
 
-  job = eight_ranks_one_late_in_bursts();
-  StragglerDetector busy_node = make_detector(8);
-  feed(busy_node, waiting_for_cpus(job.run(3000), 0.68, 0.66));
-  SessionVerdict v = busy_node.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  SessionVerdict v = busy_verdict(eight_ranks_one_late_in_bursts(), 3000, 0.68, 0.66);
   EXPECT_TRUE(v.stragglers.empty()) << v.stragglers.front().summary;
   ASSERT_EQ(v.withheld.size(), 1u);
   EXPECT_EQ(v.withheld.front().finding.culprit.rank, 5);
@@ -195,23 +194,17 @@ TEST(SchedulersChoice, AMinorBurstFindingWhereEveryRankWaitsForACpuIsWithheld) {
       << v.withheld.front().reason;
   std::cout << v.withheld.front().summary << "\n";
 
-  job = eight_ranks_one_late_in_bursts();
-  StragglerDetector starved = make_detector(8);
-  feed(starved, waiting_for_cpus(job.run(3000), 0.68, 0.85));
-  v = starved.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  v = busy_verdict(eight_ranks_one_late_in_bursts(), 3000, 0.68, 0.85);
   EXPECT_EQ(culprits(v.stragglers), std::set<int>{5});
   EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
 }
 
 TEST(SchedulersChoice, AMinorFindingLastInMostInstancesIsNamedOnABusyNode) {
-  // Late in its typical instance, not in bursts: the scheduler's choice
-  // falls on a few instances at a time; this is the rank's own.
-  // Rank 5 10% slower every step: last in every instance, a minor cost
-  // (~7%) that the CUSUM rule names.
-  SyntheticJob job = eight_ranks_one_slower(1.10);
-  StragglerDetector d = make_detector(8);
-  feed(d, waiting_for_cpus(job.run(3000), 0.66, 0.66));
-  SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  // Late in its typical instance, not in bursts, at 5% or more: the
+  // scheduler's choice falls on a few instances at a time; this is the
+  // rank's own. Rank 5 10% slower every step: last in every instance, a
+  // minor cost (~7%) that the CUSUM rule names.
+  SessionVerdict v = busy_verdict(eight_ranks_one_slower(1.10), 3000, 0.66, 0.66);
   EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
   ASSERT_EQ(culprits(v.stragglers), std::set<int>{5});
   EXPECT_NE(v.stragglers.front().detector, "session-cost");
@@ -221,10 +214,7 @@ TEST(SchedulersChoice, AMinorFindingLastInMostInstancesIsNamedOnABusyNode) {
 
 TEST(SchedulersChoice, AMajorFindingIsNamedOnABusyNode) {
   // Rank 5 twice as slow every step: a cost no scheduler explains.
-  SyntheticJob job = eight_ranks_one_slower(2.0);
-  StragglerDetector d = make_detector(8);
-  feed(d, waiting_for_cpus(job.run(1000), 0.66, 0.66));
-  SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  SessionVerdict v = busy_verdict(eight_ranks_one_slower(2.0), 1000, 0.66, 0.66);
   EXPECT_EQ(culprits(v.stragglers), std::set<int>{5});
   EXPECT_EQ(v.stragglers.front().severity, "major");
   EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;

@@ -192,10 +192,10 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
   // in bursts" at 3.8% beside the culprit). The scheduler's choice there
   // falls on a few instances at a time: a rank late in bursts (on time in
   // its typical instance) is judged by its lane's run-queue shares, as the
-  // slow burn is. One last in most of its instances is late in its typical
-  // one and stays named (a 2x-slower rank of a triple on 2 CPUs, every rank
-  // waiting for one 90% of its time inside: last in 82%, cost 10.0%, would
-  // be withheld otherwise); a pair the scheduler orders the same way step
+  // slow burn is, and so is any finding under half the major floor. One
+  // last in most of its instances at 5% or more stays named (a 2x-slower
+  // rank of a triple on 2 CPUs, every rank waiting for one 90% of its time
+  // inside: last in 82%, cost 10.0%); a pair the scheduler orders the same way step
   // after step is the slow burn's, withheld there. The inside rule judges
   // run-queue waits itself.
   std::vector<Finding> kept;
