@@ -106,6 +106,13 @@ Traced trace_nodes(int slow_rank, const std::vector<FakeNode>& nodes, int freeze
     ADD_FAILURE() << "the timeline is not JSON: " << e.what();
   }
   out.output = analyzed.output;
+  // Kept for study where asked (a copy: the temporary directory goes).
+  if (const char* keep = std::getenv("SLOWBURN_TEST_KEEP_RECORDINGS")) {
+    std::error_code ec;
+    std::filesystem::create_directories(keep, ec);
+    std::filesystem::copy(recordings, std::filesystem::path(keep) / dir.path().filename(),
+                          std::filesystem::copy_options::recursive, ec);
+  }
   EXPECT_EQ(analyzed.status, 0) << analyzed.output;
   for (const auto& node : json_lines(analyzed.output, "node")) out.nodes[node["host"]] = node;
   for (const auto& verdict : json_lines(analyzed.output, "verdict")) {
@@ -212,6 +219,41 @@ TEST(AnalyzeAcrossNodes, OneRankPerNodeOnClocksOffBothWaysNamesTheSlowRankOnTheR
   EXPECT_TRUE(t.judged) << t.output;
   expect_named_on(t, 0, "node-a");
   EXPECT_EQ(t.timeline_nodes, (std::set<std::string>{"node-a", "node-b", "node-c", "node-d"}));
+}
+
+TEST(AnalyzeAcrossNodes, FourNodesBesideTwoBusyLoopsArePlacedByCausality) {
+  // A loaded node is the normal case (data loaders, checkpoint writers):
+  // two busy loops on the 2 CPUs beside the job and its four tracers. Each
+  // rank leaves its collectives when it gets a CPU back, often a
+  // millisecond after the release, so the releases' differences spread as
+  // wide one instance off as at the right match: issue 34 saw 2-3 of these
+  // nodes left out, and one put a whole step (12-16 ms) off in 2 runs of
+  // 10. No rank leaves before every rank came in, whatever the delays:
+  // every node is placed, inside the bounds that sets
+  // (docs/across-nodes.md).
+  SKIP_UNLESS_MPI();
+  SKIP_UNLESS_FAKETIME();
+  std::vector<Subprocess> loops;
+  for (int i = 0; i < 2; ++i) {
+    auto loop = Subprocess::spawn({"sh", "-c", "while :; do :; done"});
+    ASSERT_TRUE(loop) << loop.error().message;
+    loops.push_back(std::move(*loop));
+  }
+  Traced t = trace_nodes(
+      0, {{"node-a", {0}, ""}, {"node-b", {1}, "+2.5s"}, {"node-c", {2}, "-0.03"}, {"node-d", {3}, "-1.5s"}});
+  for (Subprocess& loop : loops) loop.terminate();
+  for (const auto& [host, skew] :
+       std::map<std::string, double>{{"node-b", -2.5e9}, {"node-c", 30e6}, {"node-d", 1.5e9}}) {
+    auto node = t.nodes.find(host);
+    ASSERT_NE(node, t.nodes.end()) << host << "\n" << t.output;
+    const nlohmann::json& line = node->second;
+    ASSERT_TRUE(line["clock_offset_ns"].is_number()) << host << " left out\n" << t.output;
+    // Within a millisecond: a step is 12-16 ms here, and the spreads
+    // alone were 1-3 ms off where they placed it.
+    EXPECT_NEAR(line["clock_offset_ns"].get<double>(), skew, 1e6) << host << "\n" << t.output;
+    EXPECT_TRUE(line["clock_offset_bound_ns"].is_number()) << host << ": placed without causality\n" << line.dump();
+    RecordProperty(host, line.dump());
+  }
 }
 
 TEST(AnalyzeAcrossNodes, ARankFrozenOnOneNodeIsTheHangOfTheWholeJob) {

@@ -40,7 +40,7 @@ ReleaseSeries as_node(const std::vector<int64_t>& reference, int64_t skew_ns, si
 TEST(ClockOffsets, RecoveredByShiftWhateverTheSignAndSize) {
   auto ref = job_releases(3000, 0.03);
   for (int64_t skew : {int64_t{37'000'000}, int64_t{-42'000'000}, int64_t{3'500'000'000}, int64_t{-2'000'000'000}}) {
-    LaneReleases a{{"mpi:1:cid=0/mpi.allreduce", {ref, {}, {}}}};
+    LaneReleases a{{"mpi:1:cid=0/mpi.allreduce", {ref, {}, {}, {}}}};
     LaneReleases b{{"mpi:1:cid=0/mpi.allreduce", as_node(ref, skew, 150, 2700)}};
     auto offset = estimate_clock_offset(a, b);
     ASSERT_TRUE(offset) << offset.error().message;
@@ -52,7 +52,7 @@ TEST(ClockOffsets, RecoveredByShiftWhateverTheSignAndSize) {
 
 TEST(ClockOffsets, BySequenceNumbersWithoutSearching) {
   auto ref = job_releases(500, 0.0);  // perfectly regular: numbers need no search
-  ReleaseSeries a{ref, {}, {}}, b;
+  ReleaseSeries a{ref, {}, {}, {}}, b;
   for (size_t i = 0; i < ref.size(); ++i) {
     a.seq.push_back(i + 1);
     if (i >= 40) {
@@ -68,17 +68,17 @@ TEST(ClockOffsets, BySequenceNumbersWithoutSearching) {
 
 TEST(ClockOffsets, TooRegularStepsAreRefusedNotGuessed) {
   auto ref = job_releases(1000, 0.0);
-  auto offset = estimate_clock_offset({{"lane", {ref, {}, {}}}}, {{"lane", as_node(ref, 25'000'000, 100, 900)}});
+  auto offset = estimate_clock_offset({{"lane", {ref, {}, {}, {}}}}, {{"lane", as_node(ref, 25'000'000, 100, 900)}});
   ASSERT_FALSE(offset);
   EXPECT_NE(offset.error().message.find("too regularly"), std::string::npos) << offset.error().message;
 }
 
 TEST(ClockOffsets, NothingSharedOrTooFewIsSaid) {
   auto ref = job_releases(100, 0.03);
-  auto none = estimate_clock_offset({{"a", {ref, {}, {}}}}, {{"b", {ref, {}, {}}}});
+  auto none = estimate_clock_offset({{"a", {ref, {}, {}, {}}}}, {{"b", {ref, {}, {}, {}}}});
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("no collective of a communicator seen on both nodes"), std::string::npos);
-  auto few = estimate_clock_offset({{"a", {ref, {}, {}}}}, {{"a", as_node(ref, 0, 0, 10)}});
+  auto few = estimate_clock_offset({{"a", {ref, {}, {}, {}}}}, {{"a", as_node(ref, 0, 0, 10)}});
   ASSERT_FALSE(few);
   EXPECT_NE(few.error().message.find("at least 20"), std::string::npos) << few.error().message;
 }
@@ -86,7 +86,7 @@ TEST(ClockOffsets, NothingSharedOrTooFewIsSaid) {
 TEST(ClockOffsets, TheLaneWithMostMatchesDecides) {
   auto ref = job_releases(2000, 0.03);
   auto other = job_releases(60, 0.03, 99);
-  LaneReleases a{{"big", {ref, {}, {}}}, {"small", {other, {}, {}}}};
+  LaneReleases a{{"big", {ref, {}, {}, {}}}, {"small", {other, {}, {}, {}}}};
   LaneReleases b{{"big", as_node(ref, 8'000'000, 0, 2000)}, {"small", as_node(other, 8'000'000, 0, 60)}};
   auto offset = estimate_clock_offset(a, b);
   ASSERT_TRUE(offset) << offset.error().message;
@@ -111,7 +111,7 @@ TEST(ClockOffsets, AStretchOfTheNodeWhereTheRecordingsOverlapGivesTheSameOffset)
   EXPECT_LE(part.release_ns.front(), center);
   EXPECT_GE(part.release_ns.back(), center);
   EXPECT_TRUE(std::is_sorted(part.release_ns.begin(), part.release_ns.end()));
-  auto offset = estimate_clock_offset({{"lane", {ref, {}, {}}}}, {{"lane", part}});
+  auto offset = estimate_clock_offset({{"lane", {ref, {}, {}, {}}}}, {{"lane", part}});
   ASSERT_TRUE(offset) << offset.error().message;
   EXPECT_NEAR(static_cast<double>(offset->offset_ns), -1.25e9, 30'000);
   EXPECT_GT(offset->matched, 950u);
@@ -120,7 +120,7 @@ TEST(ClockOffsets, AStretchOfTheNodeWhereTheRecordingsOverlapGivesTheSameOffset)
   // and sequence numbers travel with their releases.
   EXPECT_EQ(section_near(node, INT64_MIN, 1000).release_ns.front(), node.release_ns.front());
   EXPECT_EQ(section_near(node, INT64_MAX, 1000).release_ns.back(), node.release_ns.back());
-  ReleaseSeries numbered{{10, 20, 30, 40}, {1, 2, 3, 4}, {}};
+  ReleaseSeries numbered{{10, 20, 30, 40}, {1, 2, 3, 4}, {}, {}};
   EXPECT_EQ(section_near(numbered, 25, 10).release_ns.size(), 4u);
   ReleaseSeries two = section_near(numbered, 31, 2);
   EXPECT_EQ(two.release_ns, (std::vector<int64_t>{20, 30}));
@@ -148,7 +148,7 @@ TEST(ClockOffsets, ADriftingClockIsALineNotAConstant) {
   auto ref = job_releases(60'000, 0.03);
   for (double ppm : {50.0, -35.0}) {
     ReleaseSeries node = drifting_node(ref, 40'000'000, ppm);
-    auto offset = estimate_clock_offset({{"lane", {ref, {}, {}}}}, {{"lane", node}});
+    auto offset = estimate_clock_offset({{"lane", {ref, {}, {}, {}}}}, {{"lane", node}});
     ASSERT_TRUE(offset) << offset.error().message;
     EXPECT_NEAR(offset->drift_ppm, ppm, 0.5);
     EXPECT_LE(offset->spread_ns, 100'000) << "the releases lie on the line, as on a clock that does not drift";
@@ -162,7 +162,7 @@ TEST(ClockOffsets, ADriftingClockIsALineNotAConstant) {
     }
   }
   // Numbered releases fit the same line.
-  ReleaseSeries a{ref, {}, {}}, b = drifting_node(ref, -7'000'000, 20.0);
+  ReleaseSeries a{ref, {}, {}, {}}, b = drifting_node(ref, -7'000'000, 20.0);
   b.release_ns.clear();
   for (size_t i = 0; i < ref.size(); ++i) {
     a.seq.push_back(i + 1);
@@ -179,7 +179,7 @@ TEST(ClockOffsets, ADriftingClockIsALineNotAConstant) {
 TEST(ClockOffsets, AShortRecordingHasNoDrift) {
   // Under 10 s of matched releases the slope would be their spread: 0.
   auto ref = job_releases(800, 0.03);
-  auto offset = estimate_clock_offset({{"lane", {ref, {}, {}}}}, {{"lane", drifting_node(ref, 3'000'000, 50.0)}});
+  auto offset = estimate_clock_offset({{"lane", {ref, {}, {}, {}}}}, {{"lane", drifting_node(ref, 3'000'000, 50.0)}});
   ASSERT_TRUE(offset) << offset.error().message;
   EXPECT_EQ(offset->drift_ppm, 0.0);
 }
@@ -202,7 +202,7 @@ TEST(ClockOffsets, ALaneLongEnoughToFitTheDriftOnIsPreferred) {
     return out;
   };
   auto fast = series(4000, 2e6, 3), slow = series(1000, 100e6, 5);
-  LaneReleases a{{"fast", {fast, {}, {}}}, {"slow", {slow, {}, {}}}};
+  LaneReleases a{{"fast", {fast, {}, {}, {}}}, {"slow", {slow, {}, {}, {}}}};
   LaneReleases b{{"fast", drifting_node(fast, 9'000'000, 50.0)}, {"slow", drifting_node(slow, 9'000'000, 50.0)}};
   auto offset = estimate_clock_offset(a, b);
   ASSERT_TRUE(offset) << offset.error().message;

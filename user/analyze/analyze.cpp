@@ -36,6 +36,7 @@ NodeClock node_clock(const NodeRecording& node, const NodePlacement& placement, 
     clock.drift_ppm = placement.offset->drift_ppm;
     clock.matched = placement.offset->matched;
     clock.prompt_matched = placement.offset->prompt_matched;
+    clock.bound_ns = placement.offset->causal_width_ns;
     clock.lane = placement.offset->lane;
   } else {
     clock.unknown_reason = placement.unknown_reason;
@@ -191,7 +192,7 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   for (size_t i = 0; i < nodes->size(); ++i) {
     result.nodes.push_back(node_clock((*nodes)[i], (*placements)[i], i == 0));
     sink.node_clock(result.nodes.back());
-    if ((*placements)[i].offset) widest_spread = std::max(widest_spread, (*placements)[i].offset->spread_ns);
+    if ((*placements)[i].offset) widest_spread = std::max(widest_spread, (*placements)[i].offset->uncertainty_ns());
   }
   std::vector<PlacedNode> placed = placed_nodes(*nodes, *placements);
 

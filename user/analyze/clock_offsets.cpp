@@ -7,6 +7,7 @@
 #include <deque>
 #include <optional>
 
+#include "analyze/clock_causality.h"
 #include "core/format.h"
 #include "stats/robust.h"
 
@@ -37,6 +38,7 @@ struct Matched {
   int64_t diff_ns = 0;
   bool prompt = true;    // on both nodes (analyze/clock_offsets.h)
   size_t ref_index = 0;  // the reference release it was matched to
+  size_t node_index = 0;
 };
 
 // Release i of the series left when released (every release is, where the
@@ -120,7 +122,7 @@ std::vector<Matched> match_nearest(const ReleaseSeries& ref, const ReleaseSeries
   // Prompt only where both nodes kept run-queue waits (else every pair is).
   bool both_known = !ref.prompt.empty() && !node.prompt.empty();
   auto matched_at = [&](size_t i, size_t k) {
-    return Matched{n[i], r[k] - n[i], !both_known || (prompt_at(node, i) && prompt_at(ref, k)), k};
+    return Matched{n[i], r[k] - n[i], !both_known || (prompt_at(node, i) && prompt_at(ref, k)), k, i};
   };
   std::vector<Matched> backward, matched;
   // Prompt pairs predict the next (a late exit's difference is off by its
@@ -158,8 +160,8 @@ Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& re
     if (auto it = at.find(node.seq[i]); it != at.end())
       matched.push_back(
           {node.release_ns[i], ref.release_ns[it->second] - node.release_ns[i],
-           node.prompt.empty() || ref.prompt.empty() || (prompt_at(node, i) && prompt_at(ref, it->second)),
-           it->second});
+           node.prompt.empty() || ref.prompt.empty() || (prompt_at(node, i) && prompt_at(ref, it->second)), it->second,
+           i});
   if (matched.size() < search.min_matched)
     return make_error("{}: {} instance(s) with the same sequence number on both nodes (at least {} needed)", lane,
                       matched.size(), search.min_matched);
@@ -279,16 +281,53 @@ int64_t prompt_window(const ReleaseSeries& node, const OffsetSearch& search) {
   return static_cast<int64_t>(std::min(std::max(w, search.window), std::max(search.window, search.max_prompt_window)));
 }
 
-Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
-                             const OffsetSearch& search) {
-  if (ref.release_ns.size() < search.min_matched || node.release_ns.size() < search.min_matched)
-    return make_error("{}: {} and {} instances (at least {} on each node needed)", lane, ref.release_ns.size(),
-                      node.release_ns.size(), search.min_matched);
-  // On the pairs prompt on both nodes first where run-queue waits were
-  // kept; on every pair where that finds no shift that stands out.
+// Where the recordings kept every rank's entries: the matching that alone
+// keeps causality (analyze/clock_causality.h) is the right one, whatever the
+// spreads say, moved there if it is an instance or two off, and the offset
+// put inside the bounds causality sets; nullopt where causality does not
+// tell (steps too regular) and the spreads must.
+std::optional<ClockOffset> by_causality(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
+                                        std::vector<Matched> matched, const ClockOffset& line,
+                                        const OffsetSearch& search) {
+  auto pairs_of = [](const std::vector<Matched>& ms) {
+    std::vector<CausalPair> pairs;
+    pairs.reserve(ms.size());
+    for (const Matched& m : ms) pairs.push_back({m.node_index, m.ref_index});
+    return pairs;
+  };
+  CausalJudgement judged = judge_causality(ref, node, pairs_of(matched), line.drift_ppm, line.anchor_ns);
+  if (!judged.side) return std::nullopt;
+  ClockOffset placed = line;
+  if (*judged.side != 0) {
+    std::vector<Matched> moved;
+    for (Matched m : matched) {
+      auto k = static_cast<int64_t>(m.ref_index) + *judged.side;
+      if (k < 0 || k >= static_cast<int64_t>(ref.release_ns.size())) continue;
+      m.ref_index = static_cast<size_t>(k);
+      m.diff_ns = ref.release_ns[m.ref_index] - m.node_ns;
+      m.prompt =
+          ref.prompt.empty() || node.prompt.empty() || (prompt_at(node, m.node_index) && prompt_at(ref, m.ref_index));
+      moved.push_back(m);
+    }
+    if (moved.size() < search.min_matched) return std::nullopt;
+    placed = fit_prompt(moved, lane, search.min_matched);
+    matched = std::move(moved);
+  }
+  CausalFit fit = causal_fit(ref, node, pairs_of(matched), 0, placed.drift_ppm, placed.anchor_ns);
+  if (auto bounded = causal_offset(fit, placed.offset_ns)) {
+    placed.offset_ns = bounded->offset_ns;
+    placed.causal_width_ns = bounded->width_ns;
+  }
+  return placed;
+}
+
+// The spreads' search: on the pairs prompt on both nodes first where
+// run-queue waits were kept; on every pair where that finds no shift that
+// stands out (`prompt` then false, `prompt_said` why).
+std::optional<WindowMatch> spread_search(const ReleaseSeries& ref, const ReleaseSeries& node,
+                                         const OffsetSearch& search, bool& prompt, std::string& prompt_said) {
   std::optional<WindowMatch> chosen;
-  std::string prompt_said;  // why the prompt search did not place it
-  bool prompt = prompt_share(ref) >= kMinPromptShare && prompt_share(node) >= kMinPromptShare;
+  prompt = prompt_share(ref) >= kMinPromptShare && prompt_share(node) >= kMinPromptShare;
   if (prompt) {
     chosen = search_windows(ref, node, prompt_window(node, search), true, search);
     if (chosen && !stands_out(chosen->match, true, search))
@@ -302,20 +341,18 @@ Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, 
     chosen = search_windows(ref, node, static_cast<int64_t>(search.window), false, search);
     prompt = false;
   }
-  if (!chosen) return make_error("{}: the two nodes' instances never overlap by {}", lane, search.min_matched);
-  if (!stands_out(chosen->match, prompt, search))
-    return make_error(
-        "{}: its steps repeat too regularly to match the nodes' instances without sequence numbers (the best match "
-        "spreads {}, the next {}{})",
-        lane, format_ns(static_cast<double>(chosen->match.spread)),
-        format_ns(static_cast<double>(chosen->match.runner_up)), prompt_said);
+  return chosen;
+}
 
+// Every node release matched around the chosen window's shift.
+std::vector<Matched> match_at(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
+                              const WindowMatch& chosen, bool prompt, const OffsetSearch& search) {
   const std::vector<int64_t>& r = ref.release_ns;
   const std::vector<int64_t>& n = node.release_ns;
   std::vector<int64_t> diffs;
   auto ref_size = static_cast<int64_t>(r.size());
-  int64_t shift = chosen->match.shift;
-  for (int64_t j = std::max(chosen->start, -shift); j < std::min(chosen->start + chosen->w, ref_size - shift); ++j)
+  int64_t shift = chosen.match.shift;
+  for (int64_t j = std::max(chosen.start, -shift); j < std::min(chosen.start + chosen.w, ref_size - shift); ++j)
     if (!prompt || (prompt_at(node, static_cast<size_t>(j)) && prompt_at(ref, static_cast<size_t>(j + shift))))
       diffs.push_back(r[static_cast<size_t>(j + shift)] - n[static_cast<size_t>(j)]);
   int64_t coarse = median_of(diffs);
@@ -324,17 +361,19 @@ Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, 
   std::vector<int64_t> steps;
   for (size_t i = 1; i < r.size(); ++i) steps.push_back(r[i] - r[i - 1]);
   int64_t tolerance = std::max<int64_t>(1, median_of(steps) / 2);
-  std::vector<Matched> matched = match_nearest(ref, node, coarse, static_cast<size_t>(chosen->start + chosen->w / 2),
-                                               tolerance, lane, search.min_matched);
-  if (matched.size() < search.min_matched)
-    return make_error("{}: only {} instance(s) matched on the estimated clock", lane, matched.size());
-  ClockOffset line = fit_prompt(matched, lane, search.min_matched);
-  if (prompt) return line;
-  // Checked over every match, not a window's sample: the same releases one
-  // instance either way must spread clearly wider. On busy nodes (waits
-  // ~1 ms) a window's best shift stood out by chance one step off (a node
-  // placed 16 ms wrong beside two busy loops, 1 run in 5): left out, said
-  // why, rather than put a step away.
+  return match_nearest(ref, node, coarse, static_cast<size_t>(chosen.start + chosen.w / 2), tolerance, lane,
+                       search.min_matched);
+}
+
+// Checked over every match, not a window's sample: the same releases one
+// instance either way must spread clearly wider. On busy nodes (waits
+// ~1 ms) a window's best shift stood out by chance one step off (a node
+// placed 16 ms wrong beside two busy loops, 1 run in 5): left out, said
+// why, rather than put a step away.
+Result<ClockOffset> unless_a_neighbour_fits(const std::string& lane, const ReleaseSeries& ref,
+                                            const std::vector<Matched>& matched, const ClockOffset& line,
+                                            const OffsetSearch& search) {
+  const std::vector<int64_t>& r = ref.release_ns;
   int64_t neighbour = INT64_MAX;
   for (int side : {-1, 1}) {
     std::vector<int64_t> diffs;
@@ -355,6 +394,51 @@ Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, 
   return line;
 }
 
+Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, const ReleaseSeries& node,
+                             const OffsetSearch& search) {
+  if (ref.release_ns.size() < search.min_matched || node.release_ns.size() < search.min_matched)
+    return make_error("{}: {} and {} instances (at least {} on each node needed)", lane, ref.release_ns.size(),
+                      node.release_ns.size(), search.min_matched);
+  bool prompt = false;
+  std::string prompt_said;  // why the prompt search did not place it
+  std::optional<WindowMatch> chosen = spread_search(ref, node, search, prompt, prompt_said);
+  if (!chosen) return make_error("{}: the two nodes' instances never overlap by {}", lane, search.min_matched);
+  bool spreads_decide = stands_out(chosen->match, prompt, search);
+  auto too_regular = [&lane, &prompt_said, spreads = chosen->match](const std::string& causal_said) {
+    return make_error(
+        "{}: its steps repeat too regularly to match the nodes' instances without sequence numbers (the best match "
+        "spreads {}, the next {}{}{})",
+        lane, format_ns(static_cast<double>(spreads.spread)), format_ns(static_cast<double>(spreads.runner_up)),
+        prompt_said, causal_said);
+  };
+  // Where both recordings kept the entries, causality picks the shift (a
+  // window in which a single one keeps it; on busy nodes the spreads' best
+  // was a step off where it stood out at all), and over every match moves
+  // it where it is still an instance or two off and bounds the offset.
+  // Where it does not tell (steps too regular), the spreads' checks stand.
+  bool causal = causality_known(ref, node);
+  std::string causal_said;
+  auto found = causal ? causal_windows(ref, node, search.window, search.windows, causal_said) : std::nullopt;
+  if (found) {
+    WindowMatch at{ShiftMatch{found->shift, 0, 0, 0, 0}, found->start, found->w};
+    std::vector<Matched> matched = match_at(lane, ref, node, at, false, search);
+    if (matched.size() >= search.min_matched) {
+      ClockOffset line = fit_prompt(matched, lane, search.min_matched);
+      if (auto placed = by_causality(lane, ref, node, matched, line, search)) return *placed;
+    }
+    causal_said = "; causality kept a single shift in a window but not over every match";
+  }
+  if (!spreads_decide) return too_regular(causal_said);
+  std::vector<Matched> matched = match_at(lane, ref, node, *chosen, prompt, search);
+  if (matched.size() < search.min_matched)
+    return make_error("{}: only {} instance(s) matched on the estimated clock", lane, matched.size());
+  ClockOffset line = fit_prompt(matched, lane, search.min_matched);
+  if (causal)
+    if (auto placed = by_causality(lane, ref, node, matched, line, search)) return *placed;
+  if (prompt) return line;
+  return unless_a_neighbour_fits(lane, ref, matched, line, search);
+}
+
 }  // namespace
 
 ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_t max) {
@@ -373,6 +457,9 @@ ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_
   if (!series.prompt.empty())
     out.prompt.assign(series.prompt.begin() + static_cast<std::ptrdiff_t>(first),
                       series.prompt.begin() + static_cast<std::ptrdiff_t>(first + max));
+  if (!series.last_entry_ns.empty())
+    out.last_entry_ns.assign(series.last_entry_ns.begin() + static_cast<std::ptrdiff_t>(first),
+                             series.last_entry_ns.begin() + static_cast<std::ptrdiff_t>(first + max));
   return out;
 }
 

@@ -45,6 +45,10 @@ struct ReleaseSeries {
   // for a CPU (it left when released, and the release, the earliest exit,
   // is its exit); empty otherwise.
   std::vector<uint8_t> prompt;
+  // Parallel to release_ns where every rank's entries were kept: the latest
+  // entry of the node's ranks into that instance (analyze/clock_causality.h:
+  // no rank anywhere leaves before it); empty otherwise.
+  std::vector<int64_t> last_entry_ns;
 };
 
 // A call that waited less than this for a CPU left its collective when it
@@ -70,6 +74,14 @@ struct ClockOffset {
   // Of `matched`, the pairs prompt on both nodes that the line was fitted
   // on (0: fitted on every pair: too few prompt, or no run-queue waits kept).
   size_t prompt_matched = 0;
+  // Where causality placed it (analyze/clock_causality.h): how wide the
+  // bounds it must lie in are (the median chunk's); 0 where it did not.
+  int64_t causal_width_ns = 0;
+  // How far the offset may be off: the causal bounds' width where they are
+  // narrower than the spread, else the spread.
+  int64_t uncertainty_ns() const {
+    return causal_width_ns > 0 && causal_width_ns < spread_ns ? causal_width_ns : spread_ns;
+  }
   // What to add to the node's time `node_ns` to get the reference's.
   int64_t at(int64_t node_ns) const {
     return offset_ns + static_cast<int64_t>(drift_ppm * 1e-6 * static_cast<double>(node_ns - anchor_ns));

@@ -14,6 +14,7 @@ namespace {
 
 struct Exit {
   int64_t exit_ns;
+  int64_t entry_ns;  // the same call's, on the same wall clock
   uint64_t seq;
   bool prompt;  // waited under kPromptRunqNs for a CPU inside the call
 };
@@ -43,7 +44,8 @@ Result<LaneExits> lane_exits(const NodeRecording& node, int64_t from_ns, int64_t
     int64_t wall_ns = static_cast<int64_t>(c.exit_ns) + node.to_wall_ns;
     if (wall_ns < from_ns || wall_ns > to_ns) continue;
     RankExits& r = lanes[recorded_comm_key(node.info, c.comm_id) + " " + spec->name][c.pid];
-    r.exits.push_back({wall_ns, c.seq, c.runq_ns && *c.runq_ns < kPromptRunqNs});
+    r.exits.push_back(
+        {wall_ns, static_cast<int64_t>(c.entry_ns) + node.to_wall_ns, c.seq, c.runq_ns && *c.runq_ns < kPromptRunqNs});
     r.numbered = r.numbered && c.seq_absolute;
     r.runq_known = r.runq_known && c.runq_ns.has_value();
   }
@@ -69,19 +71,21 @@ ReleaseSeries lane_releases(std::map<int32_t, RankExits>& ranks) {
   auto half_step = static_cast<int64_t>(median(steps).value_or(0) / 2);
   ReleaseSeries series;
   for (const Exit& e : pilot->exits) {
-    int64_t release = e.exit_ns;
+    int64_t release = e.exit_ns, last_entry = e.entry_ns;
     bool prompt = e.prompt;
     for (const auto& [pid, r] : ranks) {
       auto it = std::lower_bound(r.exits.begin(), r.exits.end(), e.exit_ns - half_step,
                                  [](const Exit& x, int64_t t) { return x.exit_ns < t; });
       if (it != r.exits.end() && it->exit_ns <= e.exit_ns + half_step) {
         release = std::min(release, it->exit_ns);
+        last_entry = std::max(last_entry, it->entry_ns);
         prompt = prompt || it->prompt;
       }
     }
     series.release_ns.push_back(release);
     if (numbered) series.seq.push_back(e.seq);
     if (runq_known) series.prompt.push_back(prompt ? 1 : 0);
+    series.last_entry_ns.push_back(last_entry);
   }
   return series;
 }

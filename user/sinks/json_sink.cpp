@@ -300,6 +300,7 @@ void JsonSink::node_clock(const NodeClock& n) {
          {"clock_drift_ppm", n.offset_ns && !n.reference ? json(n.drift_ppm) : json(nullptr)},
          {"matched", n.matched},
          {"prompt_matched", n.prompt_matched},
+         {"clock_offset_bound_ns", n.offset_ns && n.bound_ns > 0 ? json(n.bound_ns) : json(nullptr)},
          {"from", n.lane.empty() ? json(nullptr) : json(n.lane)},
          {"reason", n.unknown_reason.empty() ? json(nullptr) : json(n.unknown_reason)},
          {"closed", n.closed}};

@@ -43,6 +43,7 @@ struct NodeClock {
   double drift_ppm = 0;              // the offset's drift against the reference (analyze/clock_offsets.h)
   bool closed = true;                // its tracer ended the session (false: killed mid-run, or the node lost)
   size_t prompt_matched = 0;         // of matched, the prompt pairs the offset was fitted on (0: every pair)
+  int64_t bound_ns = 0;              // the causal bounds' width it lies in (0: not placed by causality)
 };
 
 class Sink {

@@ -162,22 +162,24 @@ void TextSink::communicators(const std::vector<CommunicatorRef>& comms) {
 
 void TextSink::node_clock(const NodeClock& n) {
   if (!header_done_nodes_) {
-    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>8}  {}\n", "NODE", "RANKS", "CLOCK OFFSET", "DRIFT",
-                        "SPREAD", "MATCHED", "FROM");
+    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>10} {:>8}  {}\n", "NODE", "RANKS", "CLOCK OFFSET",
+                        "DRIFT", "SPREAD", "BOUND", "MATCHED", "FROM");
     header_done_nodes_ = true;
   }
   std::string ranks;
   for (int r : n.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   if (n.reference)
-    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>8}  {}\n", n.host, ranks, "reference", "-", "-", "-",
-                        n.recording);
+    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>10} {:>8}  {}\n", n.host, ranks, "reference", "-", "-",
+                        "-", "-", n.recording);
   else if (n.offset_ns)
-    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>8}  {}\n", n.host, ranks,
+    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>10} {:>8}  {}\n", n.host, ranks,
                         format_ns(static_cast<double>(*n.offset_ns), true), fmt::format("{:+.1f} ppm", n.drift_ppm),
-                        format_ns(static_cast<double>(n.spread_ns)), n.matched, n.lane);
+                        format_ns(static_cast<double>(n.spread_ns)),
+                        n.bound_ns > 0 ? format_ns(static_cast<double>(n.bound_ns)) : std::string("-"), n.matched,
+                        n.lane);
   else
-    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>8}  left out: {}\n", n.host, ranks, "unknown", "-", "-",
-                        "-", n.unknown_reason);
+    out_ << fmt::format("{:<16} {:<12} {:>14} {:>10} {:>10} {:>10} {:>8}  left out: {}\n", n.host, ranks, "unknown",
+                        "-", "-", "-", "-", n.unknown_reason);
   out_.flush();
 }
 
