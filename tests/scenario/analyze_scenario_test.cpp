@@ -251,7 +251,11 @@ TEST(AnalyzeAcrossNodes, FourNodesBesideTwoBusyLoopsArePlacedByCausality) {
     // Within a millisecond: a step is 12-16 ms here, and the spreads
     // alone were 1-3 ms off where they placed it.
     EXPECT_NEAR(line["clock_offset_ns"].get<double>(), skew, 1e6) << host << "\n" << t.output;
-    EXPECT_TRUE(line["clock_offset_bound_ns"].is_number()) << host << ": placed without causality\n" << line.dump();
+    // By causality, or on releases prompt on both nodes where a lane had
+    // enough of them (a tighter lane is preferred).
+    EXPECT_TRUE(line["clock_offset_bound_ns"].is_number() || line["prompt_matched"].get<int>() > 0)
+        << host << ": placed by neither causality nor prompt releases\n"
+        << line.dump();
     RecordProperty(host, line.dump());
   }
 }

@@ -103,7 +103,9 @@ TEST(ClockCausality, TheOffsetLandsInsideTheBoundsWhateverTheDelays) {
   int64_t biased = skew - 700'000;  // the node's exits late: the differences smaller
   auto placed = causal_offset(fit, biased);
   ASSERT_TRUE(placed);
-  EXPECT_NEAR(static_cast<double>(placed->offset_ns), static_cast<double>(skew), 50'000);
+  // Off by how tightly the node's earliest exits follow the reference's
+  // last entries (the lower bound), not by the 700 us of lateness.
+  EXPECT_NEAR(static_cast<double>(placed->offset_ns), static_cast<double>(skew), 100'000);
   EXPECT_GT(placed->width_ns, 0);
   EXPECT_LT(placed->width_ns, 200'000);
 }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <random>
 
+#include "analyze/clock_placement.h"
+
 namespace slowburn::clock_offsets_test {
 namespace {
 

@@ -36,24 +36,28 @@ bool causality_known(const ReleaseSeries& ref, const ReleaseSeries& node) {
 namespace {
 
 // The offset that the most of a chunk's pairs allow (each pair bounds it
-// on both sides): how many, and where (the first stretch that deep).
+// on both sides, widened by the tolerance split evenly): how many, and
+// where (the first stretch that deep). A pair whose bounds cross (its
+// instance grouped wrong, or a call that did not synchronize) allows none.
 struct Deepest {
   size_t depth = 0;
   CausalBounds bounds;
 };
 Deepest deepest(const std::vector<CausalBounds>& allowed) {
-  std::vector<std::pair<int64_t, int>> edges;  // +1 opens (sorted before a close at the same point)
+  constexpr int kOpens = -1, kCloses = 1;  // an open sorts before a close at the same point
+  std::vector<std::pair<int64_t, int>> edges;
   edges.reserve(allowed.size() * 2);
   for (const CausalBounds& b : allowed) {
-    edges.emplace_back(b.lower_ns, -1);
-    edges.emplace_back(b.upper_ns + kToleranceNs, +1);
+    if (b.lower_ns - kToleranceNs / 2 > b.upper_ns + kToleranceNs / 2) continue;
+    edges.emplace_back(b.lower_ns - kToleranceNs / 2, kOpens);
+    edges.emplace_back(b.upper_ns + kToleranceNs / 2, kCloses);
   }
   std::sort(edges.begin(), edges.end());
   Deepest best;
   size_t depth = 0;
   for (size_t i = 0; i < edges.size(); ++i) {
-    if (edges[i].second > 0) {
-      --depth;
+    if (edges[i].second == kCloses) {
+      --depth;  // every close follows its own open
       continue;
     }
     if (++depth > best.depth) {
@@ -128,12 +132,12 @@ CausalShift causal_shift(const ReleaseSeries& ref, const ReleaseSeries& node, in
     int64_t lo = std::max(start, -shift), hi = std::min(end, ref_size - shift);
     if (hi - lo < min_pairs) continue;
     int64_t lower = INT64_MIN, upper = INT64_MAX;
-    for (int64_t j = lo; j < hi && lower <= upper + kToleranceNs; ++j) {
+    for (int64_t j = lo; j < hi && (upper == INT64_MAX || lower - kToleranceNs <= upper); ++j) {
       auto n = static_cast<size_t>(j), k = static_cast<size_t>(j + shift);
       lower = std::max(lower, ref.last_entry_ns[k] - node.release_ns[n]);
       upper = std::min(upper, ref.release_ns[k] - node.last_entry_ns[n]);
     }
-    if (lower > upper + kToleranceNs) continue;
+    if (lower - kToleranceNs > upper) continue;
     ++found.feasible;
     found.shift = shift;
   }

@@ -97,8 +97,8 @@ struct CausalWindow {
 std::optional<CausalWindow> causal_windows(const ReleaseSeries& ref, const ReleaseSeries& node, size_t window,
                                            size_t windows, std::string& said);
 
-// The offset at the anchor moved into the feasible chunks' bounds: the
-// median of it clamped into each. A busy node's late exits pull the
+// The offset at the anchor moved into each chunk's deepest stretch (where
+// its best constant lies): the median of it clamped into each. A busy node's late exits pull the
 // median difference by their delay; the bounds hold whatever the delays.
 // `width_ns`: the bounds' median width (how closely causality pins it).
 struct CausalOffset {

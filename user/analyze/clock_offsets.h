@@ -107,7 +107,7 @@ struct OffsetSearch {
   size_t max_prompt_window = 480;
   // Releases of a node (not the reference) kept per lane: a stretch this
   // long matches as well as the whole recording for a constant offset, and
-  // keeps analyze's memory flat in the number of nodes (section_near).
+  // keeps analyze's memory flat in the number of nodes (section_near, analyze/clock_placement.h).
   size_t node_releases = 4096;
   // analyze's first pass holds only this much of the reference's recording
   // either side of its middle, and of each node that stretch widened by the
@@ -115,10 +115,6 @@ struct OffsetSearch {
   int64_t match_half_span_ns = 600'000'000'000;  // 10 minutes
   int64_t max_skew_ns = 600'000'000'000;         // 10 minutes
 };
-
-// At most `max` consecutive releases of the series, centred on the one
-// nearest `center_ns` (where the node's recording overlaps the reference's).
-ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_t max);
 
 // The node's offset to the reference, from the lanes both saw; an error
 // that says why when none gives one (no shared communicator, too few

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 #include "core/format.h"
 #include "stats/robust.h"
@@ -74,9 +75,14 @@ ReleaseSeries lane_releases(std::map<int32_t, RankExits>& ranks) {
     int64_t release = e.exit_ns, last_entry = e.entry_ns;
     bool prompt = e.prompt;
     for (const auto& [pid, r] : ranks) {
-      auto it = std::lower_bound(r.exits.begin(), r.exits.end(), e.exit_ns - half_step,
+      // Its exit nearest the pilot's (the pilot's own for the pilot): the
+      // first within half a step could be the instance before's, whose
+      // exit falls before this one's entries.
+      auto it = std::lower_bound(r.exits.begin(), r.exits.end(), e.exit_ns,
                                  [](const Exit& x, int64_t t) { return x.exit_ns < t; });
-      if (it != r.exits.end() && it->exit_ns <= e.exit_ns + half_step) {
+      if (it != r.exits.begin() && (it == r.exits.end() || e.exit_ns - (it - 1)->exit_ns < it->exit_ns - e.exit_ns))
+        --it;
+      if (it != r.exits.end() && std::llabs(it->exit_ns - e.exit_ns) <= half_step) {
         release = std::min(release, it->exit_ns);
         last_entry = std::max(last_entry, it->entry_ns);
         prompt = prompt || it->prompt;
@@ -149,6 +155,28 @@ Result<NodePlacement> place_node(const NodeRecording& node, const LaneReleases& 
 }
 
 }  // namespace
+
+ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_t max) {
+  size_t n = series.release_ns.size();
+  if (n <= max) return series;
+  auto at = static_cast<size_t>(std::lower_bound(series.release_ns.begin(), series.release_ns.end(), center_ns) -
+                                series.release_ns.begin());
+  if (at > 0 && (at == n || center_ns - series.release_ns[at - 1] <= series.release_ns[at] - center_ns)) --at;
+  size_t first = std::min(n - max, at > max / 2 ? at - max / 2 : 0);
+  ReleaseSeries out;
+  out.release_ns.assign(series.release_ns.begin() + static_cast<std::ptrdiff_t>(first),
+                        series.release_ns.begin() + static_cast<std::ptrdiff_t>(first + max));
+  if (!series.seq.empty())
+    out.seq.assign(series.seq.begin() + static_cast<std::ptrdiff_t>(first),
+                   series.seq.begin() + static_cast<std::ptrdiff_t>(first + max));
+  if (!series.prompt.empty())
+    out.prompt.assign(series.prompt.begin() + static_cast<std::ptrdiff_t>(first),
+                      series.prompt.begin() + static_cast<std::ptrdiff_t>(first + max));
+  if (!series.last_entry_ns.empty())
+    out.last_entry_ns.assign(series.last_entry_ns.begin() + static_cast<std::ptrdiff_t>(first),
+                             series.last_entry_ns.begin() + static_cast<std::ptrdiff_t>(first + max));
+  return out;
+}
 
 Result<LaneReleases> node_releases(const NodeRecording& node, int64_t keep_from_ns, int64_t keep_to_ns) {
   auto lanes = lane_exits(node, keep_from_ns, keep_to_ns);

@@ -29,4 +29,8 @@ Result<std::vector<NodePlacement>> place_nodes(const std::vector<NodeRecording>&
 // within [keep_from_ns, keep_to_ns] of the node's wall clock.
 Result<LaneReleases> node_releases(const NodeRecording& node, int64_t keep_from_ns, int64_t keep_to_ns);
 
+// At most `max` consecutive releases of the series, centred on the one
+// nearest `center_ns` (where the node's recording overlaps the reference's).
+ReleaseSeries section_near(const ReleaseSeries& series, int64_t center_ns, size_t max);
+
 }  // namespace slowburn
