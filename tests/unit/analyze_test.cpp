@@ -42,6 +42,7 @@ struct NodeSpec {
   std::map<int, ProcessEnd> ends = {};   // rank -> how it ended (on the job's clock)
   double drift_ppm = 0;                  // its clock also runs this much fast from the job's first call
   uint64_t killed_after_step = 0;        // its tracer was killed after this step (0: it closed the recording)
+  int32_t pid_shift = 0;                 // added to its ranks' pids (another node's may be the same)
 };
 
 // One recording per node of the job's calls: its ranks' calls only, on its
@@ -55,7 +56,7 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
   for (int r : node.ranks) {
     ProbeStatus s;
     s.probe = allreduce->name;
-    s.pid = SyntheticJob::pid(r);
+    s.pid = SyntheticJob::pid(r) + node.pid_shift;
     s.state = ProbeState::attached;
     RankIdentity id;
     id.pid = s.pid;
@@ -76,6 +77,7 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
     if (e.seq == lost_step && rank == node.ranks.front()) continue;  // a record the ring buffer dropped
     CallEvent mine = e;
     mine.probe_id = allreduce->id;
+    mine.pid = mine.tid = static_cast<uint32_t>(static_cast<int32_t>(e.pid) + node.pid_shift);
     auto on_node = [&](uint64_t t) {
       double drift = node.drift_ppm * 1e-6 * static_cast<double>(t - events.front().entry_ns);
       return static_cast<uint64_t>(static_cast<int64_t>(t) + node.clock_shift_ns + static_cast<int64_t>(drift));
@@ -87,7 +89,7 @@ void record(const TempDir& dir, const std::vector<CallEvent>& events, const Node
   for (const DeviceEvent& e : node.events) sink.device_event(e);
   for (auto [rank, end] : node.ends) {
     end.ts_ns = static_cast<uint64_t>(static_cast<int64_t>(end.ts_ns) + node.clock_shift_ns);
-    (*recorder)->process_end(SyntheticJob::pid(rank), end);
+    (*recorder)->process_end(SyntheticJob::pid(rank) + node.pid_shift, end);
   }
   if (node.ringbuf_drops) {
     SessionSummary summary;
@@ -182,6 +184,37 @@ TEST(Analyze, OffsetsRecoveredAndTheSlowRankNamedWithItsNode) {
     }
     EXPECT_TRUE(found) << a.json;
   }
+}
+
+TEST(Analyze, ARankWhosePidAnotherNodeAlsoUsedIsNamedByItsOwnPid) {
+  // Two nodes booted alike start their ranks under the same pids: node-b's
+  // ranks 2 and 3 are pids 1000 and 1001 there, as node-a's 0 and 1 are.
+  // analyze keys the merged job by pids of its own, but a person goes to
+  // node-b and looks for 1001, so that is what the finding says.
+  TempDir dir;
+  auto events = job_events(3);
+  record(dir, events, {"node-a", {0, 1}});
+  NodeSpec b{"node-b", {2, 3}, 40'000'000};
+  b.pid_shift = -2;
+  record(dir, events, b, 200);
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{3, "node-b"}})) << a.json;
+  ASSERT_FALSE(a.result->verdict.stragglers.empty());
+  const Finding& f = a.result->verdict.stragglers[0];
+  EXPECT_NE(f.culprit.pid, SyntheticJob::pid(1)) << "merged pids stay unique";
+  EXPECT_EQ(f.culprit.node_pid, SyntheticJob::pid(1));
+  EXPECT_NE(f.summary.find("rank 3 (pid 1001 on node-b)"), std::string::npos) << f.summary;
+  bool said = false;
+  std::istringstream lines(a.json);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("kind", "") != "finding" || j.value("rank", -1) != 3) continue;
+    EXPECT_EQ(j.value("node_pid", 0), SyntheticJob::pid(1)) << line;
+    EXPECT_EQ(j.value("pid", 0), f.culprit.pid) << line;
+    said = true;
+  }
+  EXPECT_TRUE(said) << a.json;
 }
 
 TEST(Analyze, ARecordingCutShortIsSaidWithWhatItLeavesOut) {

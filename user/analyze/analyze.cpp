@@ -63,7 +63,9 @@ std::vector<RankIdentity> merged_ranks(const std::vector<PlacedNode>& placed) {
   for (const PlacedNode& p : placed)
     for (RankIdentity r : p.node->info.ranks) {
       if (!p.node->pids.contains(r.pid)) continue;
-      r.pid = p.node->merged_pid.at(r.pid);
+      int32_t merged = p.node->merged_pid.at(r.pid);
+      if (merged != r.pid) r.node_pid = r.pid;
+      r.pid = merged;
       r.host = p.node->info.host;
       ranks.push_back(std::move(r));
     }

@@ -5,11 +5,17 @@
 
 namespace slowburn {
 
-std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pid {})", id.rank, id.pid); }
+namespace {
+
+int32_t own_pid(const RankIdentity& id) { return id.node_pid ? id.node_pid : id.pid; }
+
+}  // namespace
+
+std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pid {})", id.rank, own_pid(id)); }
 
 std::string rank_node_label(const RankIdentity& id) {
   if (id.host.empty()) return rank_label(id);
-  return fmt::format("rank {} (pid {} on {})", id.rank, id.pid, id.host);
+  return fmt::format("rank {} (pid {} on {})", id.rank, own_pid(id), id.host);
 }
 
 std::string hostname() {

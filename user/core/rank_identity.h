@@ -19,9 +19,14 @@ struct RankIdentity {
   std::string command;
   std::string cuda_visible_devices;  // GPU hint
   std::string nccl_ib_hca;           // NIC hint
+  // In analyze, where another node's process had the same pid and this one
+  // was given another (`pid`, unique across the merged job): its pid on
+  // its own node, the one a person looks up there; 0 where `pid` is it.
+  int32_t node_pid = 0;
 };
 
-// "rank 3 (pid 4242)": how every output names a rank.
+// "rank 3 (pid 4242)": how every output names a rank (by its pid on its
+// own node).
 std::string rank_label(const RankIdentity& id);
 
 // This node's name: what a rank's `host` is by default ("unknown" if unset).

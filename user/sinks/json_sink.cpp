@@ -21,6 +21,8 @@ void put_identity(json& j, const RankIdentity& id) {
   j["launcher"] = id.launcher;
   // The rank's node (in analyze, the recording's; `host` is who printed the line).
   if (!id.host.empty()) j["node"] = id.host;
+  // Its pid on that node, where analyze gave it another (two nodes' pids collided).
+  if (id.node_pid) j["node_pid"] = id.node_pid;
 }
 
 // {"id":3,"key":"mpi:job:cid=3:ranks=2,3","label":"cid 3 (ranks 2,3)","library":"mpi","size":2,
@@ -164,7 +166,10 @@ json clock_check_json(const ClockCheck& c) {
   json j{{"instances", c.instances},  {"agreed", c.agreed},  {"agreed_blame_share", c.agreed_blame_share},
          {"disagrees", c.disagrees},  {"culprit", nullptr},  {"culprit_blame_share", c.culprit_blame_share},
          {"ranks", std::move(ranks)}, {"summary", c.summary}};
-  if (c.culprit) j["culprit"] = json{{"rank", c.culprit->rank}, {"pid", c.culprit->pid}, {"node", c.culprit->host}};
+  if (c.culprit) {
+    j["culprit"] = json{{"rank", c.culprit->rank}, {"pid", c.culprit->pid}, {"node", c.culprit->host}};
+    if (c.culprit->node_pid) j["culprit"]["node_pid"] = c.culprit->node_pid;
+  }
   return j;
 }
 
