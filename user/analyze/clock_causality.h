@@ -98,8 +98,9 @@ std::optional<CausalWindow> causal_windows(const ReleaseSeries& ref, const Relea
                                            size_t windows, std::string& said);
 
 // The offset at the anchor moved into each chunk's deepest stretch (where
-// its best constant lies): the median of it clamped into each. A busy node's late exits pull the
-// median difference by their delay; the bounds hold whatever the delays.
+// its best constant lies): the median of it clamped into each. A busy
+// node's late exits pull the median difference by their delay; the bounds
+// hold whatever the delays.
 // `width_ns`: the bounds' median width (how closely causality pins it).
 struct CausalOffset {
   int64_t offset_ns = 0;
