@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "stats/robust.h"
+
 namespace slowburn {
 
 namespace {
@@ -168,12 +170,7 @@ std::optional<CausalOffset> causal_offset(const CausalFit& fit, int64_t offset_n
     clamped.push_back(std::clamp(offset_ns, b.lower_ns, b.upper_ns));
     widths.push_back(b.upper_ns - b.lower_ns);
   }
-  auto median = [](std::vector<int64_t>& v) {
-    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    return *mid;
-  };
-  return CausalOffset{median(clamped), median(widths)};
+  return CausalOffset{upper_median(std::move(clamped)), upper_median(std::move(widths))};
 }
 
 }  // namespace slowburn

@@ -19,17 +19,11 @@ namespace {
 // matches (spread 0) are equally good, not infinitely different.
 constexpr int64_t kSpreadFloorNs = 1000;
 
-int64_t median_of(std::vector<int64_t> values) {
-  auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), mid, values.end());
-  return *mid;
-}
-
 int64_t spread_of(const std::vector<int64_t>& values, int64_t center) {
   std::vector<int64_t> deviations;
   deviations.reserve(values.size());
   for (int64_t v : values) deviations.push_back(std::llabs(v - center));
-  return median_of(std::move(deviations));
+  return upper_median(std::move(deviations));
 }
 
 // One matched release: the node's time and what to add to it for the reference's.
@@ -70,7 +64,7 @@ ClockOffset fit_line(const std::vector<Matched>& matched, const std::string& lan
   std::vector<int64_t> residuals;
   residuals.reserve(n);
   for (const Matched& m : matched) residuals.push_back(m.diff_ns - (c.at(m.node_ns) - c.offset_ns));
-  c.offset_ns = median_of(residuals);
+  c.offset_ns = upper_median(residuals);
   c.spread_ns = spread_of(residuals, c.offset_ns);
   return c;
 }
@@ -129,7 +123,7 @@ std::vector<Matched> match_nearest(const ReleaseSeries& ref, const ReleaseSeries
   // delay), where there are enough of them to follow a drifting clock.
   bool prompt_only = prompt_share(ref) >= kMinPromptShare && prompt_share(node) >= kMinPromptShare;
   auto step = [&](size_t i, std::deque<int64_t>& recent, std::vector<Matched>& out) {
-    int64_t predicted = median_of({recent.begin(), recent.end()});
+    int64_t predicted = upper_median({recent.begin(), recent.end()});
     auto k = nearest(r, n[i] + predicted, tolerance_ns);
     if (!k) return;
     out.push_back(matched_at(i, *k));
@@ -217,7 +211,7 @@ ShiftMatch best_shift(const ReleaseSeries& ref, const ReleaseSeries& node, int64
       diffs.push_back(ref.release_ns[k] - node.release_ns[j]);
     }
     if (static_cast<int64_t>(diffs.size()) < min_pairs) continue;
-    int64_t center = median_of(diffs);
+    int64_t center = upper_median(diffs);
     int64_t spread = spread_of(diffs, center);
     if (prompt) {
       auto agree = std::count_if(diffs.begin(), diffs.end(),
@@ -355,12 +349,12 @@ std::vector<Matched> match_at(const std::string& lane, const ReleaseSeries& ref,
   for (int64_t j = std::max(chosen.start, -shift); j < std::min(chosen.start + chosen.w, ref_size - shift); ++j)
     if (!prompt || (prompt_at(node, static_cast<size_t>(j)) && prompt_at(ref, static_cast<size_t>(j + shift))))
       diffs.push_back(r[static_cast<size_t>(j + shift)] - n[static_cast<size_t>(j)]);
-  int64_t coarse = median_of(diffs);
+  int64_t coarse = upper_median(diffs);
   // Half the reference's usual step: a release further than that from any
   // reference release is one the reference did not see.
   std::vector<int64_t> steps;
   for (size_t i = 1; i < r.size(); ++i) steps.push_back(r[i] - r[i - 1]);
-  int64_t tolerance = std::max<int64_t>(1, median_of(steps) / 2);
+  int64_t tolerance = std::max<int64_t>(1, upper_median(steps) / 2);
   return match_nearest(ref, node, coarse, static_cast<size_t>(chosen.start + chosen.w / 2), tolerance, lane,
                        search.min_matched);
 }
@@ -382,7 +376,7 @@ Result<ClockOffset> unless_a_neighbour_fits(const std::string& lane, const Relea
       if (k >= 0 && k < static_cast<int64_t>(r.size()))
         diffs.push_back(r[static_cast<size_t>(k)] - m.node_ns - (line.at(m.node_ns) - line.offset_ns));
     }
-    if (diffs.size() >= search.min_matched) neighbour = std::min(neighbour, spread_of(diffs, median_of(diffs)));
+    if (diffs.size() >= search.min_matched) neighbour = std::min(neighbour, spread_of(diffs, upper_median(diffs)));
   }
   ShiftMatch whole{0, line.spread_ns, neighbour, 0, 0};
   if (!stands_out(whole, false, search))

@@ -16,6 +16,12 @@ std::optional<double> median(std::span<const double> values) {
   return (lower + upper) / 2.0;
 }
 
+int64_t upper_median(std::vector<int64_t> values) {
+  auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
 std::optional<double> median_abs_deviation(std::span<const double> values) {
   auto center = median(values);
   if (!center) return std::nullopt;

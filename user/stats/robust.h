@@ -2,6 +2,7 @@
 // the robust z-score, and exact quantiles. Pure functions, no I/O.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -13,6 +14,10 @@ inline constexpr double kMeanAdToSigma = 1.253314;  // mean AD of a normal sampl
 
 // Median of the values; nullopt when empty. Even count: mean of the middle two.
 std::optional<double> median(std::span<const double> values);
+
+// Of integer times (ns), the middle value, exact: the upper of the middle
+// two for an even count. `values` must not be empty.
+int64_t upper_median(std::vector<int64_t> values);
 
 // Median absolute deviation from the median (unscaled).
 std::optional<double> median_abs_deviation(std::span<const double> values);
