@@ -40,6 +40,7 @@ struct StragglerDetector::Lane {
   std::set<int32_t> seen;                    // ranks that called on it
   std::map<int32_t, std::optional<int>> comm_ranks;
   std::map<int32_t, Cusum> cusum;
+  std::map<int32_t, double> latest_gap_excess_share;  // its CUSUM's latest input: gap less the peers', per step
   std::map<int32_t, uint64_t> total_blame_ns;
   std::map<int32_t, uint64_t> total_lasts;             // instances it arrived last in
   std::map<int32_t, uint64_t> total_blame_leaving_ns;  // of total_blame_ns: from leaving its previous collective late

@@ -213,14 +213,14 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
           lane = l.get();
           break;
         }
-    // Not in bursts where its typical step is still longer than its peers':
-    // the CUSUM of its window-median compute gap stands alarmed at the
-    // verdict. The scheduler's choice falls on a few instances at a time
-    // and moves the median of none (MpiRamp at 1.4x: the ramping rank, last
-    // in 47% of its triple's instances at 6-8% while its arrivals still
-    // caught up, was withheld in 5 of 8 runs; healthy runs of that job
-    // alarmed no CUSUM). A cost under 5% stays judged.
-    if (lane && !small && gap_excess_sustained(*lane, f.culprit.pid)) lane = nullptr;
+    // Not the scheduler's where its typical step is still longer than its
+    // peers': the CUSUM of its window-median compute gap stands alarmed at
+    // the verdict and its latest window still added to it. The scheduler's
+    // choice falls on a few instances at a time and moves the median of
+    // none (MpiRamp at 1.4x: the ramping rank, last in 47-57% of its
+    // triple's instances at 4.9-8%, was withheld in 5 of 8 runs, as late in
+    // bursts or under 5%; eight healthy runs of that job alarmed no CUSUM).
+    if (lane && gap_excess_sustained(*lane, f.culprit.pid, config_)) lane = nullptr;
     RunqShares shares = lane ? runq_shares(lane_totals(*lane), f.culprit.pid) : RunqShares{};
     if (lane && schedulers_choice(shares, f.cost_share, config_.session_cost_thresholds)) {
       f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
@@ -254,9 +254,14 @@ void StragglerDetector::slow_burn_episodes(SessionVerdict& v, const std::vector<
   }
 }
 
-bool StragglerDetector::gap_excess_sustained(const Lane& lane, int32_t pid) {
+bool StragglerDetector::gap_excess_sustained(const Lane& lane, int32_t pid, const DetectorConfig& config) {
+  // Alarmed, and still accumulating in its latest judged window: the
+  // statistic drains by the allowance a window only, so a rank back in
+  // line stays alarmed for minutes after a spell.
   auto cusum = lane.cusum.find(pid);
-  return cusum != lane.cusum.end() && cusum->second.alarmed();
+  auto latest = lane.latest_gap_excess_share.find(pid);
+  return cusum != lane.cusum.end() && cusum->second.alarmed() && latest != lane.latest_gap_excess_share.end() &&
+         latest->second > config.cusum_allowance * config.cusum_unit_share;
 }
 
 std::map<int32_t, LaneRankTotals> StragglerDetector::lane_totals(const Lane& lane) {
