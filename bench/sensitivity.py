@@ -7,22 +7,36 @@ cost, and how long into the job it was found (the first finding naming the
 slow rank: its `found_at`, on the reference node's clock, less the job's
 first call there).
 
-  bench/sensitivity.py [BUILD] [SECONDS]     (make bench: SECONDS 300)
+  bench/sensitivity.py [BUILD] [SECONDS] [TABLES]     (make bench: SECONDS 300)
 
-Three tables: a rank S times slower from the start; a rank ramping from
-1.00x to S over the whole recording (the slowdown it had reached when
-found); healthy jobs (no slow rank) with different seeds and drifting
-clocks: every finding there is a false one."""
+TABLES, comma-separated (default: constant,ramp,healthy,rates):
+  constant  a rank S times slower from the start, one seed a cell;
+  ramp      a rank ramping from 1.00x to S over 2*SECONDS (the slowdown it
+            had reached when found), at 8 and 64 ranks;
+  healthy   healthy jobs (no slow rank), six seeds, drifting clocks: every
+            finding there is a false one;
+  rates     detection rates: ten seeds a cell, 8 and 64 ranks;
+  ramp512   the ramps at 512 ranks (~3 min);
+  day       one continuous 24-hour job of 64 ranks, clocks drifting +-50
+            ppm, rank 0 doing 0.5% more work every step (healthy
+            structure): its findings are false ones (~15 min, ~5 GB of
+            recordings in the temporary folder)."""
 import json
 import pathlib
+import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 
 build = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "build")
 seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 300
+tables = (sys.argv[3] if len(sys.argv) > 3 else "constant,ramp,healthy,rates").split(",")
+unknown = set(tables) - {"constant", "ramp", "healthy", "rates", "ramp512", "day"}
+if unknown:
+    sys.exit("sensitivity: no table %s (constant, ramp, healthy, rates, ramp512, day)" % ", ".join(sorted(unknown)))
 synth = build / "bench" / "synth_recordings"
 slowburn = build / "slowburn"
 
@@ -42,11 +56,16 @@ def judge(ranks, slow, slowdown, secs, ramp_s=0, seed=42, drift_ppm=0):
     try:
         subprocess.run([str(synth), d, str(ranks), "8", str(secs), "50", str(slow), str(slowdown), "0.01",
                         str(drift_ppm), str(ramp_s), str(seed)], check=True, stdout=subprocess.DEVNULL)
-        out = subprocess.run([str(slowburn), "analyze", "--json", d], capture_output=True, text=True).stdout
+        # Only the findings and the verdict are kept: a day's window lines
+        # (64 ranks, one a window) are ~11 GB of JSON.
+        with subprocess.Popen([str(slowburn), "analyze", "--json", d], stdout=subprocess.PIPE, text=True) as run:
+            lines = [json.loads(l) for l in run.stdout
+                     if l.startswith("{") and ('"kind":"finding"' in l or '"kind":"verdict"' in l)]
+        if run.returncode not in (0, 2):
+            raise RuntimeError("slowburn analyze %s exited %d" % (d, run.returncode))
         start = job_start_wall(d)
     finally:
         shutil.rmtree(d)
-    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     verdict = next((l for l in lines if l.get("kind") == "verdict"), {"stragglers": []})
     return verdict, [l for l in lines if l.get("kind") == "finding"], start
 
@@ -76,10 +95,10 @@ def constant_table():
             sys.stdout.flush()
 
 
-def ramp_table(secs):
+def ramp_table(secs, sizes=(8, 64)):
     print("| ranks | ramp over %.0f s | named | first found by | found after | its slowdown then |" % secs)
     print("|---|---|---|---|---|---|")
-    for ranks in (8, 64):
+    for ranks in sizes:
         slow = ranks // 2 + 1
         for s in (1.05, 1.1, 1.2):
             verdict, findings, start = judge(ranks, slow, s, secs, ramp_s=secs)
@@ -110,12 +129,69 @@ def healthy_table(secs, seeds):
     print("\n%d false finding(s) in %.1f h of healthy 64-rank job time." % (false, total_s / 3600))
 
 
+def rates_table(secs, seeds=range(1, 11)):
+    """Of len(seeds) jobs a cell, how many named the slow rank (and only it),
+    how many named a wrong rank, and when the right one was first found."""
+    print("| ranks | slowdown | named it | named a wrong rank | found after (median, range) | cost (median) |")
+    print("|---|---|---|---|---|---|")
+    for ranks in (8, 64):
+        slow = ranks // 2 + 1
+        for s in (1.02, 1.03, 1.05, 1.1):
+            hits, wrong, afters, costs = 0, 0, [], []
+            for seed in seeds:
+                verdict, findings, start = judge(ranks, slow, s, secs, seed=seed)
+                names = {f["rank"] for f in verdict["stragglers"]}
+                wrong += bool(names - {slow})
+                if slow in names:
+                    hits += 1
+                    costs.append(next(f["cost_share"] for f in verdict["stragglers"] if f["rank"] == slow))
+                    after = found_after(findings, slow, start)
+                    if after is not None:
+                        afters.append(after)
+            afters.sort()
+            costs.sort()
+            print("| %d | %sx | %d of %d | %d | %s | %s |" % (
+                ranks, s, hits, len(seeds), wrong,
+                "%.0f s (%.0f-%.0f)" % (afters[len(afters) // 2], afters[0], afters[-1]) if afters else "-",
+                "%.1f%%" % (100 * costs[len(costs) // 2]) if costs else "-"))
+            sys.stdout.flush()
+
+
+def day_table():
+    """One healthy day: what a fleet would see from one job's recordings."""
+    secs = 86400
+    began = time.monotonic()
+    verdict, findings, _ = judge(64, 0, 1.005, secs, seed=7, drift_ppm=50)
+    took = time.monotonic() - began
+    rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the generator's or analyze's
+    print("| ranks | job time | clock drift | structure | findings | named in the verdict | withheld |")
+    print("|---|---|---|---|---|---|---|")
+    print("| 64 | 24 h | +-50 ppm | rank 0 1.005x | %d | %s | %d |" % (
+        len(findings), ", ".join("rank %d" % f["rank"] for f in verdict["stragglers"]) or "nobody",
+        len(verdict.get("withheld", []))))
+    for f in findings:
+        print("\nfalse finding: %s" % f.get("summary", f))
+    print("\nGenerated and judged in %.0f s; the largest child's peak RSS %.0f MiB." % (took, rss_mib))
+
+
 if __name__ == "__main__":
     if not synth.exists() or not slowburn.exists():
         sys.exit("sensitivity: %s or %s missing: make bench builds them" % (synth, slowburn))
-    print("### Constant slowdowns (%.0f s each)\n" % seconds)
-    constant_table()
-    print("\n### Ramps\n")
-    ramp_table(2 * seconds)
-    print("\n### Healthy jobs\n")
-    healthy_table(2 * seconds, range(1, 7))
+    if "constant" in tables:
+        print("### Constant slowdowns (%.0f s each)\n" % seconds)
+        constant_table()
+    if "ramp" in tables:
+        print("\n### Ramps\n")
+        ramp_table(2 * seconds)
+    if "healthy" in tables:
+        print("\n### Healthy jobs\n")
+        healthy_table(2 * seconds, range(1, 7))
+    if "rates" in tables:
+        print("\n### Detection rates (%.0f s each, ten seeds a cell)\n" % seconds)
+        rates_table(seconds)
+    if "ramp512" in tables:
+        print("\n### Ramps at 512 ranks\n")
+        ramp_table(2 * seconds, sizes=(512,))
+    if "day" in tables:
+        print("\n### A healthy day\n")
+        day_table()

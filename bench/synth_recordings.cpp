@@ -16,9 +16,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "probes/catalog.h"
@@ -89,6 +91,10 @@ int record_node(const std::filesystem::path& dir, int node, const Shape& shape) 
   std::uniform_real_distribution<double> jitter(0, 20e3);
   std::vector<double> prev_exit(static_cast<size_t>(ranks), 1e9), entry(static_cast<size_t>(ranks));
   for (int s = 0; s < steps; ++s) {
+    // A day of a job is written faster than SQLite takes it: wait for the
+    // writer rather than let the recorder drop calls (it never waits).
+    if (s % 64 == 0)
+      while ((*recorder)->queued_calls() > (1u << 18)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     for (int r = 0; r < ranks; ++r) {
       double compute = (r == slow_rank ? shape.multiplier(prev_exit[0] - 1e9) : 1.0) * step_ns + noise(rng);
       entry[static_cast<size_t>(r)] = prev_exit[static_cast<size_t>(r)] + std::max(1e3, compute);

@@ -122,6 +122,11 @@ void Recorder::call(const CallEvent& call, const CallComm& comm) {
   if (calls_.size() >= kCommitCalls) wake_.notify_one();
 }
 
+size_t Recorder::queued_calls() {
+  std::lock_guard lock(mutex_);
+  return calls_.size();
+}
+
 void Recorder::in_flight(uint64_t read_ns, const std::vector<InFlightCall>& calls) {
   write([read_ns, calls](SQLite::Database& db) {
     db.exec("DELETE FROM in_flight");

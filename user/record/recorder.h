@@ -66,6 +66,9 @@ class Recorder {
   Result<void> finish();
 
   uint64_t dropped_calls() const { return dropped_.load(); }
+  // Calls queued for the writer: a producer faster than the disk (the
+  // synthetic recordings' generator) waits on it rather than drop.
+  size_t queued_calls();
   const std::filesystem::path& path() const { return path_; }
 
  private:
