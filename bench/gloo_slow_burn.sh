@@ -15,6 +15,10 @@ ranks=${RANKS:-2}
 shift $(($# >= 2 ? 2 : $#))
 if [ $# -gt 0 ]; then slowdowns=("$@"); else slowdowns=(1 1.05 1.1 1.2 1.5); fi
 [ "$seconds" -ge 20 ] || { echo "gloo_slow_burn: SECONDS must be 20 or more" >&2; exit 1; }
+for s in "${slowdowns[@]}"; do
+	python3 -c "import sys; float(sys.argv[1]) >= 1 or sys.exit(1)" "$s" 2>/dev/null ||
+		{ echo "gloo_slow_burn: SLOWDOWN '$s' is not a number of 1 or more (1 = healthy)" >&2; exit 1; }
+done
 slowburn=$build/slowburn
 workload=$build/libexec/slowburn-ddp-workload.py
 tmp=$(mktemp -d)
@@ -29,9 +33,10 @@ for s in "${slowdowns[@]}"; do
 	launched=$(date +%s.%N)
 	for r in $(seq 0 $((ranks - 1))); do
 		slow=()
-		python3 -c "import sys; sys.exit(float('$s') <= 1)" && slow=(--slow-rank 1 --slow-factor "$s")
+		python3 -c "import sys; sys.exit(float(sys.argv[1]) <= 1)" "$s" && slow=(--slow-rank 1 --slow-factor "$s")
+		# Bounded: a rank left in gloo's rendezvous (a port taken) must not hang the table.
 		RANK=$r LOCAL_RANK=$r WORLD_SIZE=$ranks LOCAL_WORLD_SIZE=$ranks MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			/usr/bin/python3 "$workload" "${slow[@]}" --seconds "$seconds" >"$tmp/rank$r.out" 2>&1 &
+			timeout $((seconds + 60)) /usr/bin/python3 "$workload" "${slow[@]}" --seconds "$seconds" >"$tmp/rank$r.out" 2>&1 &
 		pids+=(--pid $!)
 	done
 	sleep 3 # the ranks import torch and meet before their first collective

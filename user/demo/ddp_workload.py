@@ -63,9 +63,10 @@ def own_compute_s(model, loss_fn, steps=50):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--slow-rank", type=int, default=-1, help="rank that stalls in its data path")
-    p.add_argument("--slow-ms", type=float, default=8.0, help="its stall per step")
-    p.add_argument("--slow-factor", type=float, default=0.0,
-                   help="instead of stalling, the slow rank computes this many times as long (1.05: 5%% slower)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--slow-ms", type=float, default=8.0, help="its stall per step")
+    how.add_argument("--slow-factor", type=float, default=0.0,
+                     help="instead of stalling, the slow rank computes this many times as long (1.05: 5%% slower)")
     p.add_argument("--ramp-s", type=float, default=0.0, help="grow the stall from 0 over this many seconds")
     p.add_argument("--group-size", type=int, default=0, help="all-reduce in groups of K consecutive ranks too")
     p.add_argument("--seconds", type=float, default=60.0)

@@ -289,8 +289,8 @@ class StragglerDetector {
   void keep_cost_point(const LaneKey& key, const LaneSnapshot& now);
   std::optional<CostOnset> onset_of(const LaneKey& key, const Lane& lane, const LaneSnapshot& now, int32_t pid) const;
   static std::map<int32_t, LaneRankTotals> lane_totals(const Lane& lane);  // a lane's session, per rank
-  // Its compute-gap CUSUM alarmed, and its latest judged window added to it.
-  static bool gap_excess_sustained(const Lane& lane, int32_t pid, const DetectorConfig& config);
+  // Its compute-gap CUSUM alarmed, and risen over its latest judged windows.
+  static bool gap_excess_sustained(const Lane& lane, int32_t pid);
   // Feeds every member's sequential test with one instance; raises a
   // finding (emitted by the next advance) when one alarms.
   void sequential_test(Lane& lane, const CollectiveInstance& instance, const RankCall& last, uint64_t blame_ns,

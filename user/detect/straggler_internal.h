@@ -32,6 +32,11 @@ struct SequentialInstance {
 // others (a broadcast's receivers wait for its root).
 inline bool counts_position(CallKind kind) { return kind == CallKind::synchronizing || kind == CallKind::rooted; }
 
+// Judged windows over which a rank's compute-gap CUSUM must have risen for
+// its typical step to count as still longer than its peers' (the verdict's
+// scheduler's-choice test): 2.5 s at the default 500 ms windows.
+inline constexpr size_t kGapRiseWindows = 5;
+
 struct StragglerDetector::Lane {
   ProbeInfo info;
   CommunicatorRef comm;
@@ -40,7 +45,9 @@ struct StragglerDetector::Lane {
   std::set<int32_t> seen;                    // ranks that called on it
   std::map<int32_t, std::optional<int>> comm_ranks;
   std::map<int32_t, Cusum> cusum;
-  std::map<int32_t, double> latest_gap_excess_share;  // its CUSUM's latest input: gap less the peers', per step
+  // Its CUSUM's statistic after each of its latest judged windows (the
+  // newest last, kGapRiseWindows + 1 kept): whether it still rises.
+  std::map<int32_t, std::deque<double>> gap_cusum_recent;
   std::map<int32_t, uint64_t> total_blame_ns;
   std::map<int32_t, uint64_t> total_lasts;             // instances it arrived last in
   std::map<int32_t, uint64_t> total_blame_leaving_ns;  // of total_blame_ns: from leaving its previous collective late

@@ -215,12 +215,12 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
         }
     // Not the scheduler's where its typical step is still longer than its
     // peers': the CUSUM of its window-median compute gap stands alarmed at
-    // the verdict and its latest window still added to it. The scheduler's
+    // the verdict and rose over its latest judged windows. The scheduler's
     // choice falls on a few instances at a time and moves the median of
     // none (MpiRamp at 1.4x: the ramping rank, last in 47-57% of its
     // triple's instances at 4.9-8%, was withheld in 5 of 8 runs, as late in
     // bursts or under 5%; eight healthy runs of that job alarmed no CUSUM).
-    if (lane && gap_excess_sustained(*lane, f.culprit.pid, config_)) lane = nullptr;
+    if (lane && gap_excess_sustained(*lane, f.culprit.pid)) lane = nullptr;
     RunqShares shares = lane ? runq_shares(lane_totals(*lane), f.culprit.pid) : RunqShares{};
     if (lane && schedulers_choice(shares, f.cost_share, config_.session_cost_thresholds)) {
       f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
@@ -254,14 +254,15 @@ void StragglerDetector::slow_burn_episodes(SessionVerdict& v, const std::vector<
   }
 }
 
-bool StragglerDetector::gap_excess_sustained(const Lane& lane, int32_t pid, const DetectorConfig& config) {
-  // Alarmed, and still accumulating in its latest judged window: the
+bool StragglerDetector::gap_excess_sustained(const Lane& lane, int32_t pid) {
+  // Alarmed, and higher than kGapRiseWindows judged windows before: the
   // statistic drains by the allowance a window only, so a rank back in
-  // line stays alarmed for minutes after a spell.
+  // line stays alarmed for minutes after a spell; over several windows one
+  // noisy window (a partial last one) neither makes nor breaks it.
   auto cusum = lane.cusum.find(pid);
-  auto latest = lane.latest_gap_excess_share.find(pid);
-  return cusum != lane.cusum.end() && cusum->second.alarmed() && latest != lane.latest_gap_excess_share.end() &&
-         latest->second > config.cusum_allowance * config.cusum_unit_share;
+  auto recent = lane.gap_cusum_recent.find(pid);
+  return cusum != lane.cusum.end() && cusum->second.alarmed() && recent != lane.gap_cusum_recent.end() &&
+         recent->second.size() == kGapRiseWindows + 1 && recent->second.back() > recent->second.front();
 }
 
 std::map<int32_t, LaneRankTotals> StragglerDetector::lane_totals(const Lane& lane) {

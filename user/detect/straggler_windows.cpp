@@ -90,9 +90,11 @@ WindowReport StragglerDetector::evaluate(const Window& window, const LaneKey& ke
     Cusum& cusum =
         lane.cusum.try_emplace(stats.identity.pid, config_.cusum_allowance, config_.cusum_decision).first->second;
     double excess_share = (*stats.gap_median_ns - *peer_median) / step_ns;
-    lane.latest_gap_excess_share[stats.identity.pid] = excess_share;
     cusum.add(std::clamp(excess_share / config_.cusum_unit_share, -kCusumInputCap, kCusumInputCap));
     stats.cusum_gap = cusum.statistic();
+    std::deque<double>& recent = lane.gap_cusum_recent[stats.identity.pid];
+    recent.push_back(cusum.statistic());
+    if (recent.size() > kGapRiseWindows + 1) recent.pop_front();
   }
   judge_lane_inside(lane, accum, report, elapsed_ns);
   return report;
