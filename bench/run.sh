@@ -113,7 +113,9 @@ first_findings() {
 	echo "- verdict: $verdict"
 	echo
 	echo "## The slow burn's sensitivity (bench/sensitivity.sh)"
-	bench/sensitivity.sh "$build" 300
+	# Every table of RESULTS.md sections 24 and 26, the 512-rank ramps and
+	# the healthy day included (~25 min of the bench).
+	bench/sensitivity.sh "$build" 300 constant,ramp,healthy,rates,ramp512,day
 } | tee "$out"
 echo
 echo "bench: results in $out (copy them into bench/RESULTS.md)"

@@ -34,7 +34,7 @@ import time
 
 build = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "build")
 seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 300
-tables = (sys.argv[3] if len(sys.argv) > 3 else "constant,ramp,healthy,rates").split(",")
+tables = (sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else "constant,ramp,healthy,rates").split(",")
 unknown = set(tables) - {"constant", "ramp", "healthy", "rates", "ramp512", "day"}
 if unknown:
     sys.exit("sensitivity: no table %s (constant, ramp, healthy, rates, ramp512, day)" % ", ".join(sorted(unknown)))
