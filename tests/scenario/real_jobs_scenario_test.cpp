@@ -189,7 +189,7 @@ TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // inside; the ramping rank is named, not withheld as the scheduler's
   // choice, because its typical step is longer (its compute-gap CUSUM
   // alarms). Over 20 s, 6 runs by hand named it 8-12 s after the launch
-  // (at 1.16-1.23x), and 10 of 11 test runs before the ramp ended (one
+  // (at 1.16-1.23x), and 15 of 16 test runs before the ramp ended (one
   // after 20 s): 24 s keeps that margin. The trace goes on past the ramp,
   // so the verdict judges the rank at its full 1.4x.
   SKIP_UNLESS_MPI();
