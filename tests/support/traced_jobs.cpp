@@ -47,6 +47,7 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   auto began = std::chrono::steady_clock::now();
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
+  out.span_ns = span_ns;
   for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;
   EXPECT_TRUE(result.ok()) << result.error().message;
   if (!result) return out;

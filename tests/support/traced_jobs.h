@@ -25,6 +25,7 @@ struct Traced {
   // Each traced pid's run-queue wait over the trace, as a share of its span:
   // read from the kernel's schedstat, not from slowburn.
   std::map<int32_t, double> runq_share;
+  double span_ns = 0;  // the trace's wall-clock span those shares are of
 };
 
 // The time `pid` has waited in run queues, in ns (schedstat's second field).
