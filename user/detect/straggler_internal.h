@@ -32,10 +32,14 @@ struct SequentialInstance {
 // others (a broadcast's receivers wait for its root).
 inline bool counts_position(CallKind kind) { return kind == CallKind::synchronizing || kind == CallKind::rooted; }
 
-// Judged windows over which a rank's compute-gap CUSUM must have risen for
-// its typical step to count as still longer than its peers' (the verdict's
-// scheduler's-choice test): 2.5 s at the default 500 ms windows.
+// A rank's typical step counts as still longer than its peers' (the
+// verdict's scheduler's-choice test) where its compute-gap CUSUM rose in at
+// least kGapRisesNeeded of its latest kGapRiseWindows judged windows (2.5 s
+// at the default 500 ms windows). Healthy ranks on 2 CPUs step up by a
+// capped +4.5 in one window and drain for the next dozen (one reached 17.1
+// in 26 s that way); a rank computing 1.1x rose in every window.
 inline constexpr size_t kGapRiseWindows = 5;
+inline constexpr size_t kGapRisesNeeded = 4;
 
 struct StragglerDetector::Lane {
   ProbeInfo info;
