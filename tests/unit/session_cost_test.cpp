@@ -238,6 +238,39 @@ TEST(SchedulersChoice, AMinorBurstFindingWhereEveryRankWaitsForACpuIsWithheld) {
   EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
 }
 
+TEST(SchedulersChoice, LiveAFindingTheVerdictWouldWithholdIsHeldBackUntilItIsTheRanksOwn) {
+  // CI, MpiRamp: a victim of the other triple was raised live "late in
+  // bursts" at 3.5% before the ramping rank, then became an episode. Live
+  // findings take the verdict's rule: on the busy node the burst finding
+  // is no `finding` line, on a quiet one it is.
+  SyntheticJob job = eight_ranks_one_late_in_bursts();
+  StragglerDetector quiet = make_detector(8);
+  Feed quiet_run = feed(quiet, job.run(3000));
+  EXPECT_EQ(culprits(quiet_run.findings), std::set<int>{5});
+
+  StragglerDetector busy = make_detector(8);
+  Feed busy_run = feed(busy, waiting_for_cpus(eight_ranks_one_late_in_bursts().run(3000), 0.68, 0.66));
+  EXPECT_TRUE(busy_run.findings.empty()) << busy_run.findings.front().summary;
+  SessionVerdict v = busy.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  ASSERT_EQ(v.withheld.size(), 1u) << "held back live, said at the verdict";
+  EXPECT_EQ(v.withheld.front().finding.culprit.rank, 5);
+
+  // Late in bursts for 2000 steps, then 25% slower in every step: held
+  // back first, emitted once its compute-gap CUSUM rises, and named.
+  SyntheticJob grows;
+  grows.ranks = 8;
+  grows.compute_ns = [](int rank, int step) {
+    if (rank != 5) return 3e6;
+    return step < 2000 ? (step % 3 == 0 ? 3.5e6 : 3e6) : 3.75e6;
+  };
+  StragglerDetector d = make_detector(8);
+  Feed run = feed(d, waiting_for_cpus(grows.run(5000), 0.68, 0.66));
+  ASSERT_EQ(culprits(run.findings), std::set<int>{5});
+  EXPECT_GT(run.findings.front().detected_ns, static_cast<uint64_t>(2000 * 3e6)) << run.findings.front().summary;
+  EXPECT_EQ(culprits(d.verdict(static_cast<uint64_t>(grows.prev_exit[0])).stragglers), std::set<int>{5});
+  std::cout << run.findings.front().summary << "\n";
+}
+
 TEST(SchedulersChoice, AMinorFindingLastInMostInstancesIsNamedOnABusyNode) {
   // Late in its typical instance, not in bursts, at 5% or more: the
   // scheduler's choice falls on a few instances at a time; this is the

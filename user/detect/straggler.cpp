@@ -282,7 +282,7 @@ void StragglerDetector::emit_pending(uint64_t now_ns, DetectorOutput& out) {
   if (pending_findings_.empty()) return;
   for (size_t i : pending_findings_) findings_[i].detected_ns = now_ns;
   std::vector<Finding> all = findings();  // cost and summary as of now
-  for (size_t i : pending_findings_) out.findings.push_back(all[i]);
+  for (size_t i : pending_findings_) emit_or_hold(i, all[i], out);
   pending_findings_.clear();
 }
 

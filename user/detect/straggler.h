@@ -253,6 +253,19 @@ class StragglerDetector {
   // Moves to the verdict's withheld the other rules' minor findings whose
   // lane says the scheduler chose who came last (detect/session_cost.h).
   void withhold_schedulers_choices(SessionVerdict& verdict) const;
+  // The run-queue shares that make a window, sequential or CUSUM finding
+  // the scheduler's choice (minor, late in bursts or under half the major
+  // floor, on a lane whose members all wait for a CPU, its typical step no
+  // longer than theirs); nullopt where it is the rank's own. Judged live
+  // and at the verdict alike.
+  std::optional<RunqShares> schedulers_choice_of(const Finding& f) const;
+  // Live, such a finding is held back (its run still counts; the verdict
+  // withholds it, names it or lists it as an episode) and emitted once it
+  // no longer reads as the scheduler's, while its run stands.
+  void emit_or_hold(size_t index, const Finding& f, DetectorOutput& out);
+  void release_held(uint64_t now_ns, DetectorOutput& out);
+  bool held_back(int32_t pid) const;
+  std::vector<size_t> held_back_;  // indices into findings_
   // The lane's slow burn over the session so far (traced_ns), when every
   // test holds and what it cost outside its closed episodes passes the floor.
   struct SlowBurn;

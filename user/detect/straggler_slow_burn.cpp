@@ -139,7 +139,9 @@ void StragglerDetector::live_session_cost(uint64_t now_ns, DetectorOutput& out) 
     if (!found || found->judgement.scheduler_noise) continue;
     int32_t pid = found->judgement.pid;
     // A rank that ended is not raised now (the verdict still weighs its session).
-    if (!alive_.contains(pid) || active_findings_.contains(pid) || slow_burn_found_ns_.contains(pid)) continue;
+    if (!alive_.contains(pid) || (active_findings_.contains(pid) && !held_back(pid)) ||
+        slow_burn_found_ns_.contains(pid))
+      continue;
     slow_burn_found_ns_[pid] = now_ns;
     found->finding.detected_ns = now_ns;
     findings_.push_back(found->finding);
@@ -190,7 +192,7 @@ void StragglerDetector::session_cost_findings(SessionVerdict& v) const {
     }
 }
 
-void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
+std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding& f) const {
   // The window, burst and sequential rules judge arrivals: on a node with
   // more runnable threads than CPUs a victim can pass them by chance at a
   // minor cost (CI, MpiRamp: a rank with no slowness of its own named "late
@@ -203,38 +205,74 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
   // inside: last in 82%, cost 10.0%); a pair the scheduler orders the same way step
   // after step is the slow burn's, withheld there. The inside rule judges
   // run-queue waits itself.
+  // Late in bursts as its summary says it (detect/verdict.h), or a cost
+  // under half the major floor whatever its pattern: a victim on 2 CPUs
+  // was also named last in 60% of a triple's instances at 3.5% (CI,
+  // MpiRamp); the 2x-slower rank of a triple there costs 10%.
+  bool bursts = f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns;
+  bool small = f.cost_share < 0.5 * config_.session_cost_thresholds.major_cost_share;
+  if (f.type != "straggler" || f.session_cost || f.where == "inside" || !(bursts || small)) return std::nullopt;
+  const Lane* lane = nullptr;
+  for (const auto& [key, l] : lanes_)
+    if (l->info.name == f.probe && l->comm == f.comm) {
+      lane = l.get();
+      break;
+    }
+  // Not the scheduler's where its typical step is still longer than its
+  // peers': the CUSUM of its window-median compute gap stands alarmed and
+  // rises. The scheduler's choice falls on a few instances at a time and
+  // moves the median of none (MpiRamp at 1.4x: the ramping rank, last in
+  // 47-57% of its triple's instances at 4.9-8%, was withheld in 5 of 8
+  // runs, as late in bursts or under 5%; eight healthy runs of that job
+  // alarmed no CUSUM).
+  if (!lane || gap_excess_sustained(*lane, f.culprit.pid)) return std::nullopt;
+  RunqShares shares = runq_shares(lane_totals(*lane), f.culprit.pid);
+  if (!schedulers_choice(shares, f.cost_share, config_.session_cost_thresholds)) return std::nullopt;
+  return shares;
+}
+
+void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
   std::vector<Finding> kept;
   for (Finding& f : v.stragglers) {
-    const Lane* lane = nullptr;
-    // Late in bursts as its summary says it (detect/verdict.h), or a cost
-    // under half the major floor whatever its pattern: a victim on 2 CPUs
-    // was also named last in 60% of a triple's instances at 3.5% (CI,
-    // MpiRamp); the 2x-slower rank of a triple there costs 10%.
-    bool bursts = f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns;
-    bool small = f.cost_share < 0.5 * config_.session_cost_thresholds.major_cost_share;
-    if (!f.session_cost && f.where != "inside" && (bursts || small))
-      for (const auto& [key, l] : lanes_)
-        if (l->info.name == f.probe && l->comm == f.comm) {
-          lane = l.get();
-          break;
-        }
-    // Not the scheduler's where its typical step is still longer than its
-    // peers': the CUSUM of its window-median compute gap stands alarmed at
-    // the verdict and rose over its latest judged windows. The scheduler's
-    // choice falls on a few instances at a time and moves the median of
-    // none (MpiRamp at 1.4x: the ramping rank, last in 47-57% of its
-    // triple's instances at 4.9-8%, was withheld in 5 of 8 runs, as late in
-    // bursts or under 5%; eight healthy runs of that job alarmed no CUSUM).
-    if (lane && gap_excess_sustained(*lane, f.culprit.pid)) lane = nullptr;
-    RunqShares shares = lane ? runq_shares(lane_totals(*lane), f.culprit.pid) : RunqShares{};
-    if (lane && schedulers_choice(shares, f.cost_share, config_.session_cost_thresholds)) {
+    if (auto shares = schedulers_choice_of(f)) {
       f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
-      v.withheld.push_back(scheduler_noise_withheld(std::move(f), shares));
+      v.withheld.push_back(scheduler_noise_withheld(std::move(f), *shares));
     } else {
       kept.push_back(std::move(f));
     }
   }
   v.stragglers = std::move(kept);
+}
+
+void StragglerDetector::emit_or_hold(size_t index, const Finding& f, DetectorOutput& out) {
+  // Live as at the verdict: a finding there would withhold is no `finding`
+  // line yet (CI, MpiRamp: a victim of the other triple raised live "late
+  // in bursts" at 3.5% before the ramping rank, then an episode).
+  if (schedulers_choice_of(f))
+    held_back_.push_back(index);
+  else
+    out.findings.push_back(f);
+}
+
+void StragglerDetector::release_held(uint64_t now_ns, DetectorOutput& out) {
+  if (held_back_.empty()) return;
+  std::vector<Finding> all = findings();  // cost and summary as of now
+  std::erase_if(held_back_, [&](size_t i) {
+    auto runs = runs_.find(findings_[i].culprit.pid);
+    bool standing = runs != runs_.end() && std::any_of(runs->second.begin(), runs->second.end(),
+                                                       [i](const Run& r) { return r.finding == i && r.open; });
+    if (!standing) return true;  // its run ended: the verdict lists it as an episode
+    if (slow_burn_found_ns_.contains(findings_[i].culprit.pid)) return true;  // named live by the slow burn
+    if (schedulers_choice_of(all[i])) return false;
+    findings_[i].detected_ns = now_ns;
+    all[i].detected_ns = now_ns;
+    out.findings.push_back(all[i]);
+    return true;
+  });
+}
+
+bool StragglerDetector::held_back(int32_t pid) const {
+  return std::any_of(held_back_.begin(), held_back_.end(), [&](size_t i) { return findings_[i].culprit.pid == pid; });
 }
 
 void StragglerDetector::slow_burn_episodes(SessionVerdict& v, const std::vector<Finding>& all, uint64_t now_ns) const {

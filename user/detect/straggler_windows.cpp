@@ -183,6 +183,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   for (std::string& note : inside_notes_) out.notes.push_back(std::move(note));
   inside_notes_.clear();
   for (const auto& [pid, best] : ranks) update_persistence(pid, best, now_ns, out);
+  release_held(now_ns, out);
 }
 
 void StragglerDetector::update_persistence(int32_t pid, const WindowBest& best, uint64_t now_ns, DetectorOutput& out) {
@@ -249,7 +250,7 @@ void StragglerDetector::raise_finding(Finding finding, int32_t pid, DetectorOutp
   runs_[pid].push_back(run);
   findings_.push_back(std::move(finding));
   // Cost and summary as of now; findings() refreshes both later.
-  out.findings.push_back(findings().back());
+  emit_or_hold(findings_.size() - 1, findings().back(), out);
 }
 
 void StragglerDetector::track_runs(int32_t pid, const Mark& mark, bool cleared) {
