@@ -30,18 +30,24 @@ port=29650
 for s in "${slowdowns[@]}"; do
 	port=$((port + 1))
 	pids=()
+	procs=()
 	launched=$(date +%s.%N)
 	for r in $(seq 0 $((ranks - 1))); do
 		slow=()
 		python3 -c "import sys; sys.exit(float(sys.argv[1]) <= 1)" "$s" && slow=(--slow-rank 1 --slow-factor "$s")
-		# Bounded: a rank left in gloo's rendezvous (a port taken) must not hang the table.
+		# The rank itself, not a wrapper: slowburn traces the pid it is given.
 		RANK=$r LOCAL_RANK=$r WORLD_SIZE=$ranks LOCAL_WORLD_SIZE=$ranks MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			timeout $((seconds + 60)) /usr/bin/python3 "$workload" "${slow[@]}" --seconds "$seconds" >"$tmp/rank$r.out" 2>&1 &
+			/usr/bin/python3 "$workload" "${slow[@]}" --seconds "$seconds" >"$tmp/rank$r.out" 2>&1 &
 		pids+=(--pid $!)
+		procs+=($!)
 	done
+	# Bounded: a rank left in gloo's rendezvous (a port taken) must not hang the table.
+	(sleep $((seconds + 60)) && kill "${procs[@]}" 2>/dev/null) &
+	watchdog=$!
 	sleep 3 # the ranks import torch and meet before their first collective
 	"$slowburn" trace --probe 'gloo.*' --no-hardware -d $((seconds - 5)) --json "${pids[@]}" >"$tmp/trace.json" 2>"$tmp/trace.err" || true
-	wait
+	wait "${procs[@]}" || true
+	kill $watchdog 2>/dev/null || true
 	if ! grep -q '"kind":"verdict"' "$tmp/trace.json"; then
 		echo "| $ranks | ${s}x | (trace failed: $(tail -1 "$tmp/trace.err")) | | | | | | |"
 		continue
