@@ -88,7 +88,10 @@ std::string runq_shares(const Traced& t) {
 // cost is the rank's own too where its extra wait for a CPU, beyond every
 // peer's, is at least that cost (CI: rank 0 of the healthy triple named at
 // 2.3%, 274 ms, having waited ~330 ms longer than either peer, 2.8% of the
-// span).
+// span). The whole trace's wait understates it: busy-polling ranks wait for
+// a CPU inside their calls too, and the rank that comes last spends the
+// least time there, so its wait outside them, which made it late, exceeds
+// its peers' by more.
 constexpr double kStarvedShare = 0.03;  // 3% of the span: ~30 ms a second
 
 void expect_others_slow_by_themselves(const Traced& t, int slow) {

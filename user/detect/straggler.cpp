@@ -281,8 +281,7 @@ void StragglerDetector::account_instance(const LaneKey& key, Lane& lane, Collect
 void StragglerDetector::emit_pending(uint64_t now_ns, DetectorOutput& out) {
   if (pending_findings_.empty()) return;
   for (size_t i : pending_findings_) findings_[i].detected_ns = now_ns;
-  std::vector<Finding> all = findings();  // cost and summary as of now
-  for (size_t i : pending_findings_) emit_or_hold(i, all[i], out);
+  for (size_t i : pending_findings_) emit_or_hold(i, current(i), out);  // cost and summary as of now
   pending_findings_.clear();
 }
 

@@ -176,7 +176,9 @@ class StragglerDetector {
   // Closes every open window, the last one partial.
   DetectorOutput finish(uint64_t now_ns);
 
-  // Every finding so far, costs brought up to date.
+  // Every finding emitted so far, in the order emitted, costs brought up
+  // to date (not those held back as the scheduler's choice: the verdict
+  // says what became of them).
   std::vector<Finding> findings() const;
   // What the session concludes (after finish()).
   SessionVerdict verdict(uint64_t now_ns) const;
@@ -248,6 +250,11 @@ class StragglerDetector {
   void judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart);
   std::vector<std::string> inside_notes_;  // emitted by the window's close
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
+  const Lane* lane_of(const Finding& f) const;  // the lane a finding is on, or nullptr
+  // Where neither robust z could judge (fewer than 3 ranks to compare),
+  // the most windows the window rule flagged another member of its lane in
+  // when that is at least half its own: who is late alternates.
+  std::optional<int> alternating_rival(const Finding& f) const;
   // The verdict's stragglers by session cost, on ranks it does not name yet.
   void session_cost_findings(SessionVerdict& verdict) const;
   // Moves to the verdict's withheld the other rules' minor findings whose
@@ -266,6 +273,10 @@ class StragglerDetector {
   void release_held(uint64_t now_ns, DetectorOutput& out);
   bool held_back(int32_t pid) const;
   std::vector<size_t> held_back_;  // indices into findings_
+  std::vector<size_t> emitted_;    // indices into findings_, in the order emitted
+  // Every finding raised, emitted or held, costs brought up to date.
+  std::vector<Finding> all_findings() const;
+  Finding current(size_t index) const;  // findings_[index], its cost and summary as of now
   // The lane's slow burn over the session so far (traced_ns), when every
   // test holds and what it cost outside its closed episodes passes the floor.
   struct SlowBurn;

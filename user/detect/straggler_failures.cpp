@@ -52,6 +52,7 @@ void StragglerDetector::raise_failure(int32_t pid, const ProcessEnd& end, Detect
   f.summary = fmt::format("{} {}{}{}{}{}", rank_label(f.culprit), describe_end(end), where,
                           since_start(end.ts_ns, first_ns_), after, failures_.empty() ? context : "");
   failures_.push_back(findings_.size());
+  emitted_.push_back(findings_.size());
   findings_.push_back(f);
   out.findings.push_back(std::move(f));
 }

@@ -229,6 +229,7 @@ void StragglerDetector::check_comm_hang(uint32_t comm_id, const std::vector<cons
       continue;
     }
     hang->findings[pid] = findings_.size();
+    emitted_.push_back(findings_.size());
     findings_.push_back(f);
     out.findings.push_back(std::move(f));
   }

@@ -52,6 +52,8 @@ struct StragglerDetector::Lane {
   // Its CUSUM's statistic after each of its latest judged windows (the
   // newest last, kGapRiseWindows + 1 kept): whether it still rises.
   std::map<int32_t, std::deque<double>> gap_cusum_recent;
+  // Windows in which the window rule flagged each rank on this lane.
+  std::map<int32_t, int> total_flagged;
   std::map<int32_t, uint64_t> total_blame_ns;
   std::map<int32_t, uint64_t> total_lasts;             // instances it arrived last in
   std::map<int32_t, uint64_t> total_blame_leaving_ns;  // of total_blame_ns: from leaving its previous collective late

@@ -144,6 +144,7 @@ void StragglerDetector::live_session_cost(uint64_t now_ns, DetectorOutput& out) 
       continue;
     slow_burn_found_ns_[pid] = now_ns;
     found->finding.detected_ns = now_ns;
+    emitted_.push_back(findings_.size());
     findings_.push_back(found->finding);
     out.findings.push_back(std::move(found->finding));
   }
@@ -212,12 +213,7 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   bool bursts = f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns;
   bool small = f.cost_share < 0.5 * config_.session_cost_thresholds.major_cost_share;
   if (f.type != "straggler" || f.session_cost || f.where == "inside" || !(bursts || small)) return std::nullopt;
-  const Lane* lane = nullptr;
-  for (const auto& [key, l] : lanes_)
-    if (l->info.name == f.probe && l->comm == f.comm) {
-      lane = l.get();
-      break;
-    }
+  const Lane* lane = lane_of(f);
   // Not the scheduler's where its typical step is still longer than its
   // peers': the CUSUM of its window-median compute gap stands alarmed and
   // rises. The scheduler's choice falls on a few instances at a time and
@@ -248,27 +244,59 @@ void StragglerDetector::emit_or_hold(size_t index, const Finding& f, DetectorOut
   // Live as at the verdict: a finding there would withhold is no `finding`
   // line yet (CI, MpiRamp: a victim of the other triple raised live "late
   // in bursts" at 3.5% before the ramping rank, then an episode).
-  if (schedulers_choice_of(f))
+  if (schedulers_choice_of(f)) {
     held_back_.push_back(index);
-  else
+  } else {
+    emitted_.push_back(index);
     out.findings.push_back(f);
+  }
 }
 
 void StragglerDetector::release_held(uint64_t now_ns, DetectorOutput& out) {
-  if (held_back_.empty()) return;
-  std::vector<Finding> all = findings();  // cost and summary as of now
   std::erase_if(held_back_, [&](size_t i) {
-    auto runs = runs_.find(findings_[i].culprit.pid);
+    int32_t pid = findings_[i].culprit.pid;
+    auto runs = runs_.find(pid);
     bool standing = runs != runs_.end() && std::any_of(runs->second.begin(), runs->second.end(),
                                                        [i](const Run& r) { return r.finding == i && r.open; });
-    if (!standing) return true;  // its run ended: the verdict lists it as an episode
-    if (slow_burn_found_ns_.contains(findings_[i].culprit.pid)) return true;  // named live by the slow burn
-    if (schedulers_choice_of(all[i])) return false;
-    findings_[i].detected_ns = now_ns;
-    all[i].detected_ns = now_ns;
-    out.findings.push_back(all[i]);
+    // Its run ended (the verdict names, withholds or lists it as an episode),
+    // or the slow burn named the rank live since: no line of its own.
+    if (!standing) return true;
+    if (auto named = slow_burn_found_ns_.find(pid);
+        named != slow_burn_found_ns_.end() && named->second >= findings_[i].detected_ns)
+      return true;
+    if (!alive_.contains(pid)) return false;  // a rank that ended is not raised now; the verdict judges it
+    Finding f = current(i);
+    if (schedulers_choice_of(f)) return false;
+    findings_[i].detected_ns = f.detected_ns = now_ns;
+    emitted_.push_back(i);
+    out.findings.push_back(std::move(f));
     return true;
   });
+}
+
+const StragglerDetector::Lane* StragglerDetector::lane_of(const Finding& f) const {
+  for (const auto& [key, lane] : lanes_)
+    if (lane->info.name == f.probe && lane->comm == f.comm) return lane.get();
+  return nullptr;
+}
+
+std::optional<int> StragglerDetector::alternating_rival(const Finding& f) const {
+  // With 3 or more ranks to compare, the robust z tells a rank's own
+  // lateness from the node's noise; between two, the window rule rests on
+  // blame alone, and a node that delays each in turn gives each its spells.
+  // Over the session, not the run: a run raised late holds on its few
+  // windows while the other rank's spells came before it. (A pair whose
+  // straggler changed once, for good, is withheld too: said.)
+  if (f.type != "straggler" || f.where == "inside" || f.session_cost || f.z_lateness || f.z_gap) return std::nullopt;
+  const Lane* lane = lane_of(f);
+  if (!lane) return std::nullopt;
+  auto own = lane->total_flagged.find(f.culprit.pid);
+  if (own == lane->total_flagged.end()) return std::nullopt;
+  int rival = 0;
+  for (const auto& [pid, flagged] : lane->total_flagged)
+    if (pid != f.culprit.pid) rival = std::max(rival, flagged);
+  if (rival == 0 || 2 * rival < own->second) return std::nullopt;
+  return rival;
 }
 
 bool StragglerDetector::held_back(int32_t pid) const {

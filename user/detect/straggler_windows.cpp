@@ -148,6 +148,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
       best.mark.blame_ns += stats.blame_ns;
       best.mark.inside_cost_ns += stats.inside_cost_ns;
       if (stats.flagged) {
+        ++lanes_.at({report.probe_id, report.comm ? report.comm->id : 0})->total_flagged[stats.identity.pid];
         best.mark.flagged = true;
         if (!best.evidence || stats.blame_share > best.evidence->blame_share) {
           best.report = &report;
@@ -249,8 +250,8 @@ void StragglerDetector::raise_finding(Finding finding, int32_t pid, DetectorOutp
   run.start_ns = first != history.end() ? first->start_ns : history.back().start_ns;
   runs_[pid].push_back(run);
   findings_.push_back(std::move(finding));
-  // Cost and summary as of now; findings() refreshes both later.
-  emit_or_hold(findings_.size() - 1, findings().back(), out);
+  // Cost and summary as of now; current() refreshes both later.
+  emit_or_hold(findings_.size() - 1, current(findings_.size() - 1), out);
 }
 
 void StragglerDetector::track_runs(int32_t pid, const Mark& mark, bool cleared) {
@@ -280,18 +281,28 @@ void StragglerDetector::close_windows(uint64_t now_ns, bool all, DetectorOutput&
   if (closed && !all) live_session_cost(now_ns, out);  // at the end, the verdict judges the session
 }
 
-std::vector<Finding> StragglerDetector::findings() const {
-  std::vector<Finding> result = findings_;
+Finding StragglerDetector::current(size_t index) const {
+  Finding f = findings_.at(index);
+  if (f.type != "straggler" || f.session_cost) return f;  // a slow burn's cost is its own lateness, as judged
   uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
-  for (Finding& f : result) {
-    if (f.type != "straggler" || f.session_cost) continue;  // a slow burn's cost is its own lateness, as judged
-    for (const auto& [id, info] : probes_)
-      if (info.name == f.probe)
-        f.cost_ns = f.where == "inside" ? sum_lanes(id, f.culprit.pid, &Lane::total_inside_cost_ns)
-                                        : blame_ns(id, f.culprit.pid);
-    f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
-    f.summary = straggler_summary(f);
-  }
+  for (const auto& [id, info] : probes_)
+    if (info.name == f.probe)
+      f.cost_ns =
+          f.where == "inside" ? sum_lanes(id, f.culprit.pid, &Lane::total_inside_cost_ns) : blame_ns(id, f.culprit.pid);
+  f.cost_share = traced_ns ? static_cast<double>(f.cost_ns) / static_cast<double>(traced_ns) : 0;
+  f.summary = straggler_summary(f);
+  return f;
+}
+
+std::vector<Finding> StragglerDetector::all_findings() const {
+  std::vector<Finding> result;
+  for (size_t i = 0; i < findings_.size(); ++i) result.push_back(current(i));
+  return result;
+}
+
+std::vector<Finding> StragglerDetector::findings() const {
+  std::vector<Finding> result;
+  for (size_t i : emitted_) result.push_back(current(i));
   return result;
 }
 
@@ -299,7 +310,7 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   SessionVerdict v;
   v.instances = counters_.instances;
   v.windows_judged = windows_judged_;
-  std::vector<Finding> all = findings();
+  std::vector<Finding> all = all_findings();
   for (const Finding& f : all)
     if (f.type == "hang" || f.type == "mismatch") v.hangs.push_back(f);
   for (size_t i : failures_) v.failures.push_back(all[i]);
@@ -326,7 +337,18 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
           e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)));
       v.episodes.push_back(std::move(e));
     }
-    if (held) v.stragglers.push_back(all[held->finding]);
+    // Who is late alternates: the node's (a scheduler, a shared CPU), not
+    // one rank's (a healthy 2-rank PyTorch job on gloo on 2 CPUs: rank 0
+    // flagged in 19 windows, rank 1 in 20, and rank 1 named minor at 9.9%).
+    std::optional<int> rival = held ? alternating_rival(all[held->finding]) : std::nullopt;
+    if (rival) {
+      Finding f = all[held->finding];
+      f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
+      int own = lane_of(f)->total_flagged.at(pid);
+      v.withheld.push_back(alternating_withheld(std::move(f), own, *rival));
+    } else if (held) {
+      v.stragglers.push_back(all[held->finding]);
+    }
   }
   // Before the slow burn: it may name on another lane a rank whose
   // finding here is withheld (and then the rank is named).

@@ -145,6 +145,18 @@ Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
   return w;
 }
 
+Withheld alternating_withheld(Finding f, int flagged, int rivals_flagged) {
+  Withheld w;
+  w.reason = fmt::format(
+      "flagged in {} windows of the session, and another rank of its communicator in {}, with no third rank to "
+      "compare them to: who is late alternates, which is the node's (a scheduler, a shared CPU, a noisy "
+      "neighbour), not one rank's; trace again with a CPU for each rank: a rank slow on its own stays",
+      flagged, rivals_flagged);
+  w.summary = f.summary + "; not named: " + w.reason;
+  w.finding = std::move(f);
+  return w;
+}
+
 namespace {
 
 // When it began (detect/cost_onset.h), relative to the session: the

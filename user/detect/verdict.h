@@ -40,6 +40,10 @@ Finding session_cost_finding(Finding base, const SessionCostJudgement& judgement
 // lane's run-queue shares): the finding, why it is not named, and what
 // would show it.
 Withheld scheduler_noise_withheld(Finding finding, const RunqShares& shares);
+// That finding withheld because another member of its communicator was
+// flagged in `rivals_flagged` windows of the session, it in `flagged`, and
+// no robust z could tell them apart: who is late alternates.
+Withheld alternating_withheld(Finding finding, int flagged, int rivals_flagged);
 
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.
