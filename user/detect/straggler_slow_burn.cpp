@@ -280,23 +280,25 @@ const StragglerDetector::Lane* StragglerDetector::lane_of(const Finding& f) cons
   return nullptr;
 }
 
-std::optional<int> StragglerDetector::alternating_rival(const Finding& f) const {
+std::optional<std::pair<int, int>> StragglerDetector::alternating_rival(const Finding& f) const {
   // With 3 or more ranks to compare, the robust z tells a rank's own
-  // lateness from the node's noise; between two, the window rule rests on
-  // blame alone, and a node that delays each in turn gives each its spells.
-  // Over the session, not the run: a run raised late holds on its few
-  // windows while the other rank's spells came before it. (A pair whose
-  // straggler changed once, for good, is withheld too: said.)
+  // lateness from the node's noise; between the two ranks of a pair with
+  // no others in its pool, the window rule rests on blame alone, and a
+  // node that delays each in turn gives each its spells. (The sequential
+  // test sets no z: it judges lanes of 3 or more only, which the pair test
+  // below leaves out.) Over the session, not the run: a run raised late
+  // holds on its few windows while the other rank's spells came before it.
+  // A pair whose straggler changed once, for good, is withheld too: said.
   if (f.type != "straggler" || f.where == "inside" || f.session_cost || f.z_lateness || f.z_gap) return std::nullopt;
   const Lane* lane = lane_of(f);
-  if (!lane) return std::nullopt;
+  if (!lane || lane->seen.size() != 2) return std::nullopt;
   auto own = lane->total_flagged.find(f.culprit.pid);
   if (own == lane->total_flagged.end()) return std::nullopt;
   int rival = 0;
   for (const auto& [pid, flagged] : lane->total_flagged)
     if (pid != f.culprit.pid) rival = std::max(rival, flagged);
   if (rival == 0 || 2 * rival < own->second) return std::nullopt;
-  return rival;
+  return std::pair{own->second, rival};
 }
 
 bool StragglerDetector::held_back(int32_t pid) const {

@@ -340,12 +340,11 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     // Who is late alternates: the node's (a scheduler, a shared CPU), not
     // one rank's (a healthy 2-rank PyTorch job on gloo on 2 CPUs: rank 0
     // flagged in 19 windows, rank 1 in 20, and rank 1 named minor at 9.9%).
-    std::optional<int> rival = held ? alternating_rival(all[held->finding]) : std::nullopt;
-    if (rival) {
+    auto flagged = held ? alternating_rival(all[held->finding]) : std::nullopt;
+    if (flagged) {
       Finding f = all[held->finding];
       f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
-      int own = lane_of(f)->total_flagged.at(pid);
-      v.withheld.push_back(alternating_withheld(std::move(f), own, *rival));
+      v.withheld.push_back(alternating_withheld(std::move(f), flagged->first, flagged->second));
     } else if (held) {
       v.stragglers.push_back(all[held->finding]);
     }

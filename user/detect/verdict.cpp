@@ -148,7 +148,7 @@ Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
 Withheld alternating_withheld(Finding f, int flagged, int rivals_flagged) {
   Withheld w;
   w.reason = fmt::format(
-      "flagged in {} windows of the session, and another rank of its communicator in {}, with no third rank to "
+      "flagged in {} windows of the session, and the other rank of its pair in {}, with no third rank to "
       "compare them to: who is late alternates, which is the node's (a scheduler, a shared CPU, a noisy "
       "neighbour), not one rank's; trace again with a CPU for each rank: a rank slow on its own stays",
       flagged, rivals_flagged);
