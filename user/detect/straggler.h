@@ -251,10 +251,10 @@ class StragglerDetector {
   std::vector<std::string> inside_notes_;  // emitted by the window's close
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;  // the lane a finding is on, or nullptr
-  // Where no robust z could judge (a pair, no other ranks in its pool),
-  // whether the window rule flagged its partner in at least half as many
-  // windows of the session as it: who is late alternates.
-  // Its flagged windows and its partner's, when the rule holds.
+  // Where no robust z could judge (a pair, no other ranks in its pool) and
+  // the window rule flagged its partner in at least half as many windows
+  // of the session as it (who is late alternates): its flagged windows and
+  // its partner's.
   std::optional<std::pair<int, int>> alternating_rival(const Finding& f) const;
   // The verdict's stragglers by session cost, on ranks it does not name yet.
   void session_cost_findings(SessionVerdict& verdict) const;

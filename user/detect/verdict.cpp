@@ -133,28 +133,36 @@ Finding session_cost_finding(Finding f, const SessionCostJudgement& j, uint64_t 
   return f;
 }
 
-Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
+namespace {
+
+Withheld withheld_because(Finding f, std::string reason) {
   Withheld w;
-  w.reason = fmt::format(
-      "the other ranks of its communicator waited for a CPU {:.0f}% of their time inside their calls, it {:.0f}%: "
-      "where every rank waits for a CPU (more runnable threads than CPUs), who is last is the scheduler's choice, "
-      "and a minor cost is not told apart from it; trace again with a CPU for each rank: a cost of its own stays",
-      shares.peers.value_or(0) * 100, shares.rank.value_or(0) * 100);
+  w.reason = std::move(reason);
   w.summary = f.summary + "; not named: " + w.reason;
   w.finding = std::move(f);
   return w;
 }
 
+}  // namespace
+
+Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
+  return withheld_because(
+      std::move(f),
+      fmt::format(
+          "the other ranks of its communicator waited for a CPU {:.0f}% of their time inside their calls, it {:.0f}%: "
+          "where every rank waits for a CPU (more runnable threads than CPUs), who is last is the scheduler's "
+          "choice, and a minor cost is not told apart from it; trace again with a CPU for each rank: a cost of its "
+          "own stays",
+          shares.peers.value_or(0) * 100, shares.rank.value_or(0) * 100));
+}
+
 Withheld alternating_withheld(Finding f, int flagged, int rivals_flagged) {
-  Withheld w;
-  w.reason = fmt::format(
-      "flagged in {} windows of the session, and the other rank of its pair in {}, with no third rank to "
-      "compare them to: who is late alternates, which is the node's (a scheduler, a shared CPU, a noisy "
-      "neighbour), not one rank's; trace again with a CPU for each rank: a rank slow on its own stays",
-      flagged, rivals_flagged);
-  w.summary = f.summary + "; not named: " + w.reason;
-  w.finding = std::move(f);
-  return w;
+  return withheld_because(
+      std::move(f),
+      fmt::format("flagged in {} windows of the session, and the other rank of its pair in {}, with no third rank to "
+                  "compare them to: who is late alternates, which is the node's (a scheduler, a shared CPU, a noisy "
+                  "neighbour), not one rank's; trace again with a CPU for each rank: a rank slow on its own stays",
+                  flagged, rivals_flagged));
 }
 
 namespace {
