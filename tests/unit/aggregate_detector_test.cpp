@@ -129,6 +129,33 @@ TEST(AggregateDetector, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInside) {
   for (const RankWindowStats& s : reports.front().ranks) EXPECT_TRUE(s.inside_runq_share.has_value());
 }
 
+TEST(AggregateDetector, ARankStarvedWhileTheyAllWaitForALateRankIsNotNamedInside) {
+  // The CI failure of stop 50 in the probe service: 4 ranks on 2 CPUs,
+  // rank 3 computing 2x (3 ms late a step), rank 2 waiting for a CPU 99%
+  // of its time inside its calls and its peers 60%: its wait beyond theirs
+  // (~1.2 ms a call) is less than what the collective waited for rank 3.
+  AggregateDetector d(DetectorConfig{}, probes());
+  std::set<int> named;
+  bool apart_alone = false;
+  for (int w = 0; w < 5; ++w) {
+    std::vector<AggWindowInput> inputs = window({3e6, 3e6, 3e6, 6e6}, 500);
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      AggWindowInput& in = inputs[r];
+      in.cpu_calls = in.runq_calls = 500;
+      in.cpu_wait_ns = in.wait_ns;
+      in.runq_ns = static_cast<uint64_t>((r == 2 ? 0.99 : 0.6) * static_cast<double>(in.wait_ns));
+      in.oncpu_ns = in.wait_ns - in.runq_ns;
+    }
+    auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, inputs);
+    for (const Finding& f : out.findings) named.insert(f.culprit.rank);
+    for (const WindowReport& report : out.windows)
+      for (const RankWindowStats& s : report.ranks)
+        apart_alone = apart_alone || (s.identity.rank == 2 && s.inside_cost_share >= 0.1);
+  }
+  EXPECT_TRUE(apart_alone) << "the premise: rank 2's wait alone passes the inside test's floor";
+  EXPECT_EQ(named, std::set<int>{3});
+}
+
 TEST(AggregateDetector, WhereEveryRankWaitsForACpuNobodyIsNamedInside) {
   AggregateDetector d(DetectorConfig{}, probes());
   for (int w = 0; w < 5; ++w)

@@ -156,6 +156,32 @@ TEST(StragglerDetectorInside, ARankOnTimeThatWaitsForItsCpuIsNamedInside) {
   EXPECT_GT(v.stragglers.front().cost_share, 0.3);
 }
 
+TEST(StragglerDetectorInside, ARankStarvedWhileItWaitsForALateRankIsNotNamedForItsCpu) {
+  // The CI failure of stop 50: 4 ranks on 2 CPUs, rank 3 computing 2x;
+  // rank 2 waited for a CPU 99% of its time inside the all-gather and was
+  // named inside before rank 3. The collective waited longer for rank 3's
+  // arrival than for rank 2's CPU: who ran instead of rank 2 was the
+  // scheduler's choice among the job's own ranks.
+  SyntheticJob job;
+  job.compute_ns = [](int rank, int) { return rank == 3 ? 10e6 : 5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(1500);
+  for (CallEvent& e : events) {
+    double wait = e.pid == static_cast<uint32_t>(SyntheticJob::pid(2)) ? 0.95 : 0.5;
+    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
+    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
+  }
+  StragglerDetector d = make_detector(4);
+  Feed run = feed(d, events);
+  bool apart = false;
+  for (const WindowReport& w : run.windows)
+    for (const RankWindowStats& r : w.ranks) apart = apart || (r.identity.rank == 2 && r.inside_cost_share >= 0.1);
+  EXPECT_TRUE(apart) << "the premise: rank 2's wait alone passes the inside test's floor";
+  EXPECT_EQ(culprits(run.findings), std::set<int>{3}) << run.findings.back().summary;
+  SessionVerdict v = d.verdict(events.back().exit_ns);
+  EXPECT_EQ(culprits(v.stragglers), std::set<int>{3});
+}
+
 TEST(StragglerDetectorInside, AHealthyCommunicationBoundJobNamesNobody) {
   StragglerDetector d = make_detector(4);
   Feed run = feed(d, comm_bound([](int rank) { return 0.02 + 0.01 * rank; }, 2000));

@@ -40,7 +40,9 @@ void judge_inside_window(WindowReport& report, const std::vector<const AggWindow
     s.runq_ns = s.has_runq ? std::min(in->runq_ns, in->cpu_wait_ns) : 0;
   }
   if (sums.size() < 2) return;
-  for (const InsideJudgement& j : judge_inside(sums, UINT64_MAX, elapsed_ns, thresholds))
+  std::vector<InsideJudgement> judged = judge_inside(sums, UINT64_MAX, elapsed_ns, thresholds);
+  outweigh_by_late_arrivals(judged, late_blame_ns(report));
+  for (const InsideJudgement& j : judged)
     for (RankWindowStats& stats : report.ranks) {
       if (stats.identity.pid != j.pid) continue;
       stats.inside_oncpu_share = j.oncpu_share;

@@ -63,6 +63,12 @@ std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& r
   return out;
 }
 
+void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, double>& late_blame_ns) {
+  for (InsideJudgement& j : judged)
+    for (const auto& [pid, blame_ns] : late_blame_ns)
+      if (pid != j.pid && blame_ns >= static_cast<double>(j.cost_ns)) j.apart = false;
+}
+
 std::optional<double> InsideBaseline::baseline_ns() const {
   if (medians_.size() < kMinWindows) return std::nullopt;
   std::vector<double> sorted(medians_.begin(), medians_.end());

@@ -59,6 +59,16 @@ struct InsideJudgement {
 std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& ranks, uint64_t after_last_arrival_ns,
                                           uint64_t elapsed_ns, const InsideThresholds& thresholds = {});
 
+// Not apart where the collective waited longer for another rank's arrival
+// (a rank the window rule flagged; `late_blame_ns`: pid -> its blame in the
+// window) than for this rank's CPU. On a node with more ranks than CPUs,
+// which rank the scheduler leaves off a CPU while they all wait for the
+// late one is its choice (CI, stop 50: 4 ranks on 2 CPUs, rank 3 computing
+// 2x, rank 2 named inside first, waiting for a CPU 99% of its time in the
+// all-gather). A rank starved by a cause of its own is the late one itself,
+// or no rank is late.
+void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, double>& late_blame_ns);
+
 // A lane's time from last arrival to release, for one message size, against
 // its own past: the 20th percentile of its recent windows' medians (one
 // lucky window is not the baseline; a slowdown that lasts is).

@@ -10,6 +10,7 @@
 #include "detect/inside.h"
 #include "detect/straggler.h"
 #include "detect/straggler_internal.h"
+#include "detect/verdict.h"
 #include "stats/robust.h"
 
 namespace slowburn {
@@ -41,9 +42,11 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
   for (const auto& [pid, rank] : accum.ranks)
     if (rank.inside.calls) sums[pid] = rank.inside;
   if (sums.size() < 2) return;
+  std::vector<InsideJudgement> judged =
+      judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds);
+  outweigh_by_late_arrivals(judged, late_blame_ns(report));
   bool anyone_apart = false;
-  for (const InsideJudgement& j :
-       judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds)) {
+  for (const InsideJudgement& j : judged) {
     auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
                               [&](const RankWindowStats& s) { return s.identity.pid == j.pid; });
     if (stats == report.ranks.end()) continue;

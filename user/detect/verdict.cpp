@@ -51,6 +51,13 @@ void set_sequential_evidence(Finding& f, const BernoulliCusum& test, const Detec
   f.instances_flagged = test.run_events();
 }
 
+std::map<int32_t, double> late_blame_ns(const WindowReport& report) {
+  std::map<int32_t, double> late;
+  for (const RankWindowStats& s : report.ranks)
+    if (s.flagged) late[s.identity.pid] = s.blame_ns;
+  return late;
+}
+
 Finding straggler_finding(const char* detector, const WindowReport& report, const RankWindowStats& evidence,
                           uint64_t now_ns) {
   Finding f;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 
 #include "detect/report.h"
@@ -22,6 +23,10 @@ namespace slowburn {
 // most of the time can pass). Returns the candidate (flagged or not),
 // nullptr when there is none.
 RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t peer_ranks);
+
+// The blame of each rank flag_straggler flagged in the window (the inside
+// test sets a rank's CPU wait against it: detect/inside.h).
+std::map<int32_t, double> late_blame_ns(const WindowReport& report);
 
 // A straggler finding from a flagged window's evidence (cost and summary are
 // the caller's: they depend on what it has seen so far).
