@@ -187,6 +187,33 @@ TEST(SessionCost, ARankWhoseTypicalStepIsLongerIsNamedOnABusyNode) {
   EXPECT_EQ(v.withheld.front().finding.culprit.rank, 5);
 }
 
+TEST(SessionCost, AnEpisodeOfARankThatStillComputesLongerIsPartOfItsSlowBurn) {
+  // CI, stop 50: rank 1 of a 4-rank job on 2 CPUs computing 1.1x was
+  // flagged in 6 of 14 windows of a run that closed; the slow burn took
+  // that episode's cost out of the rank's, the rest fell under the floor,
+  // and nothing named it. Here rank 5 computes 0.2 ms (~7%) longer every
+  // step, 1 ms longer in steps 300-700 (flagged, then an episode), its
+  // peers each descheduled 1 ms in one step of eight: its compute-gap
+  // CUSUM rises to the end, so the episode was a spell of its slow burn.
+  SyntheticJob job;
+  job.ranks = 8;
+  job.compute_ns = [](int rank, int step) {
+    if (rank == 5) return 3.2e6 + (step > 300 && step < 700 ? 1e6 : 0.0);
+    std::mt19937 rng(static_cast<uint32_t>(step * 8 + rank));
+    return rng() % 8 == 0 ? 4e6 : 3e6;
+  };
+  StragglerDetector d = make_detector(8);
+  Feed run = feed(d, waiting_for_cpus(job.run(4500), 0.66, 0.66));
+  EXPECT_EQ(culprits(run.findings), std::set<int>{5}) << "the premise: flagged live in its spell";
+  SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+  ASSERT_EQ(culprits(v.stragglers), std::set<int>{5});
+  const Finding& f = v.stragglers.front();
+  EXPECT_EQ(f.detector, "session-cost") << f.summary;
+  EXPECT_EQ(f.severity, "minor") << f.summary;
+  EXPECT_TRUE(v.episodes.empty()) << "its cost is the slow burn's, not an episode beside it: "
+                                  << v.episodes.front().summary;
+}
+
 TEST(SessionCost, ARankThatWaitsForACpuMoreThanItsPeersIsStillNamed) {
   // The same node, but rank 5 waits for a CPU 85% of its time inside and
   // the others 66%: the wait is its own, and so is the cost.

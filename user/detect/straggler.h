@@ -250,7 +250,11 @@ class StragglerDetector {
   void judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart);
   std::vector<std::string> inside_notes_;  // emitted by the window's close
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
-  const Lane* lane_of(const Finding& f) const;  // the lane a finding is on, or nullptr
+  const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
+  bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane
+  // An episode whose cost the slow burn named on its lane counts, its rank
+  // still computing longer than its peers there (slow_burn says why).
+  bool in_slow_burn(const Episode& e, const SessionVerdict& v) const;
   // Where no robust z could judge (a pair, no other ranks in its pool) and
   // the window rule flagged its partner in at least half as many windows
   // of the session as it (who is late alternates): its flagged windows and

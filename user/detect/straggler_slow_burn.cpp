@@ -80,16 +80,22 @@ std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const La
   // peers' as it stands (withhold_schedulers_choices says why): a 4-rank
   // MPI job on 2 CPUs, one rank computing 1.1x, was withheld at 4.4-5.7%
   // in 2 of 3 runs, its compute-gap CUSUM alarmed.
-  if (j->scheduler_noise && gap_excess_sustained(lane, j->pid)) j->scheduler_noise = false;
+  bool own_step_longer = gap_excess_sustained(lane, j->pid);
+  if (j->scheduler_noise && own_step_longer) j->scheduler_noise = false;
   // A spell that ended is an episode, not a slow burn: what it cost
   // outside its episodes (those since since_ns) must pass the floor on its
   // own. A run still open at the end never ended (flagged in under half
   // its windows, yet never clear for persistence_n of them): its cost is
-  // the slow burn's.
+  // the slow burn's. Nor did one whose rank still computes longer than
+  // its peers (CI, stop 50: a 4-rank job on 2 CPUs, rank 1 computing 1.1x,
+  // flagged in 6 of 14 windows of a run that closed; its cost outside it
+  // fell under the floor, and nothing named it): its episodes are spells
+  // of the slow burn.
   double episodes_ns = 0;
   if (auto runs = runs_.find(j->pid); runs != runs_.end())
     for (const Run& run : runs->second)
-      if (!run.open && run.last_flagged_end_ns >= since_ns) episodes_ns += run.cost_ns;
+      if (!run.open && run.last_flagged_end_ns >= since_ns && !(own_step_longer && spell_of(run, lane)))
+        episodes_ns += run.cost_ns;
   double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
   if (outside_ns < config_.session_cost_thresholds.min_cost_share * static_cast<double>(totals.traced_ns))
     return std::nullopt;
@@ -278,6 +284,19 @@ const StragglerDetector::Lane* StragglerDetector::lane_of(const Finding& f) cons
   for (const auto& [key, lane] : lanes_)
     if (lane->info.name == f.probe && lane->comm == f.comm) return lane.get();
   return nullptr;
+}
+
+bool StragglerDetector::spell_of(const Run& run, const Lane& lane) const {
+  const Finding& f = findings_.at(run.finding);
+  return f.probe == lane.info.name && f.comm == lane.comm;
+}
+
+bool StragglerDetector::in_slow_burn(const Episode& e, const SessionVerdict& v) const {
+  const Lane* lane = lane_of(e.finding);
+  return lane && gap_excess_sustained(*lane, e.finding.culprit.pid) &&
+         std::any_of(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& f) {
+           return f.session_cost && f.culprit.pid == e.finding.culprit.pid && lane_of(f) == lane;
+         });
 }
 
 std::optional<std::pair<int, int>> StragglerDetector::alternating_rival(const Finding& f) const {

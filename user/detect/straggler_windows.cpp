@@ -362,6 +362,7 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     bool open = runs != runs_.end() && !runs->second.empty() && runs->second.back().open &&
                 e.start_ns == runs->second.back().start_ns;
     auto slow_burn = [&](const Finding& f) { return f.culprit.pid == pid && f.session_cost.has_value(); };
+    if (in_slow_burn(e, v)) return true;
     return open &&
            (std::any_of(v.stragglers.begin(), v.stragglers.end(), slow_burn) ||
             std::any_of(v.withheld.begin(), v.withheld.end(), [&](const Withheld& w) { return slow_burn(w.finding); }));
