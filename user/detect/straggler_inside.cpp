@@ -44,8 +44,10 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
   if (sums.size() < 2) return;
   std::vector<InsideJudgement> judged =
       judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds);
+  // Before the late rank outweighs it: a rank's CPU wait that stretched
+  // the time after the last arrival is no "slower for everyone".
+  bool anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
   outweigh_by_late_arrivals(judged, late_blame_ns(report));
-  bool anyone_apart = false;
   for (const InsideJudgement& j : judged) {
     auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
                               [&](const RankWindowStats& s) { return s.identity.pid == j.pid; });
@@ -57,7 +59,6 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
     stats->inside_cost_ns = static_cast<double>(j.cost_ns);
     stats->inside_cost_share = j.cost_share;
     stats->inside_flagged = j.apart;
-    anyone_apart = anyone_apart || j.apart;
     lane.total_inside_cost_ns[j.pid] += j.cost_ns;
   }
   judge_slow_for_all(lane, report, anyone_apart);

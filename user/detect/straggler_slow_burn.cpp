@@ -292,10 +292,13 @@ bool StragglerDetector::spell_of(const Run& run, const Lane& lane) const {
 }
 
 bool StragglerDetector::in_slow_burn(const Episode& e, const SessionVerdict& v) const {
+  // Of the whole session only: one named on its latest stretch counts no
+  // spell before it, which stays listed.
   const Lane* lane = lane_of(e.finding);
   return lane && gap_excess_sustained(*lane, e.finding.culprit.pid) &&
          std::any_of(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& f) {
-           return f.session_cost && f.culprit.pid == e.finding.culprit.pid && lane_of(f) == lane;
+           return f.session_cost && !f.session_cost->latest && f.culprit.pid == e.finding.culprit.pid &&
+                  lane_of(f) == lane;
          });
 }
 
