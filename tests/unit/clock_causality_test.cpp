@@ -135,6 +135,30 @@ TEST(ClockCausality, ABusyNodeTheSpreadsCannotPlaceIsPlacedThroughEstimateClockO
   }
 }
 
+TEST(ClockCausality, ALaneCausalityBoundsIsPreferredToATighterOneItCannotJudge) {
+  // A busy lane with every rank's entries (causality bounds it, its late
+  // exits spread ~1 ms) beside a quiet lane without them (spread ~10 us,
+  // placed by the spreads alone, fewer matches): the spreads say how well
+  // the matched releases agree, not that they are the right instances (CI:
+  // a prompt lane one step off, spread 19 us, beat the bounded lane).
+  Job busy = busy_job(3000, 0.03, true, 3), quiet = busy_job(2000, 0.03, false, 11);
+  const int64_t skew = 37'000'000;
+  LaneReleases ref{{"bounded", series_of(busy.exit_a_ns, busy.entry_a_ns, 0, 0, busy.release_ns.size())},
+                   {"tight", series_of(quiet.exit_a_ns, quiet.entry_a_ns, 0, 0, quiet.release_ns.size(), false)}};
+  LaneReleases node{{"bounded", series_of(busy.exit_b_ns, busy.entry_b_ns, skew, 150, 2700)},
+                    {"tight", series_of(quiet.exit_b_ns, quiet.entry_b_ns, skew, 100, 1900, false)}};
+  auto tight_alone = estimate_clock_offset({{"tight", ref["tight"]}}, {{"tight", node["tight"]}});
+  ASSERT_TRUE(tight_alone) << "the premise: the quiet lane is placed alone: " << tight_alone.error().message;
+  auto bounded_alone = estimate_clock_offset({{"bounded", ref["bounded"]}}, {{"bounded", node["bounded"]}});
+  ASSERT_TRUE(bounded_alone) << bounded_alone.error().message;
+  ASSERT_LT(2 * tight_alone->spread_ns, bounded_alone->spread_ns) << "the premise: much tighter";
+  auto offset = estimate_clock_offset(ref, node);
+  ASSERT_TRUE(offset) << offset.error().message;
+  EXPECT_EQ(offset->lane, "bounded");
+  EXPECT_GT(offset->causal_width_ns, 0);
+  EXPECT_NEAR(static_cast<double>(offset->offset_ns), static_cast<double>(skew), 50'000);
+}
+
 TEST(ClockCausality, RegularStepsLeaveItUndecided) {
   // Every release 10 ms after the last: one instance off fits as well as
   // the right one (its bounds are the right ones a step on); the spreads'
