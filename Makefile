@@ -186,7 +186,7 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
            $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
            $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller \
-           $(TARGET_DIR)/rc_peer \
+           $(TARGET_DIR)/rc_peer $(TARGET_DIR)/tcp_loss_peer \
            $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks \
            $(TARGET_DIR)/mpich-workload
 # CPython 3.11's offsets from its headers, where libpython3.11-dev is installed.
@@ -272,6 +272,13 @@ $(TARGET_DIR)/rc_peer: tests/targets/rc_peer.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+# A TCP connection over a lossy loopback in a network namespace of its own
+# (bpf/lossy_port.bpf.c drops its segments): the TCP evidence's real test.
+$(TARGET_DIR)/tcp_loss_peer: tests/targets/tcp_loss_peer.cpp $(BUILD)/skel/lossy_port.skel.h
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O1 -g -Wall -Wextra -Werror -I$(BUILD)/skel -o $@ $< -lbpf -lpthread
 
 $(TARGET_DIR)/verbs_real_caller: tests/targets/verbs_real_caller.c
 	$(call msg,CC,$@)

@@ -357,6 +357,45 @@ TEST(HostInterval, DifferencesOfTwoReadings) {
   EXPECT_FALSE(host_interval(rank(0), a, b, {}).throttling);
 }
 
+TEST(HostInterval, TcpRetransmissionsPerSocket) {
+  // Socket 1 retransmitted 3 more, socket 2 closed (its 10 leave), socket
+  // 3 opened with 4 of its own.
+  HostReading a, b;
+  a.ts_ns = 1'000'000'000;
+  b.ts_ns = 6'000'000'000;
+  a.tcp = TcpReading{{{1, 5}, {2, 10}}, 300};
+  b.tcp = TcpReading{{{1, 8}, {3, 4}}, 2500};
+  HostInterval i = host_interval(rank(0), a, b, {});
+  EXPECT_EQ(i.tcp_retrans, 7u);
+  EXPECT_EQ(i.tcp_sockets, 2u);
+  EXPECT_EQ(i.tcp_max_rtt_us, 2500u);
+  b.tcp.reset();
+  EXPECT_FALSE(host_interval(rank(0), a, b, {}).tcp_retrans) << "no reading: no number";
+}
+
+TEST(HostCauses, ARankWhoseSocketsRetransmitIsNamedAndRanksThatRetransmitAlikeAreNot) {
+  auto job = healthy_job();
+  for (HostInterval& i : job) {
+    i.tcp_retrans = 1;
+    i.tcp_sockets = 6;
+    i.tcp_max_rtt_us = 80;
+  }
+  job[2].tcp_retrans = 340;
+  job[2].tcp_max_rtt_us = 12'300;
+  auto causes = judge_host(job);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].type, "host.tcp_retrans");
+  EXPECT_EQ(causes[0].rank, 2);
+  EXPECT_EQ(causes[0].summary,
+            "rank 2 (pid 102)'s TCP sockets retransmitted 340 segments in 10.0 s (34/s; peers' median 1), over 6 "
+            "socket(s), smoothed RTT up to 12.30 ms");
+  // A few, or every rank as many (a lossy switch port for all): no one's.
+  job[2].tcp_retrans = 15;
+  EXPECT_TRUE(judge_host(job).empty());
+  for (HostInterval& i : job) i.tcp_retrans = 340;
+  EXPECT_TRUE(judge_host(job).empty());
+}
+
 // A two-socket node: CPUs 0-3 on node 0, 4-7 on node 1.
 std::map<int, int> two_nodes() {
   std::map<int, int> nodes;

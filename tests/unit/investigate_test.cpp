@@ -116,6 +116,18 @@ TEST(Investigate, TheDowntrainedLinkOfTheStragglersGpuIsTheMostLikelyPath) {
             "most likely: symptom -> rank 0 (pid 100) -> link.downtrained on GPU 0; ruled out: host, gpu, fabric");
 }
 
+TEST(Investigate, EachEventTypeHasItsLayer) {
+  EXPECT_EQ(layer_of_event("host.cpu_throttled"), "host");
+  // Read from the rank's process, about the path of its data.
+  EXPECT_EQ(layer_of_event("host.tcp_retrans"), "fabric");
+  EXPECT_EQ(layer_of_event("xid"), "gpu");
+  EXPECT_EQ(layer_of_event("aer"), "pcie");
+  EXPECT_EQ(layer_of_event("rdma.retrans"), "fabric");
+  // The sources that check each: TCP sockets check the transport.
+  EXPECT_EQ(layer_of_source("host.cgroup"), "host");
+  EXPECT_EQ(layer_of_source("host.tcp"), "fabric");
+}
+
 TEST(Investigate, AHealthyJobSaysWhatWasCheckedNotAnEmptyGraph) {
   InvestigationInput in;
   in.verdict.judged = true;

@@ -21,7 +21,7 @@ int cause_rank(const DeviceEvent& e) {
   if (e.type == "link.flap") return 2;
   // (qp.error, a move to ERR the process asked for, is not one: a flush
   // before destroying a QP looks the same; the provider's async errors are.)
-  if (e.type == "rdma.retrans" || e.type == "pfc.pause_storm") return 3;
+  if (e.type == "rdma.retrans" || e.type == "pfc.pause_storm" || e.type == "host.tcp_retrans") return 3;
   if (e.type == "ib.slow_connection") return 4;
   if (e.type == "link.errors" || e.type == "ecn.cnp_surge") return 4;
   // The host: a process killed for memory, then what took the rank's CPU

@@ -241,6 +241,26 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
       }
     }
 
+    // Its TCP sockets retransmitting: the collective's data over them
+    // waits a retransmission timeout or a recovery each time.
+    if (r.tcp_retrans && *r.tcp_retrans >= t.min_tcp_retrans) {
+      Measure m = [](const HostInterval& x) -> std::optional<double> {
+        return x.tcp_retrans ? std::optional<double>(static_cast<double>(*x.tcp_retrans)) : std::nullopt;
+      };
+      double n = static_cast<double>(*r.tcp_retrans);
+      auto peers = peers_median(ranks, i, m);
+      if (!peers || n >= t.versus_peers * (*peers + 1)) {
+        HostCause c = cause_of(r, "host.tcp_retrans", n, peers);
+        c.summary = fmt::format(
+            "{}'s TCP sockets retransmitted {:.0f} segments in {:.1f} s ({:.0f}/s; {}), over {} socket(s), smoothed "
+            "RTT up to {}",
+            who, n, span_s, span_s > 0 ? n / span_s : 0.0,
+            peers ? fmt::format("peers' median {:.0f}", *peers) : peers_words(peers), r.tcp_sockets,
+            format_ns(static_cast<double>(r.tcp_max_rtt_us) * 1000));
+        causes.push_back(std::move(c));
+      }
+    }
+
     // Its memory cgroup at its limit, or killing.
     auto event = [&](const char* key) {
       auto it = r.memory_events.find(key);

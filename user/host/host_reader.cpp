@@ -1,6 +1,7 @@
 #include "host/host_reader.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "core/cpu_list.h"
 #include "core/files.h"
@@ -66,7 +67,57 @@ HostReading HostReader::read(int32_t pid, uint64_t now_ns) {
     else
       note(proc / "cgroup", m.error().message);
   }
+  reading.tcp = read_tcp(pid, now_ns);
   return reading;
+}
+
+Result<std::string> HostReader::tcp_source(int32_t pid) {
+  if (!o_.tcp_sockets) return make_error("turned off");
+  fs::path netns = o_.proc_root / std::to_string(pid) / "ns/net";
+  struct stat theirs {
+  }, ours{};
+  if (stat(netns.c_str(), &theirs) != 0) return make_sys_error(errno, "cannot read " + netns.string());
+  bool own = stat((o_.proc_root / "self/ns/net").c_str(), &ours) == 0 && ours.st_ino == theirs.st_ino;
+  auto sockets = o_.tcp_sockets(own ? fs::path() : netns);
+  if (!sockets) return sockets.error();
+  std::set<uint64_t> mine = socket_inodes(o_.proc_root, pid);
+  size_t its = 0;
+  for (const TcpSocket& s : *sockets) its += mine.contains(s.inode);
+  return fmt::format("sock_diag in {} network namespace: {} TCP sockets, {} of them its",
+                     own ? "slowburn's" : "its own", sockets->size(), its);
+}
+
+std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
+  if (!o_.tcp_sockets) return std::nullopt;
+  if (tcp_read_ns_ != now_ns) {
+    tcp_read_ns_ = now_ns;
+    tcp_by_netns_.clear();
+  }
+  // Its network namespace, by inode; slowburn's own is read without entering it.
+  fs::path netns = o_.proc_root / std::to_string(pid) / "ns/net";
+  struct stat theirs {};
+  if (stat(netns.c_str(), &theirs) != 0) return std::nullopt;  // gone, or no namespaces here
+  auto known = tcp_by_netns_.find(theirs.st_ino);
+  if (known == tcp_by_netns_.end()) {
+    struct stat ours {};
+    bool own = stat((o_.proc_root / "self/ns/net").c_str(), &ours) == 0 && ours.st_ino == theirs.st_ino;
+    auto sockets = o_.tcp_sockets(own ? fs::path() : netns);
+    std::map<uint64_t, TcpSocket>& by_inode = tcp_by_netns_[theirs.st_ino];
+    if (!sockets)
+      note("TCP sockets", sockets.error().message);
+    else
+      for (TcpSocket& s : *sockets) by_inode.emplace(s.inode, std::move(s));
+    known = tcp_by_netns_.find(theirs.st_ino);
+  }
+  if (known->second.empty()) return std::nullopt;  // unreadable, or no TCP socket in it
+  TcpReading r;
+  for (uint64_t inode : socket_inodes(o_.proc_root, pid)) {
+    auto it = known->second.find(inode);
+    if (it == known->second.end()) continue;  // a UNIX or UDP socket
+    r.retrans_by_inode[inode] = it->second.total_retrans;
+    r.max_rtt_us = std::max(r.max_rtt_us, it->second.rtt_us);
+  }
+  return r;
 }
 
 std::optional<CgroupReading> HostReader::read_cgroup(int32_t, const CgroupMembership& m) {

@@ -5,18 +5,23 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "host/host_signals.h"
+#include "net/tcp_diag.h"
 
 namespace slowburn {
 
 struct HostReaderOptions {
   std::filesystem::path proc_root = "/proc";
   std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+  // The TCP sockets of a network namespace (net/tcp_diag.h: a namespace
+  // file, or empty for slowburn's own); none: not read.
+  std::function<Result<std::vector<TcpSocket>>(const std::filesystem::path&)> tcp_sockets = read_tcp_sockets;
 };
 
 class HostReader {
@@ -28,12 +33,20 @@ class HostReader {
   // Where CPU throttling is read from for pid: "cgroup v1 (/sys/fs/cgroup/cpu/...)" or why it is not.
   std::string cpu_source(int32_t pid);
   std::vector<std::string> take_notes();
+  // Where pid's TCP sockets are read from ("sock_diag in its own network
+  // namespace: 12 TCP sockets, 4 of them its"), or why they are not.
+  Result<std::string> tcp_source(int32_t pid);
 
  private:
   std::optional<CgroupReading> read_cgroup(int32_t pid, const CgroupMembership& m);
   void note(const std::filesystem::path& path, const std::string& problem);
+  std::optional<TcpReading> read_tcp(int32_t pid, uint64_t now_ns);
 
   HostReaderOptions o_;
+  // One dump per network namespace serves every rank in it read at the
+  // same now_ns: its sockets by inode.
+  std::optional<uint64_t> tcp_read_ns_;
+  std::map<uint64_t, std::map<uint64_t, TcpSocket>> tcp_by_netns_;
   std::set<std::string> noted_;
   std::vector<std::string> notes_;
 };

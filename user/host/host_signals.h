@@ -106,6 +106,14 @@ struct CgroupReading {
   std::optional<Pressure> cpu_pressure, memory_pressure, io_pressure;
 };
 
+// A process's TCP sockets at one reading (net/tcp_diag.h): each one's
+// retransmissions over its life, by inode (one that closed leaves, one
+// that opened counts from 0), and their highest smoothed RTT.
+struct TcpReading {
+  std::map<uint64_t, uint32_t> retrans_by_inode;
+  uint32_t max_rtt_us = 0;
+};
+
 // One process, one reading.
 struct HostReading {
   uint64_t ts_ns = 0;  // CLOCK_MONOTONIC
@@ -113,6 +121,7 @@ struct HostReading {
   std::optional<ProcStatus> status;
   std::optional<CgroupReading> cgroup;
   std::optional<SchedSums> sched;
+  std::optional<TcpReading> tcp;  // where the node answers sock_diag
 };
 
 }  // namespace slowburn

@@ -284,6 +284,9 @@ std::string_view layer_state_name(LayerState state) {
 }
 
 std::string_view layer_of_event(std::string_view type) {
+  // Read from the rank's process on the host, but about the path its data
+  // takes: the network's layer.
+  if (type == "host.tcp_retrans") return "fabric";
   if (type.starts_with("host.")) return "host";
   if (type == "xid" || type == "sxid") return "gpu";
   if (type == "aer" || type == "link.downtrained" || type == "link.recovered" || type == "link.down" ||
@@ -293,6 +296,7 @@ std::string_view layer_of_event(std::string_view type) {
 }
 
 std::string_view layer_of_source(std::string_view source) {
+  if (source == "host.tcp") return "fabric";  // the transport of its data, as host.tcp_retrans
   if (source.starts_with("host.")) return "host";
   if (source.starts_with("nvidia.")) return "gpu";
   if (source.starts_with("pcie.") || source.starts_with("pci.")) return "pcie";

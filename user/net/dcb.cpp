@@ -14,39 +14,9 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "net/netlink_attrs.h"
 
 namespace slowburn {
-
-namespace {
-
-struct Attribute {
-  uint16_t type = 0;
-  std::span<const std::byte> payload;
-};
-
-// The attributes packed in `bytes` (nlattr headers, 4-byte aligned); stops
-// at the first one that does not fit.
-std::vector<Attribute> attributes(std::span<const std::byte> bytes) {
-  std::vector<Attribute> out;
-  size_t at = 0;
-  while (at + NLA_HDRLEN <= bytes.size()) {
-    nlattr header;
-    std::memcpy(&header, bytes.data() + at, sizeof(header));
-    if (header.nla_len < NLA_HDRLEN || at + header.nla_len > bytes.size()) break;
-    out.push_back({static_cast<uint16_t>(header.nla_type & NLA_TYPE_MASK),
-                   bytes.subspan(at + NLA_HDRLEN, header.nla_len - NLA_HDRLEN)});
-    at += NLA_ALIGN(header.nla_len);
-  }
-  return out;
-}
-
-std::optional<std::span<const std::byte>> find(const std::vector<Attribute>& attrs, uint16_t type) {
-  for (const Attribute& a : attrs)
-    if (a.type == type) return a.payload;
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::string pfc_priorities_text(const PfcConfig& config) {
   std::vector<int> priorities;
@@ -75,9 +45,9 @@ Result<PfcConfig> parse_dcb_ieee_reply(std::span<const std::byte> message, const
     return make_error("{}: unexpected netlink message type {} in reply to RTM_GETDCB", ifname, header.nlmsg_type);
   size_t body = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(dcbmsg));
   if (message.size() < body) return make_error("{}: DCB netlink reply without its dcbmsg", ifname);
-  auto ieee = find(attributes(message.subspan(body)), DCB_ATTR_IEEE);
+  auto ieee = find_attribute(netlink_attributes(message.subspan(body)), DCB_ATTR_IEEE);
   if (!ieee) return make_error("{}: the driver reports no IEEE 802.1Qaz configuration (no DCB_ATTR_IEEE)", ifname);
-  auto pfc = find(attributes(*ieee), DCB_ATTR_IEEE_PFC);
+  auto pfc = find_attribute(netlink_attributes(*ieee), DCB_ATTR_IEEE_PFC);
   if (!pfc) return make_error("{}: the driver reports no PFC configuration (no DCB_ATTR_IEEE_PFC)", ifname);
   if (pfc->size() < 2) return make_error("{}: DCB_ATTR_IEEE_PFC of {} bytes", ifname, pfc->size());
   PfcConfig config;

@@ -55,6 +55,19 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
       r.io_pressure = pressure_share(a->io_pressure, b.io_pressure, r.span_ns);
     }
   }
+  if (to.tcp) {
+    // Per socket: one that opened since counts all of its own.
+    uint64_t retrans = 0;
+    for (const auto& [inode, n] : to.tcp->retrans_by_inode) {
+      uint32_t was = 0;
+      if (from.tcp)
+        if (auto it = from.tcp->retrans_by_inode.find(inode); it != from.tcp->retrans_by_inode.end()) was = it->second;
+      retrans += minus(n, was);
+    }
+    r.tcp_retrans = retrans;
+    r.tcp_sockets = to.tcp->retrans_by_inode.size();
+    r.tcp_max_rtt_us = to.tcp->max_rtt_us;
+  }
   return r;
 }
 
@@ -109,6 +122,14 @@ void HostMonitor::add_rank(const RankIdentity& rank) {
                          "",
                          {},
                          found ? source + " of " + rank_label(rank) : source});
+    auto tcp = reader_.tcp_source(rank.pid);
+    statuses_.push_back({"host.tcp",
+                         std::nullopt,
+                         0,
+                         tcp ? ProbeState::attached : ProbeState::unavailable,
+                         "",
+                         {},
+                         tcp ? *tcp + " (" + rank_label(rank) + ")" : tcp.error().message});
   }
   Rank r;
   r.identity = rank;
