@@ -157,6 +157,33 @@ TEST(ClockCausality, ALaneCausalityBoundsIsPreferredToATighterOneItCannotJudge) 
   EXPECT_EQ(offset->lane, "bounded");
   EXPECT_GT(offset->causal_width_ns, 0);
   EXPECT_NEAR(static_cast<double>(offset->offset_ns), static_cast<double>(skew), 50'000);
+  // Numbered from the communicator's creation, the tight lane's instances
+  // are known too: the tighter of the two then.
+  for (auto* s : {&ref["tight"], &node["tight"]}) s->seq.clear();
+  for (size_t i = 0; i < ref["tight"].release_ns.size(); ++i) ref["tight"].seq.push_back(i);
+  for (size_t i = 0; i < node["tight"].release_ns.size(); ++i) node["tight"].seq.push_back(i + 100);
+  auto numbered = estimate_clock_offset(ref, node);
+  ASSERT_TRUE(numbered) << numbered.error().message;
+  EXPECT_EQ(numbered->lane, "tight");
+  EXPECT_TRUE(numbered->numbered);
+  EXPECT_NEAR(static_cast<double>(numbered->offset_ns), static_cast<double>(skew), 50'000);
+}
+
+TEST(ClockCausality, AShiftThatKeepsClearlyMorePairsCausalContradictsTheMatch) {
+  auto judged = [](size_t pairs0, size_t kept0, size_t pairs1, size_t kept1) {
+    CausalJudgement j;
+    j.fits[0].pairs = pairs0;
+    j.fits[0].kept = kept0;
+    j.fits[1].pairs = pairs1;
+    j.fits[1].kept = kept1;
+    j.fits[-1].pairs = pairs1;
+    j.fits[-1].kept = kept1 / 2;
+    return j;
+  };
+  EXPECT_EQ(more_causal_side(judged(463, 440, 462, 462)), 1) << "4.8% more, 22 pairs";
+  EXPECT_FALSE(more_causal_side(judged(1000, 999, 999, 999))) << "0.1% more: as good";
+  EXPECT_FALSE(more_causal_side(judged(100, 99, 98, 98))) << "1% more, but under 2 pairs";
+  EXPECT_FALSE(more_causal_side(judged(463, 462, 462, 440))) << "the match keeps more";
 }
 
 TEST(ClockCausality, RegularStepsLeaveItUndecided) {

@@ -125,6 +125,18 @@ CausalJudgement judge_causality(const ReleaseSeries& ref, const ReleaseSeries& n
   return j;
 }
 
+std::optional<int> more_causal_side(const CausalJudgement& judged) {
+  constexpr double kMoreKept = 0.005;
+  auto right = judged.fits.find(0);
+  if (right == judged.fits.end()) return std::nullopt;
+  for (const auto& [side, fit] : judged.fits) {
+    double more = fit.kept_share() - right->second.kept_share();
+    if (side != 0 && more > kMoreKept && more * static_cast<double>(std::min(fit.pairs, right->second.pairs)) >= 2)
+      return side;
+  }
+  return std::nullopt;
+}
+
 CausalShift causal_shift(const ReleaseSeries& ref, const ReleaseSeries& node, int64_t start, int64_t w) {
   CausalShift found;
   auto ref_size = static_cast<int64_t>(ref.release_ns.size());

@@ -159,7 +159,9 @@ Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& re
   if (matched.size() < search.min_matched)
     return make_error("{}: {} instance(s) with the same sequence number on both nodes (at least {} needed)", lane,
                       matched.size(), search.min_matched);
-  return fit_prompt(matched, lane, search.min_matched);
+  ClockOffset line = fit_prompt(matched, lane, search.min_matched);
+  line.numbered = true;
+  return line;
 }
 
 // On prompt pairs a shift is judged by how many of its differences agree
@@ -171,9 +173,6 @@ Result<ClockOffset> by_sequence(const std::string& lane, const ReleaseSeries& re
 constexpr int64_t kPromptAgreeNs = 100'000;
 constexpr double kPromptAgreeing = 0.8;  // of the best shift's pairs
 constexpr double kPromptRunnerUp = 0.5;  // of the next best's, at most
-// A shift keeping this much more of the pairs causal contradicts a prompt
-// match (right: 0-0.4% left out, a step off 1.5-40%: clock_causality.cpp).
-constexpr double kCloserKept = 0.005;
 
 struct ShiftMatch {
   int64_t shift = 0;
@@ -439,19 +438,17 @@ Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, 
   if (prompt) {
     // Undecided by causality, but kept less causal than a match a step or
     // two away: no placement (CI: 12 ms off on 35 prompt pairs, spread 19 us).
-    auto right = undecided.fits.find(0);
-    for (const auto& [side, fit] : undecided.fits)
-      if (right != undecided.fits.end() && side != 0 && fit.kept_share() > right->second.kept_share() + kCloserKept)
-        return make_error(
-            "{}: the releases that waited for no CPU on either node agree on a match that causality keeps less "
-            "than one {} instance(s) away ({}): the nodes' waits hide which instance is which",
-            lane, side, undecided.said);
+    if (auto side = more_causal_side(undecided))
+      return make_error(
+          "{}: the releases that waited for no CPU on either node agree on a match that causality keeps less than "
+          "the match {:+d} instance(s) away ({}): the nodes' waits hide which instance is which",
+          lane, *side, undecided.said);
     return line;
   }
   return unless_a_neighbour_fits(lane, ref, matched, line, search);
 }
 
-// A lane long enough to fit the drift on; then one causality bounded; then one whose releases spread
+// A lane long enough to fit the drift on; then one whose instances are known; then one whose releases spread
 // under half as wide on at least half as many matches (a lane whose exits
 // wait ~20 ms for a CPU fits the drift on its noise: -151 ppm against
 // -55 ppm on the other lane of a job in two QEMU guests); then the most
@@ -459,9 +456,11 @@ Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, 
 bool better_lane(const ClockOffset& a, const ClockOffset& b) {
   auto drift_fitted = [](const ClockOffset& c) { return c.span_ns >= kMinDriftSpanNs; };
   if (drift_fitted(a) != drift_fitted(b)) return drift_fitted(a);
-  // Bounded by causality first: a spread says the matched releases agree,
-  // not that they are the right instances (CI: a prompt lane a step off won).
-  if ((a.causal_width_ns > 0) != (b.causal_width_ns > 0)) return a.causal_width_ns > 0;
+  // Instances known (by number, or bounded by causality) first: a spread
+  // says the releases agree, not that they are the right ones (CI: a
+  // prompt lane a step off won).
+  auto known = [](const ClockOffset& c) { return c.numbered || c.causal_width_ns > 0; };
+  if (known(a) != known(b)) return known(a);
   auto much_tighter = [](const ClockOffset& x, const ClockOffset& y) {
     return 2 * x.spread_ns < y.spread_ns && 2 * x.matched >= y.matched;
   };

@@ -77,6 +77,7 @@ struct ClockOffset {
   // Where causality placed it (analyze/clock_causality.h): how wide the
   // bounds it must lie in are (the median chunk's); 0 where it did not.
   int64_t causal_width_ns = 0;
+  bool numbered = false;  // matched by sequence number: its instances known
   // How far the offset may be off: the causal bounds' width where they are
   // narrower than the spread, else the spread.
   int64_t uncertainty_ns() const {
