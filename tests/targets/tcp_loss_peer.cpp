@@ -43,11 +43,11 @@ void loopback_up() {
   close(fd);
 }
 
-uint32_t retransmitted(int fd) {
+tcp_info info_of(int fd) {
   tcp_info info{};
   socklen_t len = sizeof(info);
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) < 0) die("TCP_INFO");
-  return info.tcpi_total_retrans;
+  return info;
 }
 
 }  // namespace
@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
     sent += static_cast<size_t>(n);
   }
   reader.join();
-  std::printf("ready %u %u %llu\n", retransmitted(sender), retransmitted(receiver),
+  // Every segment acknowledged: no tail-loss probe or timeout still to come.
+  for (int i = 0; i < 500 && (info_of(sender).tcpi_unacked || info_of(receiver).tcpi_unacked); ++i) usleep(10'000);
+  std::printf("ready %u %u %llu\n", info_of(sender).tcpi_total_retrans, info_of(receiver).tcpi_total_retrans,
               static_cast<unsigned long long>(skel->bss->dropped));
   std::fflush(stdout);
   pause();

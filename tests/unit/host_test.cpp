@@ -358,25 +358,34 @@ TEST(HostInterval, DifferencesOfTwoReadings) {
 }
 
 TEST(HostInterval, TcpRetransmissionsPerSocket) {
-  // Socket 1 retransmitted 3 more, socket 2 closed (its 10 leave), socket
-  // 3 opened with 4 of its own.
+  // Socket 1 sent 100 more data segments and retransmitted 3 of them,
+  // socket 2 closed (its counts leave), socket 3 opened and sent 50, 4 again.
   HostReading a, b;
   a.ts_ns = 1'000'000'000;
   b.ts_ns = 6'000'000'000;
-  a.tcp = TcpReading{{{1, 5}, {2, 10}}, 300};
-  b.tcp = TcpReading{{{1, 8}, {3, 4}}, 2500};
+  a.tcp = TcpReading{{{1, {5, 1000}}, {2, {10, 900}}}, 300};
+  b.tcp = TcpReading{{{1, {8, 1100}}, {3, {4, 50}}}, 2500};
   HostInterval i = host_interval(rank(0), a, b, {});
   EXPECT_EQ(i.tcp_retrans, 7u);
+  EXPECT_EQ(i.tcp_segs_out, 150u);
   EXPECT_EQ(i.tcp_sockets, 2u);
   EXPECT_EQ(i.tcp_max_rtt_us, 2500u);
+  // A reading that could not read them starts no span: the sockets'
+  // whole lives would count as the span's.
+  a.tcp.reset();
+  EXPECT_FALSE(host_interval(rank(0), a, b, {}).tcp_retrans);
   b.tcp.reset();
-  EXPECT_FALSE(host_interval(rank(0), a, b, {}).tcp_retrans) << "no reading: no number";
+  EXPECT_FALSE(host_interval(rank(0), a, b, {}).tcp_retrans);
+  // Read, and none: zero, not unknown.
+  a.tcp = b.tcp = TcpReading{};
+  EXPECT_EQ(host_interval(rank(0), a, b, {}).tcp_retrans, 0u);
 }
 
-TEST(HostCauses, ARankWhoseSocketsRetransmitIsNamedAndRanksThatRetransmitAlikeAreNot) {
+TEST(HostCauses, ARankWhoseSocketsLoseSegmentsIsNamedAndRanksThatLoseAlikeAreNot) {
   auto job = healthy_job();
   for (HostInterval& i : job) {
     i.tcp_retrans = 1;
+    i.tcp_segs_out = 10'000;
     i.tcp_sockets = 6;
     i.tcp_max_rtt_us = 80;
   }
@@ -386,13 +395,22 @@ TEST(HostCauses, ARankWhoseSocketsRetransmitIsNamedAndRanksThatRetransmitAlikeAr
   ASSERT_EQ(causes.size(), 1u);
   EXPECT_EQ(causes[0].type, "host.tcp_retrans");
   EXPECT_EQ(causes[0].rank, 2);
+  EXPECT_DOUBLE_EQ(causes[0].value, 0.034);
   EXPECT_EQ(causes[0].summary,
-            "rank 2 (pid 102)'s TCP sockets retransmitted 340 segments in 10.0 s (34/s; peers' median 1), over 6 "
-            "socket(s), smoothed RTT up to 12.30 ms");
-  // A few, or every rank as many (a lossy switch port for all): no one's.
+            "rank 2 (pid 102)'s TCP sockets retransmitted 340 of 10000 data segments in 10.0 s (3.4%; peers' median "
+            "0.0%), over 6 socket(s), smoothed RTT up to 12.30 ms");
+  // Many, but a sliver of what it sent (a long session, or the rank whose
+  // ring traffic crosses nodes): no cause.
+  job[2].tcp_segs_out = 1'000'000;
+  EXPECT_TRUE(judge_host(job).empty());
+  // Few; or every rank losing as much (the whole fabric): no one's.
+  job[2].tcp_segs_out = 1'000;
   job[2].tcp_retrans = 15;
   EXPECT_TRUE(judge_host(job).empty());
-  for (HostInterval& i : job) i.tcp_retrans = 340;
+  for (HostInterval& i : job) {
+    i.tcp_retrans = 340;
+    i.tcp_segs_out = 10'000;
+  }
   EXPECT_TRUE(judge_host(job).empty());
 }
 

@@ -244,18 +244,20 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
     // Its TCP sockets retransmitting: the collective's data over them
     // waits a retransmission timeout or a recovery each time.
     if (r.tcp_retrans && *r.tcp_retrans >= t.min_tcp_retrans) {
-      Measure m = [](const HostInterval& x) -> std::optional<double> {
-        return x.tcp_retrans ? std::optional<double>(static_cast<double>(*x.tcp_retrans)) : std::nullopt;
+      Measure share = [](const HostInterval& x) -> std::optional<double> {
+        if (!x.tcp_retrans) return std::nullopt;
+        return static_cast<double>(*x.tcp_retrans) / static_cast<double>(std::max<uint64_t>(x.tcp_segs_out, 1));
       };
       double n = static_cast<double>(*r.tcp_retrans);
-      auto peers = peers_median(ranks, i, m);
-      if (!peers || n >= t.versus_peers * (*peers + 1)) {
-        HostCause c = cause_of(r, "host.tcp_retrans", n, peers);
+      double lost = *share(r);
+      auto peers = peers_median(ranks, i, share);
+      if (stands_out(lost, t.tcp_retrans_share, peers, t.versus_peers)) {
+        HostCause c = cause_of(r, "host.tcp_retrans", lost, peers);
         c.summary = fmt::format(
-            "{}'s TCP sockets retransmitted {:.0f} segments in {:.1f} s ({:.0f}/s; {}), over {} socket(s), smoothed "
-            "RTT up to {}",
-            who, n, span_s, span_s > 0 ? n / span_s : 0.0,
-            peers ? fmt::format("peers' median {:.0f}", *peers) : peers_words(peers), r.tcp_sockets,
+            "{}'s TCP sockets retransmitted {:.0f} of {} data segments in {:.1f} s ({:.1f}%; {}), over {} socket(s), "
+            "smoothed RTT up to {}",
+            who, n, r.tcp_segs_out, span_s, lost * 100,
+            peers ? fmt::format("peers' median {:.1f}%", *peers * 100) : peers_words(peers), r.tcp_sockets,
             format_ns(static_cast<double>(r.tcp_max_rtt_us) * 1000));
         causes.push_back(std::move(c));
       }

@@ -30,9 +30,11 @@ struct HostInterval {
   std::string cgroup;                                                // its CPU cgroup's path
   std::map<std::string, uint64_t> memory_events;                     // increments
   std::optional<double> cpu_pressure, memory_pressure, io_pressure;  // share of the span with "some" stalled
-  // Its TCP sockets: segments they retransmitted over the span, how many
-  // it has, and their highest smoothed RTT at the end.
+  // Its TCP sockets: data segments they sent and retransmitted over the
+  // span (unset unless both readings read them), how many it has, and
+  // their highest smoothed RTT at the end.
   std::optional<uint64_t> tcp_retrans;
+  uint64_t tcp_segs_out = 0;
   size_t tcp_sockets = 0;
   uint32_t tcp_max_rtt_us = 0;
 };
@@ -50,9 +52,13 @@ struct HostThresholds {
   double fault_share = 0.05;   // of the span in page faults
   uint64_t min_major_faults = 100;
   uint64_t min_swapped_out_kb = 16 * 1024;  // pushed to swap over the span
-  // Segments its TCP sockets retransmitted over the span (a collective's
-  // data over gloo, Open MPI's TCP BTL or NCCL's sockets waits for each).
+  // Its TCP sockets retransmitting (a collective's data over gloo, Open
+  // MPI's TCP BTL or NCCL's sockets waits for each): at least this many
+  // segments over the span, and this share of the data segments they
+  // sent (a healthy fabric loses far under 1%; a count alone names the
+  // busiest rank of a long session, or the one whose traffic crosses nodes).
   uint64_t min_tcp_retrans = 20;
+  double tcp_retrans_share = 0.01;
   double versus_peers =
       2.0;  // at least this many times the peers' median (waiting per unit of running, for the run queue)
 };

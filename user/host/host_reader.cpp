@@ -102,19 +102,21 @@ std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
     struct stat ours {};
     bool own = stat((o_.proc_root / "self/ns/net").c_str(), &ours) == 0 && ours.st_ino == theirs.st_ino;
     auto sockets = o_.tcp_sockets(own ? fs::path() : netns);
-    std::map<uint64_t, TcpSocket>& by_inode = tcp_by_netns_[theirs.st_ino];
-    if (!sockets)
-      note("TCP sockets", sockets.error().message);
-    else
-      for (TcpSocket& s : *sockets) by_inode.emplace(s.inode, std::move(s));
+    std::optional<std::map<uint64_t, TcpSocket>>& by_inode = tcp_by_netns_[theirs.st_ino];
+    if (!sockets) {
+      note("TCP sockets", sockets.error().message);  // unread: no reading, not "none"
+    } else {
+      by_inode.emplace();
+      for (TcpSocket& s : *sockets) by_inode->emplace(s.inode, std::move(s));
+    }
     known = tcp_by_netns_.find(theirs.st_ino);
   }
-  if (known->second.empty()) return std::nullopt;  // unreadable, or no TCP socket in it
+  if (!known->second) return std::nullopt;
   TcpReading r;
   for (uint64_t inode : socket_inodes(o_.proc_root, pid)) {
-    auto it = known->second.find(inode);
-    if (it == known->second.end()) continue;  // a UNIX or UDP socket
-    r.retrans_by_inode[inode] = it->second.total_retrans;
+    auto it = known->second->find(inode);
+    if (it == known->second->end()) continue;  // a UNIX or UDP socket
+    r.by_inode[inode] = TcpCounts{it->second.total_retrans, it->second.data_segs_out};
     r.max_rtt_us = std::max(r.max_rtt_us, it->second.rtt_us);
   }
   return r;

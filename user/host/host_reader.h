@@ -46,7 +46,7 @@ class HostReader {
   // One dump per network namespace serves every rank in it read at the
   // same now_ns: its sockets by inode.
   std::optional<uint64_t> tcp_read_ns_;
-  std::map<uint64_t, std::map<uint64_t, TcpSocket>> tcp_by_netns_;
+  std::map<uint64_t, std::optional<std::map<uint64_t, TcpSocket>>> tcp_by_netns_;  // unset: unreadable
   std::set<std::string> noted_;
   std::vector<std::string> notes_;
 };

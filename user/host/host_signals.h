@@ -106,11 +106,18 @@ struct CgroupReading {
   std::optional<Pressure> cpu_pressure, memory_pressure, io_pressure;
 };
 
-// A process's TCP sockets at one reading (net/tcp_diag.h): each one's
-// retransmissions over its life, by inode (one that closed leaves, one
-// that opened counts from 0), and their highest smoothed RTT.
+// One socket's counts over its life (net/tcp_diag.h).
+struct TcpCounts {
+  uint32_t retrans = 0;        // segments retransmitted
+  uint32_t data_segs_out = 0;  // data segments sent, retransmissions included
+};
+
+// A process's TCP sockets at one reading, by inode (one that closed
+// leaves, one that opened counts from 0), and their highest smoothed RTT.
+// Empty where the namespace has no TCP socket of the process; unset where
+// its sockets could not be read.
 struct TcpReading {
-  std::map<uint64_t, uint32_t> retrans_by_inode;
+  std::map<uint64_t, TcpCounts> by_inode;
   uint32_t max_rtt_us = 0;
 };
 

@@ -296,7 +296,6 @@ std::string_view layer_of_event(std::string_view type) {
 }
 
 std::string_view layer_of_source(std::string_view source) {
-  if (source == "host.tcp") return "fabric";  // the transport of its data, as host.tcp_retrans
   if (source.starts_with("host.")) return "host";
   if (source.starts_with("nvidia.")) return "gpu";
   if (source.starts_with("pcie.") || source.starts_with("pci.")) return "pcie";

@@ -72,6 +72,7 @@ Result<std::vector<TcpSocket>> parse_inet_diag(std::span<const std::byte> buffer
         s.rtt_us = ti.tcpi_rtt;
         s.rttvar_us = ti.tcpi_rttvar;
         s.total_retrans = ti.tcpi_total_retrans;
+        s.data_segs_out = ti.tcpi_data_segs_out;
         s.bytes_acked = ti.tcpi_bytes_acked;
         s.bytes_received = ti.tcpi_bytes_received;
       }

@@ -27,6 +27,7 @@ struct TcpSocket {
   uint32_t rtt_us = 0;  // smoothed
   uint32_t rttvar_us = 0;
   uint32_t total_retrans = 0;  // segments retransmitted over the socket's life
+  uint32_t data_segs_out = 0;  // data segments sent over its life, retransmissions included
   uint64_t bytes_acked = 0;    // 0 where the kernel's tcp_info is too short to carry it
   uint64_t bytes_received = 0;
 };

@@ -55,17 +55,20 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
       r.io_pressure = pressure_share(a->io_pressure, b.io_pressure, r.span_ns);
     }
   }
-  if (to.tcp) {
-    // Per socket: one that opened since counts all of its own.
-    uint64_t retrans = 0;
-    for (const auto& [inode, n] : to.tcp->retrans_by_inode) {
-      uint32_t was = 0;
-      if (from.tcp)
-        if (auto it = from.tcp->retrans_by_inode.find(inode); it != from.tcp->retrans_by_inode.end()) was = it->second;
-      retrans += minus(n, was);
+  if (from.tcp && to.tcp) {
+    // Per socket: one that opened since counts all of its own (a reading
+    // that could not read them starts no span: its sockets' whole lives
+    // would count).
+    uint64_t retrans = 0, segs = 0;
+    for (const auto& [inode, n] : to.tcp->by_inode) {
+      auto was = from.tcp->by_inode.find(inode);
+      TcpCounts before = was == from.tcp->by_inode.end() ? TcpCounts{} : was->second;
+      retrans += minus(n.retrans, before.retrans);
+      segs += minus(n.data_segs_out, before.data_segs_out);
     }
     r.tcp_retrans = retrans;
-    r.tcp_sockets = to.tcp->retrans_by_inode.size();
+    r.tcp_segs_out = segs;
+    r.tcp_sockets = to.tcp->by_inode.size();
     r.tcp_max_rtt_us = to.tcp->max_rtt_us;
   }
   return r;
