@@ -437,7 +437,7 @@ Result<ClockOffset> by_shift(const std::string& lane, const ReleaseSeries& ref, 
     if (auto placed = by_causality(lane, ref, node, matched, line, search, &undecided)) return *placed;
   if (prompt) {
     // Undecided by causality, but kept less causal than a match a step or
-    // two away: no placement (CI: 12 ms off on 35 prompt pairs, spread 19 us).
+    // two away: no placement (a test run: 12 ms off on 35 prompt pairs, spread 19 us).
     if (auto side = more_causal_side(undecided))
       return make_error(
           "{}: the releases that waited for no CPU on either node agree on a match that causality keeps less than "
@@ -457,7 +457,7 @@ bool better_lane(const ClockOffset& a, const ClockOffset& b) {
   auto drift_fitted = [](const ClockOffset& c) { return c.span_ns >= kMinDriftSpanNs; };
   if (drift_fitted(a) != drift_fitted(b)) return drift_fitted(a);
   // Instances known (by number, or bounded by causality) first: a spread
-  // says the releases agree, not that they are the right ones (CI: a
+  // says the releases agree, not that they are the right ones (a test run: a
   // prompt lane a step off won).
   auto known = [](const ClockOffset& c) { return c.numbered || c.causal_width_ns > 0; };
   if (known(a) != known(b)) return known(a);
