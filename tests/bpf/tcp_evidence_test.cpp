@@ -34,6 +34,7 @@ TEST(TcpEvidence, ARanksSocketsAreReadInItsOwnNetworkNamespaceWithTheirRetransmi
   for (auto deadline = std::chrono::steady_clock::now() + 30s;
        line.rfind("ready", 0) != 0 && std::chrono::steady_clock::now() < deadline;) {
     std::this_thread::sleep_for(100ms);
+    bool ended = peer->wait_for(0ms).has_value();  // before reading: its last line is then in the file
     std::ifstream in(options.output_path);
     all.clear();
     for (std::string l; std::getline(in, l);) {
@@ -42,7 +43,7 @@ TEST(TcpEvidence, ARanksSocketsAreReadInItsOwnNetworkNamespaceWithTheirRetransmi
       if (l.find("tc ingress hook") != std::string::npos || l.find("to lo's ingress") != std::string::npos)
         GTEST_SKIP() << "this kernel has no tc BPF classifier on a device's ingress (clsact, cls_bpf): " << l;
     }
-    if (peer->wait_for(0ms)) break;  // it ended: its error is in `all`
+    if (ended) break;  // its error is in `all`
   }
   ASSERT_EQ(line.rfind("ready", 0), 0u) << "tcp_loss_peer:\n" << all;
   std::istringstream fields(line.substr(5));
@@ -73,12 +74,16 @@ TEST(TcpEvidence, ARanksSocketsAreReadInItsOwnNetworkNamespaceWithTheirRetransmi
       found = true;
       EXPECT_EQ(s.total_retrans, sender) << s.local << " -> " << s.remote;
       EXPECT_EQ(s.state, 1) << "established";
+      EXPECT_GE(s.bytes_sent, 4'000'000u);
+      EXPECT_GT(s.bytes_retrans, 0u);
     }
   EXPECT_TRUE(found) << "the sender's socket, to 127.0.0.1:47123";
   auto ours = read_tcp_sockets();
   ASSERT_TRUE(ours) << ours.error().message;
-  std::set<uint64_t> inodes = socket_inodes("/proc", peer->pid());
-  for (const TcpSocket& s : *ours) EXPECT_FALSE(inodes.contains(s.inode)) << s.local << " -> " << s.remote;
+  auto inodes = socket_inodes("/proc", peer->pid());
+  ASSERT_TRUE(inodes);
+  EXPECT_EQ(inodes->size(), 3u);
+  for (const TcpSocket& s : *ours) EXPECT_FALSE(inodes->contains(s.inode)) << s.local << " -> " << s.remote;
   peer->terminate();
 }
 

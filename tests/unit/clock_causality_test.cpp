@@ -139,7 +139,7 @@ TEST(ClockCausality, ALaneCausalityBoundsIsPreferredToATighterOneItCannotJudge) 
   // A busy lane with every rank's entries (causality bounds it, its late
   // exits spread ~1 ms) beside a quiet lane without them (spread ~10 us,
   // placed by the spreads alone, fewer matches): the spreads say how well
-  // the matched releases agree, not that they are the right instances (CI:
+  // the matched releases agree, not that they are the right instances (a test run:
   // a prompt lane one step off, spread 19 us, beat the bounded lane).
   Job busy = busy_job(3000, 0.03, true, 3), quiet = busy_job(2000, 0.03, false, 11);
   const int64_t skew = 37'000'000;

@@ -358,17 +358,19 @@ TEST(HostInterval, DifferencesOfTwoReadings) {
 }
 
 TEST(HostInterval, TcpRetransmissionsPerSocket) {
-  // Socket 1 sent 100 more data segments and retransmitted 3 of them,
-  // socket 2 closed (its counts leave), socket 3 opened and sent 50, 4 again.
+  // Socket 1 sent 100 kB more and retransmitted 3 segments (4 kB) of it,
+  // socket 2 closed (its counts leave), socket 3 opened: 50 kB, 4 segments
+  // (5 kB) again. Socket 4's segment count wrapped past 2^32 by 2.
   HostReading a, b;
   a.ts_ns = 1'000'000'000;
   b.ts_ns = 6'000'000'000;
-  a.tcp = TcpReading{{{1, {5, 1000}}, {2, {10, 900}}}, 300};
-  b.tcp = TcpReading{{{1, {8, 1100}}, {3, {4, 50}}}, 2500};
+  a.tcp = TcpReading{{{1, {5, 1'000'000, 9'000}}, {2, {10, 900'000, 15'000}}, {4, {0xFFFFFFFF, 10, 0}}}, 300};
+  b.tcp = TcpReading{{{1, {8, 1'100'000, 13'000}}, {3, {4, 50'000, 5'000}}, {4, {1, 10, 0}}}, 2500};
   HostInterval i = host_interval(rank(0), a, b, {});
-  EXPECT_EQ(i.tcp_retrans, 7u);
-  EXPECT_EQ(i.tcp_segs_out, 150u);
-  EXPECT_EQ(i.tcp_sockets, 2u);
+  EXPECT_EQ(i.tcp_retrans, 9u);
+  EXPECT_EQ(i.tcp_bytes_sent, 150'000u);
+  EXPECT_EQ(i.tcp_bytes_retrans, 9'000u);
+  EXPECT_EQ(i.tcp_sockets, 3u);
   EXPECT_EQ(i.tcp_max_rtt_us, 2500u);
   // A reading that could not read them starts no span: the sockets'
   // whole lives would count as the span's.
@@ -385,11 +387,13 @@ TEST(HostCauses, ARankWhoseSocketsLoseSegmentsIsNamedAndRanksThatLoseAlikeAreNot
   auto job = healthy_job();
   for (HostInterval& i : job) {
     i.tcp_retrans = 1;
-    i.tcp_segs_out = 10'000;
+    i.tcp_bytes_sent = 100'000'000;
+    i.tcp_bytes_retrans = 1'448;
     i.tcp_sockets = 6;
     i.tcp_max_rtt_us = 80;
   }
   job[2].tcp_retrans = 340;
+  job[2].tcp_bytes_retrans = 3'400'000;
   job[2].tcp_max_rtt_us = 12'300;
   auto causes = judge_host(job);
   ASSERT_EQ(causes.size(), 1u);
@@ -397,19 +401,22 @@ TEST(HostCauses, ARankWhoseSocketsLoseSegmentsIsNamedAndRanksThatLoseAlikeAreNot
   EXPECT_EQ(causes[0].rank, 2);
   EXPECT_DOUBLE_EQ(causes[0].value, 0.034);
   EXPECT_EQ(causes[0].summary,
-            "rank 2 (pid 102)'s TCP sockets retransmitted 340 of 10000 data segments in 10.0 s (3.4%; peers' median "
-            "0.0%), over 6 socket(s), smoothed RTT up to 12.30 ms");
+            "rank 2 (pid 102)'s TCP sockets retransmitted 340 segments in 10.0 s, 3.4% of the 95.4 MiB they sent "
+            "(peers' median 0.0%), over 6 socket(s), smoothed RTT up to 12.30 ms");
   // Many, but a sliver of what it sent (a long session, or the rank whose
   // ring traffic crosses nodes): no cause.
-  job[2].tcp_segs_out = 1'000'000;
+  job[2].tcp_bytes_sent = 100'000'000'000;
+  EXPECT_TRUE(judge_host(job).empty());
+  // Nothing sent counted (a kernel before 4.19): no share to judge.
+  job[2].tcp_bytes_sent = 0;
   EXPECT_TRUE(judge_host(job).empty());
   // Few; or every rank losing as much (the whole fabric): no one's.
-  job[2].tcp_segs_out = 1'000;
+  job[2].tcp_bytes_sent = 100'000'000;
   job[2].tcp_retrans = 15;
   EXPECT_TRUE(judge_host(job).empty());
   for (HostInterval& i : job) {
     i.tcp_retrans = 340;
-    i.tcp_segs_out = 10'000;
+    i.tcp_bytes_retrans = 3'400'000;
   }
   EXPECT_TRUE(judge_host(job).empty());
 }

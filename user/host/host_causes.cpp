@@ -243,10 +243,12 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
 
     // Its TCP sockets retransmitting: the collective's data over them
     // waits a retransmission timeout or a recovery each time.
-    if (r.tcp_retrans && *r.tcp_retrans >= t.min_tcp_retrans) {
+    // Judged where it sent data: a rank (or a kernel before 4.19) with no
+    // bytes counted has no share, and is no peer to compare with.
+    if (r.tcp_retrans && *r.tcp_retrans >= t.min_tcp_retrans && r.tcp_bytes_sent > 0) {
       Measure share = [](const HostInterval& x) -> std::optional<double> {
-        if (!x.tcp_retrans) return std::nullopt;
-        return static_cast<double>(*x.tcp_retrans) / static_cast<double>(std::max<uint64_t>(x.tcp_segs_out, 1));
+        if (!x.tcp_retrans || x.tcp_bytes_sent == 0) return std::nullopt;
+        return static_cast<double>(x.tcp_bytes_retrans) / static_cast<double>(x.tcp_bytes_sent);
       };
       double n = static_cast<double>(*r.tcp_retrans);
       double lost = *share(r);
@@ -254,9 +256,9 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
       if (stands_out(lost, t.tcp_retrans_share, peers, t.versus_peers)) {
         HostCause c = cause_of(r, "host.tcp_retrans", lost, peers);
         c.summary = fmt::format(
-            "{}'s TCP sockets retransmitted {:.0f} of {} data segments in {:.1f} s ({:.1f}%; {}), over {} socket(s), "
-            "smoothed RTT up to {}",
-            who, n, r.tcp_segs_out, span_s, lost * 100,
+            "{}'s TCP sockets retransmitted {:.0f} segments in {:.1f} s, {:.1f}% of the {} they sent ({}), over {} "
+            "socket(s), smoothed RTT up to {}",
+            who, n, span_s, lost * 100, format_bytes(static_cast<double>(r.tcp_bytes_sent)),
             peers ? fmt::format("peers' median {:.1f}%", *peers * 100) : peers_words(peers), r.tcp_sockets,
             format_ns(static_cast<double>(r.tcp_max_rtt_us) * 1000));
         causes.push_back(std::move(c));

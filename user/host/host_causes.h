@@ -30,11 +30,12 @@ struct HostInterval {
   std::string cgroup;                                                // its CPU cgroup's path
   std::map<std::string, uint64_t> memory_events;                     // increments
   std::optional<double> cpu_pressure, memory_pressure, io_pressure;  // share of the span with "some" stalled
-  // Its TCP sockets: data segments they sent and retransmitted over the
-  // span (unset unless both readings read them), how many it has, and
-  // their highest smoothed RTT at the end.
+  // Its TCP sockets over the span: segments retransmitted, bytes sent and
+  // of them retransmitted (unset unless both readings read them); how many
+  // it has, and their highest smoothed RTT at the end.
   std::optional<uint64_t> tcp_retrans;
-  uint64_t tcp_segs_out = 0;
+  uint64_t tcp_bytes_sent = 0;
+  uint64_t tcp_bytes_retrans = 0;
   size_t tcp_sockets = 0;
   uint32_t tcp_max_rtt_us = 0;
 };
@@ -54,9 +55,9 @@ struct HostThresholds {
   uint64_t min_swapped_out_kb = 16 * 1024;  // pushed to swap over the span
   // Its TCP sockets retransmitting (a collective's data over gloo, Open
   // MPI's TCP BTL or NCCL's sockets waits for each): at least this many
-  // segments over the span, and this share of the data segments they
-  // sent (a healthy fabric loses far under 1%; a count alone names the
-  // busiest rank of a long session, or the one whose traffic crosses nodes).
+  // segments over the span, and this share of the bytes they sent (a
+  // healthy fabric loses far under 1%; a count alone names the busiest
+  // rank of a long session, or the one whose traffic crosses nodes).
   uint64_t min_tcp_retrans = 20;
   double tcp_retrans_share = 0.01;
   double versus_peers =

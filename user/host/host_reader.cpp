@@ -80,9 +80,10 @@ Result<std::string> HostReader::tcp_source(int32_t pid) {
   bool own = stat((o_.proc_root / "self/ns/net").c_str(), &ours) == 0 && ours.st_ino == theirs.st_ino;
   auto sockets = o_.tcp_sockets(own ? fs::path() : netns);
   if (!sockets) return sockets.error();
-  std::set<uint64_t> mine = socket_inodes(o_.proc_root, pid);
+  auto mine = socket_inodes(o_.proc_root, pid);
+  if (!mine) return make_error("cannot read {}", (o_.proc_root / std::to_string(pid) / "fd").string());
   size_t its = 0;
-  for (const TcpSocket& s : *sockets) its += mine.contains(s.inode);
+  for (const TcpSocket& s : *sockets) its += mine->contains(s.inode);
   return fmt::format("sock_diag in {} network namespace: {} TCP sockets, {} of them its",
                      own ? "slowburn's" : "its own", sockets->size(), its);
 }
@@ -111,12 +112,13 @@ std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
     }
     known = tcp_by_netns_.find(theirs.st_ino);
   }
-  if (!known->second) return std::nullopt;
+  auto inodes = socket_inodes(o_.proc_root, pid);
+  if (!known->second || !inodes) return std::nullopt;
   TcpReading r;
-  for (uint64_t inode : socket_inodes(o_.proc_root, pid)) {
+  for (uint64_t inode : *inodes) {
     auto it = known->second->find(inode);
     if (it == known->second->end()) continue;  // a UNIX or UDP socket
-    r.by_inode[inode] = TcpCounts{it->second.total_retrans, it->second.data_segs_out};
+    r.by_inode[inode] = TcpCounts{it->second.total_retrans, it->second.bytes_sent, it->second.bytes_retrans};
     r.max_rtt_us = std::max(r.max_rtt_us, it->second.rtt_us);
   }
   return r;

@@ -108,14 +108,15 @@ struct CgroupReading {
 
 // One socket's counts over its life (net/tcp_diag.h).
 struct TcpCounts {
-  uint32_t retrans = 0;        // segments retransmitted
-  uint32_t data_segs_out = 0;  // data segments sent, retransmissions included
+  uint32_t retrans = 0;  // segments retransmitted
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_retrans = 0;
 };
 
 // A process's TCP sockets at one reading, by inode (one that closed
 // leaves, one that opened counts from 0), and their highest smoothed RTT.
-// Empty where the namespace has no TCP socket of the process; unset where
-// its sockets could not be read.
+// Empty where the process has no TCP socket; unset where its sockets or
+// its fds could not be read.
 struct TcpReading {
   std::map<uint64_t, TcpCounts> by_inode;
   uint32_t max_rtt_us = 0;

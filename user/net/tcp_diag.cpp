@@ -72,7 +72,8 @@ Result<std::vector<TcpSocket>> parse_inet_diag(std::span<const std::byte> buffer
         s.rtt_us = ti.tcpi_rtt;
         s.rttvar_us = ti.tcpi_rttvar;
         s.total_retrans = ti.tcpi_total_retrans;
-        s.data_segs_out = ti.tcpi_data_segs_out;
+        s.bytes_sent = ti.tcpi_bytes_sent;
+        s.bytes_retrans = ti.tcpi_bytes_retrans;
         s.bytes_acked = ti.tcpi_bytes_acked;
         s.bytes_received = ti.tcpi_bytes_received;
       }
@@ -154,10 +155,11 @@ Result<std::vector<TcpSocket>> read_tcp_sockets(const std::filesystem::path& net
   return all;
 }
 
-std::set<uint64_t> socket_inodes(const std::filesystem::path& proc_root, int32_t pid) {
+std::optional<std::set<uint64_t>> socket_inodes(const std::filesystem::path& proc_root, int32_t pid) {
   std::set<uint64_t> inodes;
   std::error_code ec;
   std::filesystem::directory_iterator it(proc_root / std::to_string(pid) / "fd", ec);
+  if (ec) return std::nullopt;
   for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     std::string target = std::filesystem::read_symlink(it->path(), ec).string();
     if (ec) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -27,8 +28,11 @@ struct TcpSocket {
   uint32_t rtt_us = 0;  // smoothed
   uint32_t rttvar_us = 0;
   uint32_t total_retrans = 0;  // segments retransmitted over the socket's life
-  uint32_t data_segs_out = 0;  // data segments sent over its life, retransmissions included
-  uint64_t bytes_acked = 0;    // 0 where the kernel's tcp_info is too short to carry it
+  // Bytes sent and retransmitted over its life (64-bit: no wrap; Linux
+  // 4.19+, else 0).
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_retrans = 0;
+  uint64_t bytes_acked = 0;  // 0 where the kernel's tcp_info is too short to carry it
   uint64_t bytes_received = 0;
 };
 
@@ -43,8 +47,8 @@ Result<std::vector<TcpSocket>> parse_inet_diag(std::span<const std::byte> buffer
 // netlink socket (needs CAP_SYS_ADMIN); empty: the caller's own.
 Result<std::vector<TcpSocket>> read_tcp_sockets(const std::filesystem::path& netns = {});
 
-// The socket inodes among proc_root/PID/fd's links ("socket:[N]"); empty
-// where the directory cannot be read.
-std::set<uint64_t> socket_inodes(const std::filesystem::path& proc_root, int32_t pid);
+// The socket inodes among proc_root/PID/fd's links ("socket:[N]");
+// nullopt where the directory cannot be read (gone, or not allowed).
+std::optional<std::set<uint64_t>> socket_inodes(const std::filesystem::path& proc_root, int32_t pid);
 
 }  // namespace slowburn
