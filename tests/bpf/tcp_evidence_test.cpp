@@ -82,7 +82,6 @@ TEST(TcpEvidence, ARanksSocketsAreReadInItsOwnNetworkNamespaceWithTheirRetransmi
   ASSERT_TRUE(ours) << ours.error().message;
   auto inodes = socket_inodes("/proc", peer->pid());
   ASSERT_TRUE(inodes);
-  EXPECT_EQ(inodes->size(), 3u);
   for (const TcpSocket& s : *ours) EXPECT_FALSE(inodes->contains(s.inode)) << s.local << " -> " << s.remote;
   peer->terminate();
 }

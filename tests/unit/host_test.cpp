@@ -360,14 +360,14 @@ TEST(HostInterval, DifferencesOfTwoReadings) {
 TEST(HostInterval, TcpRetransmissionsPerSocket) {
   // Socket 1 sent 100 kB more and retransmitted 3 segments (4 kB) of it,
   // socket 2 closed (its counts leave), socket 3 opened: 50 kB, 4 segments
-  // (5 kB) again. Socket 4's segment count wrapped past 2^32 by 2.
+  // (5 kB) again. Socket 4's counts went back (reset by tcp_disconnect): 0.
   HostReading a, b;
   a.ts_ns = 1'000'000'000;
   b.ts_ns = 6'000'000'000;
   a.tcp = TcpReading{{{1, {5, 1'000'000, 9'000}}, {2, {10, 900'000, 15'000}}, {4, {0xFFFFFFFF, 10, 0}}}, 300};
   b.tcp = TcpReading{{{1, {8, 1'100'000, 13'000}}, {3, {4, 50'000, 5'000}}, {4, {1, 10, 0}}}, 2500};
   HostInterval i = host_interval(rank(0), a, b, {});
-  EXPECT_EQ(i.tcp_retrans, 9u);
+  EXPECT_EQ(i.tcp_retrans, 7u);
   EXPECT_EQ(i.tcp_bytes_sent, 150'000u);
   EXPECT_EQ(i.tcp_bytes_retrans, 9'000u);
   EXPECT_EQ(i.tcp_sockets, 3u);
@@ -410,6 +410,18 @@ TEST(HostCauses, ARankWhoseSocketsLoseSegmentsIsNamedAndRanksThatLoseAlikeAreNot
   // Nothing sent counted (a kernel before 4.19): no share to judge.
   job[2].tcp_bytes_sent = 0;
   EXPECT_TRUE(judge_host(job).empty());
+  // Nor is a peer that sent nothing counted one to compare with: beside two
+  // such peers and one losing 1%, the median is that 1%, not 0.
+  job[2].tcp_bytes_sent = 100'000'000;
+  job[0].tcp_bytes_sent = job[1].tcp_bytes_sent = 0;
+  job[3].tcp_bytes_retrans = 1'000'000;
+  causes = judge_host(job);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].rank, 2);
+  ASSERT_TRUE(causes[0].peers_value);
+  EXPECT_DOUBLE_EQ(*causes[0].peers_value, 0.01) << "rank 3's share alone";
+  job[0].tcp_bytes_sent = job[1].tcp_bytes_sent = 100'000'000;
+  job[3].tcp_bytes_retrans = 1'448;
   // Few; or every rank losing as much (the whole fabric): no one's.
   job[2].tcp_bytes_sent = 100'000'000;
   job[2].tcp_retrans = 15;

@@ -59,12 +59,11 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
     // Per socket: one that opened since counts all of its own (a reading
     // that could not read them starts no span: its sockets' whole lives
     // would count).
-    // The segment count is 32-bit: its difference wraps as the kernel's does.
     uint64_t retrans = 0;
     for (const auto& [inode, n] : to.tcp->by_inode) {
       auto was = from.tcp->by_inode.find(inode);
       TcpCounts before = was == from.tcp->by_inode.end() ? TcpCounts{} : was->second;
-      retrans += static_cast<uint32_t>(n.retrans - before.retrans);
+      retrans += minus(n.retrans, before.retrans);  // a reset socket (tcp_disconnect) counts 0
       r.tcp_bytes_sent += minus(n.bytes_sent, before.bytes_sent);
       r.tcp_bytes_retrans += minus(n.bytes_retrans, before.bytes_retrans);
     }
