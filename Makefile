@@ -386,6 +386,7 @@ BENCH_IBLOOP := $(BUILD)/bench/ib_poll_loop
 BENCH_SYNTH  := $(BUILD)/bench/synth_recordings
 BENCH_SCHED  := $(BUILD)/bench/sched_cost
 BENCH_TOGGLE := $(BUILD)/bench/toggle_cost
+BENCH_TCP    := $(BUILD)/bench/tcp_cost
 
 $(BUILD)/obj/bench/%.o: bench/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
@@ -413,6 +414,11 @@ $(BENCH_IB): $(BUILD)/obj/bench/ib_cost.o $(LIB)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_SCHED): $(BUILD)/obj/bench/sched_cost.o $(LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_TCP): $(BUILD)/obj/bench/tcp_cost.o $(LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
@@ -501,7 +507,7 @@ demo:
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH) $(BENCH_SCHED) $(BENCH_TOGGLE)
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH) $(BENCH_SCHED) $(BENCH_TOGGLE) $(BENCH_TCP)
 		$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/alternate.py $(BUILD) --cycles 18 --phase-s 12 --settle-s 4 | tee -a $(BUILD)/bench/latest.md

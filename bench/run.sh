@@ -112,6 +112,9 @@ first_findings() {
 	echo "- peak RSS: $((peak / 1024)) MiB ($peak KiB); traced $calls_traced"
 	echo "- verdict: $verdict"
 	echo
+	echo "## Reading the ranks' TCP sockets (tcp_cost: sock_diag against /proc/net/tcp)"
+	"$build/bench/tcp_cost"
+	echo
 	echo "## The slow burn's sensitivity (bench/sensitivity.sh)"
 	# Every table of RESULTS.md sections 24 and 26, the 512-rank ramps and
 	# the healthy day included (~25 min of the bench).
