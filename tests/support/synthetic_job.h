@@ -124,6 +124,16 @@ inline StragglerDetector make_detector(int ranks, DetectorConfig config = {}) {
   return d;
 }
 
+// Each call of rank r spent `runq_share(r)` of its time runnable but off
+// a CPU, the rest on one.
+inline void set_cpu_waits(std::vector<CallEvent>& events, const std::function<double(int)>& runq_share) {
+  for (CallEvent& e : events) {
+    double wait = runq_share(static_cast<int>(e.pid) - SyntheticJob::pid(0));
+    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
+    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
+  }
+}
+
 inline std::set<int> culprits(const std::vector<Finding>& findings) {
   std::set<int> ranks;
   for (const Finding& f : findings) ranks.insert(f.culprit.rank);

@@ -286,11 +286,7 @@ TEST(Analyze, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInsideOnItsNode) {
   job.compute_ns = [](int, int) { return 0.5e6; };
   job.collective_ns = 3e6;
   std::vector<CallEvent> events = job.run(3000);
-  for (CallEvent& e : events) {
-    double wait = e.pid == static_cast<uint32_t>(SyntheticJob::pid(2)) ? 0.75 : 0.02;
-    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
-    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
-  }
+  testing::set_cpu_waits(events, [](int rank) { return rank == 2 ? 0.75 : 0.02; });
   TempDir dir;
   record(dir, events, {"node-a", {0, 1}});
   record(dir, events, {"node-b", {2, 3}, -1'500'000'000});

@@ -127,11 +127,7 @@ std::vector<CallEvent> comm_bound(const std::function<double(int)>& waits, int s
   job.compute_ns = [](int, int) { return 0.5e6; };
   job.collective_ns = 3e6;
   std::vector<CallEvent> events = job.run(steps);
-  for (CallEvent& e : events) {
-    double wait = waits(static_cast<int>(e.pid) - SyntheticJob::pid(0));
-    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
-    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
-  }
+  set_cpu_waits(events, waits);
   return events;
 }
 
@@ -166,11 +162,7 @@ TEST(StragglerDetectorInside, ARankStarvedWhileItWaitsForALateRankIsNotNamedForI
   job.compute_ns = [](int rank, int) { return rank == 3 ? 10e6 : 5e6; };
   job.collective_ns = 3e6;
   std::vector<CallEvent> events = job.run(1500);
-  for (CallEvent& e : events) {
-    double wait = e.pid == static_cast<uint32_t>(SyntheticJob::pid(2)) ? 0.95 : 0.5;
-    e.runq_ns = static_cast<uint64_t>(wait * static_cast<double>(e.duration_ns()));
-    e.oncpu_ns = e.duration_ns() - *e.runq_ns;
-  }
+  set_cpu_waits(events, [](int rank) { return rank == 2 ? 0.95 : 0.5; });
   StragglerDetector d = make_detector(4);
   Feed run = feed(d, events);
   bool apart = false;

@@ -71,21 +71,27 @@ HostReading HostReader::read(int32_t pid, uint64_t now_ns) {
   return reading;
 }
 
-Result<std::string> HostReader::tcp_source(int32_t pid) {
-  if (!o_.tcp_sockets) return make_error("turned off");
-  fs::path netns = o_.proc_root / std::to_string(pid) / "ns/net";
+Result<HostReader::Netns> HostReader::netns_of(int32_t pid) const {
+  fs::path file = o_.proc_root / std::to_string(pid) / "ns/net";
   struct stat theirs {
   }, ours{};
-  if (stat(netns.c_str(), &theirs) != 0) return make_sys_error(errno, "cannot read " + netns.string());
+  if (stat(file.c_str(), &theirs) != 0) return make_sys_error(errno, "cannot read " + file.string());
   bool own = stat((o_.proc_root / "self/ns/net").c_str(), &ours) == 0 && ours.st_ino == theirs.st_ino;
-  auto sockets = o_.tcp_sockets(own ? fs::path() : netns);
+  return Netns{theirs.st_ino, own ? fs::path() : file};
+}
+
+Result<std::string> HostReader::tcp_source(int32_t pid) {
+  if (!o_.tcp_sockets) return make_error("turned off");
+  auto netns = netns_of(pid);
+  if (!netns) return netns.error();
+  auto sockets = o_.tcp_sockets(netns->enter);
   if (!sockets) return sockets.error();
   auto mine = socket_inodes(o_.proc_root, pid);
   if (!mine) return make_error("cannot read {}", (o_.proc_root / std::to_string(pid) / "fd").string());
   size_t its = 0;
   for (const TcpSocket& s : *sockets) its += mine->contains(s.inode);
   return fmt::format("sock_diag in {} network namespace: {} TCP sockets, {} of them its",
-                     own ? "slowburn's" : "its own", sockets->size(), its);
+                     netns->enter.empty() ? "slowburn's" : "its own", sockets->size(), its);
 }
 
 std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
@@ -94,23 +100,19 @@ std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
     tcp_read_ns_ = now_ns;
     tcp_by_netns_.clear();
   }
-  // Its network namespace, by inode; slowburn's own is read without entering it.
-  fs::path netns = o_.proc_root / std::to_string(pid) / "ns/net";
-  struct stat theirs {};
-  if (stat(netns.c_str(), &theirs) != 0) return std::nullopt;  // gone, or no namespaces here
-  auto known = tcp_by_netns_.find(theirs.st_ino);
+  auto netns = netns_of(pid);
+  if (!netns) return std::nullopt;  // gone, or no namespaces here
+  auto known = tcp_by_netns_.find(netns->inode);
   if (known == tcp_by_netns_.end()) {
-    struct stat ours {};
-    bool own = stat((o_.proc_root / "self/ns/net").c_str(), &ours) == 0 && ours.st_ino == theirs.st_ino;
-    auto sockets = o_.tcp_sockets(own ? fs::path() : netns);
-    std::optional<std::map<uint64_t, TcpSocket>>& by_inode = tcp_by_netns_[theirs.st_ino];
+    auto sockets = o_.tcp_sockets(netns->enter);
+    std::optional<std::map<uint64_t, TcpSocket>>& by_inode = tcp_by_netns_[netns->inode];
     if (!sockets) {
       note("TCP sockets", sockets.error().message);  // unread: no reading, not "none"
     } else {
       by_inode.emplace();
       for (TcpSocket& s : *sockets) by_inode->emplace(s.inode, std::move(s));
     }
-    known = tcp_by_netns_.find(theirs.st_ino);
+    known = tcp_by_netns_.find(netns->inode);
   }
   auto inodes = socket_inodes(o_.proc_root, pid);
   if (!known->second || !inodes) return std::nullopt;

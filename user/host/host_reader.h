@@ -41,6 +41,13 @@ class HostReader {
   std::optional<CgroupReading> read_cgroup(int32_t pid, const CgroupMembership& m);
   void note(const std::filesystem::path& path, const std::string& problem);
   std::optional<TcpReading> read_tcp(int32_t pid, uint64_t now_ns);
+  // pid's network namespace: its inode, and the file to enter it by (empty
+  // where it is slowburn's own: read without entering).
+  struct Netns {
+    uint64_t inode = 0;
+    std::filesystem::path enter;
+  };
+  Result<Netns> netns_of(int32_t pid) const;
 
   HostReaderOptions o_;
   // One dump per network namespace serves every rank in it read at the
