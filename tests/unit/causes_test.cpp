@@ -90,6 +90,23 @@ TEST(Causes, AServiceAsksItsOwnQuestionForEventsSeenBeforeTheJob) {
   EXPECT_FALSE(attach_likely_causes(other, events, by_pid));
 }
 
+TEST(Causes, TheDataPathsCausesAreEvidenceInsideTheCollectiveNotTheCpus) {
+  EXPECT_TRUE(data_path_cause(event("host.tcp_retrans", "", {1})));
+  EXPECT_TRUE(data_path_cause(event("rdma.retrans", "mlx5_0", {1})));
+  EXPECT_TRUE(data_path_cause(event("link.downtrained", "0000:02:00.0", {1})));
+  EXPECT_FALSE(data_path_cause(event("host.cpu_throttled", "", {1}))) << "the kernel's CPU times judge that";
+  EXPECT_FALSE(data_path_cause(event("link.recovered", "0000:02:00.0", {1}))) << "not a cause";
+}
+
+TEST(Causes, AnEventIsSaidOfItsRankAsIts) {
+  RankIdentity rank = finding_for(1).culprit;
+  DeviceEvent e = event("host.tcp_retrans", "", {1});
+  e.summary = rank_label(rank) + "'s TCP sockets retransmitted 40 segments";
+  EXPECT_EQ(event_about_rank(e, rank), "its TCP sockets retransmitted 40 segments");
+  e.summary = "mlx5_0 retransmitted 40 packets";
+  EXPECT_EQ(event_about_rank(e, rank), "mlx5_0 retransmitted 40 packets");
+}
+
 TEST(FindingExplainer, AnEventOlderThanItKeepsExplainsNothing) {
   FindingExplainer explainer({.keep_ns = 1'000'000'000, .max_events = 2, .by_node = false});
   DeviceEvent old_event = event("xid", "0000:03:00.0", {2});

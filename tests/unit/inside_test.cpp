@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "detect/straggler.h"
 #include "support/synthetic_job.h"
 
@@ -211,6 +213,106 @@ TEST(StragglerDetectorInside, ACollectiveSlowerForEveryoneIsSaidNotBlamedOnARank
     if (n.find("the collective itself is slower for everyone") != std::string::npos) said.push_back(n);
   ASSERT_EQ(said.size(), 1u) << "said once for the run of slow windows";
   EXPECT_NE(said[0].find("3.0x"), std::string::npos) << said[0];
+}
+
+TEST(InsideTransport, OneRankApartIsNamedWithItsShareOfTheExcess) {
+  std::map<int32_t, std::string> evidence{{2, "its TCP sockets retransmitted"}};
+  auto judged = judge_transport(evidence, 4, 2.0, 100 * kMs, kElapsed);
+  ASSERT_EQ(apart(judged), std::set<int32_t>{2});
+  EXPECT_EQ(judged[0].cost_ns, 100 * kMs);
+  EXPECT_FALSE(judged[0].cpu_read);
+  EXPECT_EQ(judged[0].transport, "its TCP sockets retransmitted");
+}
+
+TEST(InsideTransport, TwoRanksApartShareTheExcess) {
+  auto judged = judge_transport({{1, "a"}, {3, "b"}}, 4, 2.0, 100 * kMs, kElapsed);
+  EXPECT_EQ(apart(judged), (std::set<int32_t>{1, 3}));
+  for (const InsideJudgement& j : judged) EXPECT_EQ(j.cost_ns, 50 * kMs);
+}
+
+TEST(InsideTransport, EvidenceOnMostMembersIsTheFabricsNotARanks) {
+  EXPECT_TRUE(judge_transport({{1, "a"}, {2, "b"}, {3, "c"}}, 4, 2.0, 100 * kMs, kElapsed).empty());
+  EXPECT_EQ(apart(judge_transport({{1, "a"}}, 2, 2.0, 100 * kMs, kElapsed)).size(), 1u) << "one of a pair";
+}
+
+TEST(InsideTransport, NotNamedWhereTheCollectiveIsNotSlowerThanItsUsualOrCostsLittle) {
+  std::map<int32_t, std::string> evidence{{2, "a"}};
+  EXPECT_TRUE(judge_transport(evidence, 4, 1.1, 100 * kMs, kElapsed).empty()) << "1.1x its usual";
+  EXPECT_TRUE(judge_transport(evidence, 4, std::nullopt, 100 * kMs, kElapsed).empty()) << "no past to compare";
+  EXPECT_TRUE(judge_transport(evidence, 4, 2.0, 0.05 * kElapsed, kElapsed).empty()) << "5% of the window";
+}
+
+// The job of ACollectiveSlowerForEveryone..., the node saying of ranks
+// `lossy` that their sockets retransmit during the slow stretch.
+struct SlowStretch {
+  std::vector<CallEvent> events;
+  uint64_t slow_from_ns = 0;
+};
+SlowStretch slow_stretch() {
+  SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  SlowStretch out;
+  out.events = job.run(1500);
+  out.slow_from_ns = out.events.back().exit_ns;
+  job.collective_ns = 9e6;
+  std::vector<CallEvent> slower = job.run(600, 1500);
+  out.events.insert(out.events.end(), slower.begin(), slower.end());
+  set_cpu_waits(out.events, [](int) { return 0.02; });
+  return out;
+}
+
+Feed with_transport_evidence(StragglerDetector& d, const std::set<int>& lossy) {
+  SlowStretch job = slow_stretch();
+  // Said 2 s into the stretch, as a host cause is after its window.
+  for (int rank : lossy)
+    d.transport_evidence(SyntheticJob::pid(rank), {job.slow_from_ns + 2'000 * kMs, "host.tcp_retrans",
+                                                   "its TCP sockets retransmitted 3.0% of the bytes they sent"});
+  return feed(d, job.events);
+}
+
+bool said_slower_for_everyone(const Feed& run) {
+  return std::any_of(run.notes.begin(), run.notes.end(),
+                     [](const std::string& n) { return n.find("slower for everyone") != std::string::npos; });
+}
+
+TEST(StragglerDetectorInside, ARankWhoseDataPathIsSetApartIsNamedWhenTheCollectiveSlows) {
+  StragglerDetector d = make_detector(4);
+  Feed run = with_transport_evidence(d, {1});
+  ASSERT_EQ(culprits(run.findings), std::set<int>{1});
+  const Finding& f = run.findings.front();
+  EXPECT_EQ(f.where, "inside");
+  ASSERT_TRUE(f.inside.has_value());
+  EXPECT_EQ(f.inside->transport, "its TCP sockets retransmitted 3.0% of the bytes they sent");
+  EXPECT_TRUE(f.inside->cpu_read) << "its CPU times were read, and are said beside";
+  EXPECT_NE(f.summary.find("data path is set apart"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("3.0x this communicator's usual"), std::string::npos) << f.summary;
+  EXPECT_FALSE(said_slower_for_everyone(run)) << "a rank explains it";
+  SessionVerdict v = d.verdict(run.windows.back().end_ns);
+  ASSERT_EQ(culprits(v.stragglers), std::set<int>{1});
+  // What the instances took beyond their usual 3 ms: 6 ms of each of ~600.
+  EXPECT_NEAR(static_cast<double>(v.stragglers.front().cost_ns), 600 * 6e6, 600 * 6e6 * 0.25);
+}
+
+TEST(StragglerDetectorInside, TwoRanksWhoseDataPathsAreSetApartAreBothNamed) {
+  StragglerDetector d = make_detector(4);
+  Feed run = with_transport_evidence(d, {1, 2});
+  EXPECT_EQ(culprits(run.findings), (std::set<int>{1, 2}));
+}
+
+TEST(StragglerDetectorInside, EvidenceOnMostRanksNamesNobodyAndSaysTheCollectiveIsSlower) {
+  StragglerDetector d = make_detector(4);
+  Feed run = with_transport_evidence(d, {0, 1, 2});
+  EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
+  EXPECT_TRUE(said_slower_for_everyone(run));
+}
+
+TEST(StragglerDetectorInside, EvidenceWhileTheCollectiveKeepsItsPaceNamesNobody) {
+  StragglerDetector d = make_detector(4);
+  std::vector<CallEvent> events = comm_bound([](int) { return 0.02; }, 3000);
+  d.transport_evidence(SyntheticJob::pid(1), {events[events.size() / 2].exit_ns, "host.tcp_retrans", "retransmits"});
+  Feed run = feed(d, events);
+  EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
 }
 
 TEST(StragglerDetectorInside, AHealthyJobNeverSaysTheCollectiveIsSlower) {

@@ -240,7 +240,7 @@ TEST(Investigate, AStragglerInsideTheCollectiveIsNotSaidToArriveLast) {
   inside.detector = "inside";
   inside.where = "inside";
   inside.last_fraction = 0.25;
-  inside.inside = InsideEvidence{0.26, 0.77, 0.55, 0.48, 4e6, std::nullopt, 0.31};
+  inside.inside = InsideEvidence{0.26, 0.77, 0.55, 0.48, 4e6, std::nullopt, 0.31, true, {}};
   inside.likely_cause_type = "host.cpu_throttled";
   in.verdict.stragglers = {inside};
   in.sources = every_source_attached();

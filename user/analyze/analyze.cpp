@@ -213,7 +213,13 @@ Result<AnalyzeResult> run_analyze(const AnalyzeOptions& options, Sink& sink) {
   // The culprit's node's recorded events explain it, as trace explains its own.
   FindingExplainer explainer({.keep_ns = 0, .max_events = 0, .by_node = true});
   for (const PlacedNode& p : placed)
-    for (const DeviceEvent& e : p.node->info.device_events) explainer.add(e, p.node->info.host);
+    for (const DeviceEvent& e : p.node->info.device_events) {
+      explainer.add(e, p.node->info.host);
+      // Its node's ranks only: pids and local numbers repeat across nodes.
+      judges.device_event(e, p.to_reference(e.ts_ns), [&p](const DeviceEvent& event, const RankIdentity& rank) {
+        return rank.host == p.node->info.host && event_names_rank(event, rank);
+      });
+    }
 
   MergedReplay replay(placed);
   Ends ends = recording_ends(placed);

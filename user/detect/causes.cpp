@@ -36,6 +36,17 @@ int cause_rank(const DeviceEvent& e) {
   return -1;
 }
 
+bool data_path_cause(const DeviceEvent& e) {
+  if (cause_rank(e) < 0) return false;
+  return !e.type.starts_with("host.") || e.type == "host.tcp_retrans";
+}
+
+std::string event_about_rank(const DeviceEvent& e, const RankIdentity& rank) {
+  std::string own = rank_label(rank) + "'s ";
+  if (e.summary.starts_with(own)) return "its " + e.summary.substr(own.size());
+  return e.summary;
+}
+
 std::string_view event_severity(const DeviceEvent& event) {
   if (event.type == "aer" && event.severity) return event_severity_name(*event.severity);
   int rank = cause_rank(event);

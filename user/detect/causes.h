@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "detect/report.h"
@@ -35,6 +36,16 @@ void attach_sdc_activity(Finding& finding, const std::optional<std::string>& act
 // How strong a cause of slowness the event is: 0 the strongest; -1 not a
 // cause (a recovered link, an informational Xid). Recordings keep it.
 int cause_rank(const DeviceEvent& event);
+
+// Whether the event is about a rank's data path (its NIC, its link, its
+// GPU, its TCP sockets), where it slows the collective's data after the
+// last arrival; not its CPU or memory, which the inside test reads from the
+// kernel's CPU times.
+bool data_path_cause(const DeviceEvent& event);
+
+// The event's summary as said of the rank: "rank 1 (pid 7)'s TCP sockets
+// ..." becomes "its TCP sockets ..."; another event's summary as it is.
+std::string event_about_rank(const DeviceEvent& event, const RankIdentity& rank);
 
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).

@@ -69,6 +69,28 @@ void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::
       if (pid != j.pid && blame_ns >= static_cast<double>(j.cost_ns)) j.apart = false;
 }
 
+std::vector<InsideJudgement> judge_transport(const std::map<int32_t, std::string>& evidence, size_t members,
+                                             std::optional<double> ratio, double excess_ns, uint64_t elapsed_ns,
+                                             const InsideThresholds& t) {
+  if (evidence.empty() || 2 * evidence.size() > members || !ratio || *ratio < t.transport_slower || excess_ns <= 0)
+    return {};
+  // Each named rank's part of the wait: two lossy ranks share it.
+  uint64_t cost = static_cast<uint64_t>(excess_ns / static_cast<double>(evidence.size()));
+  if (share(cost, elapsed_ns) < t.min_cost_share) return {};
+  std::vector<InsideJudgement> out;
+  for (const auto& [pid, what] : evidence) {
+    InsideJudgement j;
+    j.pid = pid;
+    j.cpu_read = false;
+    j.cost_ns = cost;
+    j.cost_share = share(cost, elapsed_ns);
+    j.apart = true;
+    j.transport = what;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 std::optional<double> InsideBaseline::baseline_ns() const {
   if (medians_.size() < kMinWindows) return std::nullopt;
   std::vector<double> sorted(medians_.begin(), medians_.end());

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace slowburn {
@@ -37,6 +38,13 @@ struct InsideThresholds {
   // median (odds: 85/15 against 50/50 is 5.7x).
   double versus_peers = 2.0;
   double min_cost_share = 0.1;  // of the window: what the collective waited for it
+  // Named by its data path (judge_transport): the lane's time after the
+  // last arrival at least this many times its usual.
+  double transport_slower = 1.25;
+  // The node's event covers the span before it (host causes: their 5 s
+  // window and a reading) and holds until it is said again (every 30 s).
+  uint64_t transport_before_ns = 10'000'000'000;
+  uint64_t transport_after_ns = 35'000'000'000;
 };
 
 struct InsideJudgement {
@@ -51,6 +59,9 @@ struct InsideJudgement {
   uint64_t cost_ns = 0;
   double cost_share = 0;  // of the window
   bool apart = false;     // every test holds
+  bool cpu_read = true;   // the kernel's CPU times were read (false: named by its transport alone)
+  // Named by its data path: what the node said of it (empty: by its CPU).
+  std::string transport;
 };
 
 // Every rank with CPU times, judged against the others of the same lane.
@@ -68,6 +79,29 @@ std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& r
 // all-gather). A rank starved by a cause of its own is the late one itself,
 // or no rank is late.
 void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, double>& late_blame_ns);
+
+// A rank whose data path the node set apart from its peers': its TCP
+// sockets retransmitting, its NIC's retransmissions or pause storms, its
+// link downtrained or erroring. The node says it as an event naming the
+// rank (host.tcp_retrans, rdma.retrans, ...), joined to it the way a
+// finding's likely causes are.
+struct TransportEvidence {
+  uint64_t ts_ns = 0;  // when the node said it (it covers the span before)
+  std::string type;    // the event's: "host.tcp_retrans"
+  std::string summary;
+};
+
+// The straggler inside by its data path: a lossy link or NIC slows every
+// member's data after the last arrival, not its own CPU. Where nobody's CPU
+// is set apart and the lane's time after its last arrival grew to
+// transport_slower times its usual, the members with evidence in the window
+// are named, when they are at most half of them (evidence on most
+// members is the fabric's, not a rank's). `excess_ns`: the window's time
+// after last arrival beyond the usual; each named rank is charged its part
+// of it. `evidence`: pid -> what the node said of it in the window.
+std::vector<InsideJudgement> judge_transport(const std::map<int32_t, std::string>& evidence, size_t members,
+                                             std::optional<double> ratio, double excess_ns, uint64_t elapsed_ns,
+                                             const InsideThresholds& thresholds = {});
 
 // A lane's time from last arrival to release, for one message size, against
 // its own past: the 20th percentile of its recent windows' medians (one

@@ -53,6 +53,9 @@ struct RankWindowStats {
   double inside_cost_ns = 0;
   double inside_cost_share = 0;
   bool inside_flagged = false;
+  // Flagged by its data path (detect/inside.h judge_transport): what the
+  // node said of it; empty when by its CPU or not flagged.
+  std::string inside_transport;
 };
 
 struct WindowReport {
@@ -82,6 +85,9 @@ struct InsideEvidence {
   std::optional<double> after_last_arrival_ns;  // per instance, the lane's median
   std::optional<double> after_last_arrival_ratio;
   double cost_share = 0;  // of the window it was flagged in
+  bool cpu_read = true;   // false: named by its transport, its CPU times not read in its calls
+  // Named by its data path: what the node said of it (empty: by its CPU).
+  std::string transport;
 };
 
 // A straggler by its cost over the session (detector "session-cost"): its

@@ -163,6 +163,10 @@ class StragglerDetector {
 
   // A completed call and the communicator it ran on.
   void ingest(const CallEvent& call, const CallComm& comm);
+  // The node set the rank's data path apart (detect/inside.h): evidence
+  // for the inside test in the windows the event covers. On the calls'
+  // clock.
+  void transport_evidence(int32_t pid, TransportEvidence evidence);
 
   // Closes the windows that ended at least grace_ns before now_ns.
   DetectorOutput advance(uint64_t now_ns);
@@ -249,6 +253,9 @@ class StragglerDetector {
   // The collective slower for everyone: said when it holds in persistence_m of persistence_n windows.
   void judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart);
   std::vector<std::string> inside_notes_;  // emitted by the window's close
+  // The members of the lane whose data path the node set apart in the window: pid -> what it said.
+  std::map<int32_t, std::string> transport_in(const LaneAccum& accum, const WindowReport& report) const;
+  std::map<int32_t, std::deque<TransportEvidence>> transport_;  // per rank, the latest few
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
   bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane

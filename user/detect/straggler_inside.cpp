@@ -41,19 +41,44 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
   std::map<int32_t, InsideSums> sums;
   for (const auto& [pid, rank] : accum.ranks)
     if (rank.inside.calls) sums[pid] = rank.inside;
-  if (sums.size() < 2) return;
   std::vector<InsideJudgement> judged =
-      judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds);
+      sums.size() < 2 ? std::vector<InsideJudgement>{}
+                      : judge_inside(sums, accum.after_last_arrival_total_ns, elapsed_ns, config_.inside_thresholds);
   // Before the late rank outweighs it: a rank's CPU wait that stretched
   // the time after the last arrival is no "slower for everyone".
   bool anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
+  if (!anyone_apart && most != accum.after_last_arrival_ns.end() && report.after_last_arrival_ratio &&
+      *report.after_last_arrival_ratio > 0) {
+    // The usual, and what the instances took beyond it.
+    double usual = *report.after_last_arrival_ns / *report.after_last_arrival_ratio;
+    double excess = 0;
+    for (double v : most->second) excess += std::max(0.0, v - usual);
+    for (InsideJudgement& t :
+         judge_transport(transport_in(accum, report), accum.ranks.size(), report.after_last_arrival_ratio, excess,
+                         elapsed_ns, config_.inside_thresholds)) {
+      auto cpu = std::find_if(judged.begin(), judged.end(), [&](const InsideJudgement& j) { return j.pid == t.pid; });
+      if (cpu == judged.end()) {
+        judged.push_back(std::move(t));
+        continue;
+      }
+      // Its CPU shares stay said beside what its path did.
+      cpu->cost_ns = t.cost_ns;
+      cpu->cost_share = t.cost_share;
+      cpu->apart = true;
+      cpu->transport = std::move(t.transport);
+    }
+    anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
+  }
   outweigh_by_late_arrivals(judged, late_blame_ns(report));
   for (const InsideJudgement& j : judged) {
     auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
                               [&](const RankWindowStats& s) { return s.identity.pid == j.pid; });
     if (stats == report.ranks.end()) continue;
-    stats->inside_oncpu_share = j.oncpu_share;
-    stats->inside_runq_share = j.runq_share;
+    if (j.cpu_read) {
+      stats->inside_oncpu_share = j.oncpu_share;
+      stats->inside_runq_share = j.runq_share;
+    }
+    stats->inside_transport = j.transport;
     stats->inside_peers_oncpu_share = j.peers_oncpu_share;
     stats->inside_peers_runq_share = j.peers_runq_share;
     stats->inside_cost_ns = static_cast<double>(j.cost_ns);
@@ -61,7 +86,33 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
     stats->inside_flagged = j.apart;
     lane.total_inside_cost_ns[j.pid] += j.cost_ns;
   }
-  judge_slow_for_all(lane, report, anyone_apart);
+  // Without the CPU times of two members nobody's CPU was judged: the
+  // collective is not said slower "for everyone".
+  if (sums.size() >= 2) judge_slow_for_all(lane, report, anyone_apart);
+}
+
+void StragglerDetector::transport_evidence(int32_t pid, TransportEvidence evidence) {
+  constexpr size_t kKept = 8;  // a cause that holds is said every 30 s: minutes of it
+  std::deque<TransportEvidence>& kept = transport_[pid];
+  kept.push_back(std::move(evidence));
+  if (kept.size() > kKept) kept.pop_front();
+}
+
+std::map<int32_t, std::string> StragglerDetector::transport_in(const LaneAccum& accum,
+                                                               const WindowReport& report) const {
+  const InsideThresholds& t = config_.inside_thresholds;
+  std::map<int32_t, std::string> out;
+  for (const auto& [pid, rank] : accum.ranks) {
+    auto kept = transport_.find(pid);
+    if (kept == transport_.end()) continue;
+    // The latest event whose span meets the window.
+    for (auto e = kept->second.rbegin(); e != kept->second.rend(); ++e)
+      if (e->ts_ns + t.transport_after_ns >= report.start_ns && e->ts_ns <= report.end_ns + t.transport_before_ns) {
+        out[pid] = e->summary;
+        break;
+      }
+  }
+  return out;
 }
 
 void StragglerDetector::judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart) {

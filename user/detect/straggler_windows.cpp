@@ -329,12 +329,6 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
       e.windows_flagged = run.flagged;
       e.windows_evaluated = run.evaluated;
       e.cost_ns = static_cast<uint64_t>(run.cost_ns);
-      e.summary = fmt::format(
-          "{} was late on {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, so the verdict "
-          "does not name it",
-          rank_label(e.finding.culprit), e.finding.probe, communicator_phrase(e.finding),
-          format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
-          e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)));
       v.episodes.push_back(std::move(e));
     }
     // Who is late alternates: the node's (a scheduler, a shared CPU), not
@@ -347,6 +341,18 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
       v.withheld.push_back(alternating_withheld(std::move(f), flagged->first, flagged->second));
     } else if (held) {
       v.stragglers.push_back(all[held->finding]);
+    }
+    // Said once it is known whether a later spell of the rank held.
+    for (Episode& e : v.episodes) {
+      if (e.finding.culprit.pid != pid || !e.summary.empty()) continue;
+      bool later_held = held && held->start_ns > e.start_ns;
+      e.summary =
+          fmt::format("{} was {} {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, {}",
+                      rank_label(e.finding.culprit), e.finding.where == "inside" ? "the straggler inside" : "late on",
+                      e.finding.probe, communicator_phrase(e.finding),
+                      format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
+                      e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)),
+                      later_held ? "a later spell of the rank did (its finding)" : "so the verdict does not name it");
     }
   }
   // Before the slow burn: it may name on another lane a rank whose

@@ -86,6 +86,8 @@ Finding inside_finding(const WindowReport& report, const RankWindowStats& eviden
   InsideEvidence inside;
   inside.oncpu_share = evidence.inside_oncpu_share.value_or(0);
   inside.runq_share = evidence.inside_runq_share.value_or(0);
+  inside.cpu_read = evidence.inside_oncpu_share.has_value();
+  inside.transport = evidence.inside_transport;
   inside.peers_oncpu_share = evidence.inside_peers_oncpu_share;
   inside.peers_runq_share = evidence.inside_peers_runq_share;
   inside.after_last_arrival_ns = report.after_last_arrival_ns;
@@ -111,6 +113,18 @@ std::string inside_summary(const Finding& f) {
     if (in.after_last_arrival_ratio && *in.after_last_arrival_ratio >= 1.5)
       collective += fmt::format(", {:.1f}x this communicator's usual", *in.after_last_arrival_ratio);
   }
+  if (!in.transport.empty())
+    return fmt::format(
+        "{} is the straggler inside {}{}: it arrives on time (last in {:.0f}% of calls, {} after the median rank), "
+        "but its data path is set apart from its peers': {}{}{}; flagged in {} of the last {} windows; the job lost "
+        "{} waiting inside beyond the usual ({:.1f}% of traced time)",
+        rank_label(f.culprit), f.probe, communicator_phrase(f), f.last_fraction * 100, format_ns(f.lateness_median_ns),
+        in.transport,
+        in.cpu_read ? fmt::format(" (it ran {:.0f}% of its time inside; peers {})", in.oncpu_share * 100,
+                                  percent(in.peers_oncpu_share))
+                    : std::string(),
+        collective, f.windows_flagged, f.windows_considered, format_ns(static_cast<double>(f.cost_ns)),
+        f.cost_share * 100);
   return fmt::format(
       "{} is the straggler inside {}{}: it arrives on time (last in {:.0f}% of calls, {} after the median rank) but "
       "ran only {:.0f}% of the time it spent inside, waiting for a CPU {:.0f}% (its peers ran {}, waited {}){}; "

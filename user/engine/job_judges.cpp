@@ -32,6 +32,7 @@ JobJudges::JobJudges(const DetectorConfig& config, const std::vector<const Probe
     detector->add_rank(rank);
     by_pid_[rank.pid] = detector.get();
   }
+  ranks_ = ranks;
 }
 
 StragglerDetector* JobJudges::for_pid(uint32_t pid) {
@@ -65,6 +66,13 @@ void JobJudges::on_named_call(const CallEvent& call, const CallComm& comm) {
   if (!detector) return;
   if (tap_) tap_(call, comm);
   detector->ingest(call, comm);
+}
+
+void JobJudges::device_event(const DeviceEvent& event, uint64_t ts_ns, const ConcernsCulprit& concerns) {
+  if (!data_path_cause(event)) return;
+  for (const RankIdentity& rank : ranks_)
+    if (StragglerDetector* d = for_pid(static_cast<uint32_t>(rank.pid)); d && concerns(event, rank))
+      d->transport_evidence(rank.pid, {ts_ns, event.type, event_about_rank(event, rank)});
 }
 
 void JobJudges::set_instance_tap(const StragglerDetector::InstanceTap& tap) {

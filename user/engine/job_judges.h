@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/comm_registry.h"
+#include "detect/causes.h"
 #include "detect/straggler.h"
 #include "engine/call_stream.h"
 
@@ -48,6 +49,12 @@ class JobJudges {
   // recording's states).
   DetectorOutput check_in_flight(uint64_t now_ns, std::vector<InFlightCall> calls,
                                  const StragglerDetector::ProcessLookup& kernel = {});
+  // A node event: where it is evidence about a rank's data path
+  // (detect/causes.h data_path_cause) and concerns a rank of a job here, the
+  // inside test of that job's detector weighs it (detect/inside.h). `ts_ns`:
+  // the event's time on the calls' clock.
+  void device_event(const DeviceEvent& event, uint64_t ts_ns, const ConcernsCulprit& concerns = event_names_rank);
+
   // The rank exited: after its last records were consumed. `end`: how, where
   // the kernel said.
   DetectorOutput retire(int32_t pid, const Drained& drained, const std::optional<ProcessEnd>& end = std::nullopt);
@@ -74,6 +81,7 @@ class JobJudges {
 
   std::map<std::string, std::unique_ptr<StragglerDetector>> by_job_;
   std::map<int32_t, StragglerDetector*> by_pid_;
+  std::vector<RankIdentity> ranks_;
   std::map<uint32_t, const ProbeSpec*> probes_;
   std::optional<CommRegistry> registry_;
   CallTap tap_;

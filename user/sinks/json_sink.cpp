@@ -139,6 +139,11 @@ void JsonSink::window(const WindowReport& r) {
         j["inside_cost_share"] = s.inside_cost_share;
         j["inside_flagged"] = s.inside_flagged;
       }
+      if (!s.inside_transport.empty()) {
+        j["inside_transport"] = s.inside_transport;
+        j["inside_cost_share"] = s.inside_cost_share;
+        j["inside_flagged"] = s.inside_flagged;
+      }
       j["after_last_arrival_ns"] = optional_number(r.after_last_arrival_ns);
     }
     write(j, false);
@@ -251,8 +256,10 @@ json finding_json(const Finding& f, int64_t wall_offset_ns) {
       evidence["instances_flagged"] = f.instances_flagged;
     }
     if (f.inside) {
-      evidence["oncpu_share"] = f.inside->oncpu_share;
-      evidence["runq_share"] = f.inside->runq_share;
+      evidence["oncpu_share"] = f.inside->cpu_read ? nlohmann::json(f.inside->oncpu_share) : nlohmann::json(nullptr);
+      evidence["runq_share"] = f.inside->cpu_read ? nlohmann::json(f.inside->runq_share) : nlohmann::json(nullptr);
+      evidence["transport"] =
+          f.inside->transport.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.inside->transport);
       evidence["peers_oncpu_share"] = optional_number(f.inside->peers_oncpu_share);
       evidence["peers_runq_share"] = optional_number(f.inside->peers_runq_share);
       evidence["after_last_arrival_ns"] = optional_number(f.inside->after_last_arrival_ns);

@@ -215,6 +215,8 @@ void TraceSession::emit(const DetectorOutput& out, uint64_t now_ns) {
 void TraceSession::add_events(std::vector<DeviceEvent> events) {
   for (DeviceEvent& e : events) {
     sink_.device_event(e);
+    // A rank's data path set apart: the inside test's evidence (detect/inside.h).
+    judges_->device_event(e, e.ts_ns, concerns_through(sources_->topology()));
     explainer_.add(std::move(e));
   }
   report_sources();
