@@ -186,7 +186,7 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
            $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
            $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller \
-           $(TARGET_DIR)/rc_peer $(TARGET_DIR)/tcp_loss_peer \
+           $(TARGET_DIR)/rc_peer $(TARGET_DIR)/tcp_loss_peer $(TARGET_DIR)/lossy_link \
            $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks \
            $(TARGET_DIR)/mpich-workload
 # CPython 3.11's offsets from its headers, where libpython3.11-dev is installed.
@@ -279,6 +279,13 @@ $(TARGET_DIR)/tcp_loss_peer: tests/targets/tcp_loss_peer.cpp $(BUILD)/skel/lossy
 	@mkdir -p $(@D)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 -O1 -g -Wall -Wextra -Werror -I$(BUILD)/skel -o $@ $< -lbpf -lpthread
+
+# The same dropper on the bridge port of one rank's link (ingress): a
+# real job's lossy rank (tests/scenario/inside_scenario_test.cpp).
+$(TARGET_DIR)/lossy_link: tests/targets/lossy_link.cpp $(BUILD)/skel/lossy_port.skel.h
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O1 -g -Wall -Wextra -Werror -I$(BUILD)/skel -o $@ $< -lbpf
 
 $(TARGET_DIR)/verbs_real_caller: tests/targets/verbs_real_caller.c
 	$(call msg,CC,$@)

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* A fault for tests only (slowburn never attaches it): drops one in
- * `one_in` of the TCP data segments to `port` that enter the device it is
- * attached to (tc ingress), so the sender's TCP retransmits them, as over a
- * lossy link. tests/targets/tcp_loss_peer.cpp loads it on the loopback
- * device of a network namespace of its own: nothing of the host's. */
+ * `one_in` of the TCP data segments to `port` (0: any) that pass the tc hook
+ * it is attached to, so the sender's TCP retransmits them, as over a lossy
+ * link. tests/targets/tcp_loss_peer.cpp loads it on the loopback device of
+ * a network namespace of its own, tests/targets/lossy_link.cpp on the
+ * bridge port of a rank's link in a namespace the test made (both
+ * ingress: a frame dropped on its sender's egress is a local drop its TCP
+ * sends again as new data): nothing of the host's. */
 #include "vmlinux.h"
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
@@ -30,7 +33,7 @@ int drop_some(struct __sk_buff *skb)
 	if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_TCP)
 		return TC_ACT_OK;
 	struct tcphdr *tcp = (void *)ip + ip->ihl * 4;
-	if ((void *)(tcp + 1) > end || tcp->dest != bpf_htons(port))
+	if ((void *)(tcp + 1) > end || (port && tcp->dest != bpf_htons(port)))
 		return TC_ACT_OK;
 	__u32 headers = ip->ihl * 4 + tcp->doff * 4;
 	if (bpf_ntohs(ip->tot_len) <= headers || bpf_get_prandom_u32() % one_in)

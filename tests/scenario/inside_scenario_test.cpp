@@ -14,8 +14,10 @@
 
 #include "core/subprocess.h"
 #include "demo/mpi_job.h"
+#include "demo/torch_job.h"
 #include "detect/verdict.h"
 #include "support/cpu_quota.h"
+#include "support/rank_network.h"
 #include "support/test_support.h"
 #include "support/traced_jobs.h"
 
@@ -158,6 +160,48 @@ TEST(InsideCollective, AThrottledRankOfAPythonMpiJobIsNamed) {
   const Finding* f = named_finding(t, 1);
   ASSERT_NE(f, nullptr) << t.summaries;
   EXPECT_EQ(f->likely_cause_type, "host.cpu_throttled") << f->summary << host_events(t);
+}
+
+TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissions) {
+  // PyTorch DDP on gloo (TCP), 4 ranks, each in a network namespace of its
+  // own with a link to a bridge, as nodes with a NIC to a switch. 8 s into
+  // the trace, rank 1's link starts losing 1 in 10 of the TCP data frames
+  // it sends (a BPF dropper on the bridge's side): no rank computes longer
+  // or waits for a CPU; every rank waits longer inside the all-reduce.
+  SKIP_UNLESS_TORCH();
+  std::string why;
+  auto net = RankNetwork::create(4, why);
+  if (!net) GTEST_SKIP() << why;
+  auto script = workload("slowburn-ddp-workload.py");
+  ASSERT_TRUE(script);
+  TempDir dir;
+  TorchJobOptions options;
+  options.script = *script;
+  options.args = {"--seconds", "90"};
+  options.ranks = 4;
+  options.log_dir = dir.path().string();
+  options.master_addr = RankNetwork::address(0);
+  options.extra_env = {fmt::format("GLOO_SOCKET_IFNAME={}", RankNetwork::kDevice)};
+  options.prefix = [&](int rank) { return std::vector<std::string>{"nsenter", "--net=" + net->netns(rank)}; };
+  auto job = TorchJob::launch(options);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  std::string lossy = target_path("lossy_link").string();
+  auto fault = Subprocess::spawn(
+      {"sh", "-c", fmt::format("sleep 8 && exec {} {} {} 10", lossy, net->hub_netns(), RankNetwork::bridge_port(1))},
+      {(dir / "lossy.out").string(), {}});
+  ASSERT_TRUE(fault.ok()) << fault.error().message;
+  Traced t = trace(job->pids(), {"gloo.*"}, 20);
+  fault->terminate();
+  job->stop();
+  std::string dropped = read_text(dir / "lossy.out");
+  ASSERT_NE(dropped.find("dropped "), std::string::npos) << "the fault: " << dropped;
+  EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << host_events(t) << dropped;
+  const Finding* f = named_finding(t, 1);
+  ASSERT_NE(f, nullptr) << t.summaries << host_events(t) << dropped;
+  EXPECT_EQ(f->where, "inside") << f->summary;
+  ASSERT_TRUE(f->inside.has_value()) << f->summary;
+  EXPECT_NE(f->inside->transport.find("TCP sockets retransmitted"), std::string::npos) << f->summary;
+  EXPECT_EQ(f->likely_cause_type, "host.tcp_retrans") << f->summary << host_events(t);
 }
 
 }  // namespace

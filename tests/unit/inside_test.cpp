@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "detect/straggler.h"
+#include "sinks/json_sink.h"
 #include "support/synthetic_job.h"
 
 namespace slowburn::inside_test {
@@ -264,9 +267,10 @@ SlowStretch slow_stretch() {
 
 Feed with_transport_evidence(StragglerDetector& d, const std::set<int>& lossy) {
   SlowStretch job = slow_stretch();
-  // Said 2 s into the stretch, as a host cause is after its window.
+  // Said as the stretch begins (live, a host cause is said once its 5 s
+  // window passes its floor: the windows judged before weigh none of it).
   for (int rank : lossy)
-    d.transport_evidence(SyntheticJob::pid(rank), {job.slow_from_ns + 2'000 * kMs, "host.tcp_retrans",
+    d.transport_evidence(SyntheticJob::pid(rank), {job.slow_from_ns, "host.tcp_retrans",
                                                    "its TCP sockets retransmitted 3.0% of the bytes they sent"});
   return feed(d, job.events);
 }
@@ -312,6 +316,49 @@ TEST(StragglerDetectorInside, EvidenceWhileTheCollectiveKeepsItsPaceNamesNobody)
   std::vector<CallEvent> events = comm_bound([](int) { return 0.02; }, 3000);
   d.transport_evidence(SyntheticJob::pid(1), {events[events.size() / 2].exit_ns, "host.tcp_retrans", "retransmits"});
   Feed run = feed(d, events);
+  EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
+}
+
+TEST(StragglerDetectorInside, NamedByItsDataPathWithoutCpuTimesItsSharesAreNull) {
+  // No CPU times (the sched program off): the data path alone names it,
+  // and its JSON says the CPU shares were not read rather than 0.
+  SlowStretch job = slow_stretch();
+  for (CallEvent& e : job.events) {
+    e.oncpu_ns.reset();
+    e.runq_ns.reset();
+  }
+  StragglerDetector d = make_detector(4);
+  d.transport_evidence(SyntheticJob::pid(2), {job.slow_from_ns + 2'000 * kMs, "host.tcp_retrans", "its sockets"});
+  Feed run = feed(d, job.events);
+  ASSERT_EQ(culprits(run.findings), std::set<int>{2});
+  const Finding& f = run.findings.front();
+  ASSERT_TRUE(f.inside.has_value());
+  EXPECT_FALSE(f.inside->cpu_read);
+  EXPECT_EQ(f.summary.find("it ran"), std::string::npos) << f.summary;
+  std::ostringstream out;
+  JsonSink(out, "node-1", 0).finding(f);
+  auto evidence = nlohmann::json::parse(out.str())["evidence"];
+  EXPECT_TRUE(evidence["oncpu_share"].is_null()) << evidence;
+  EXPECT_TRUE(evidence["runq_share"].is_null()) << evidence;
+  EXPECT_EQ(evidence["transport"], "its sockets");
+}
+
+TEST(StragglerDetectorInside, ARankWhoseCpuIsSetApartIsNamedBeforeOneWithDataPathEvidence) {
+  SlowStretch job = slow_stretch();
+  set_cpu_waits(job.events, [](int rank) { return rank == 2 ? 0.75 : 0.02; });
+  StragglerDetector d = make_detector(4);
+  d.transport_evidence(SyntheticJob::pid(1), {job.slow_from_ns + 2'000 * kMs, "host.tcp_retrans", "its sockets"});
+  Feed run = feed(d, job.events);
+  EXPECT_EQ(culprits(run.findings), std::set<int>{2});
+}
+
+TEST(StragglerDetectorInside, EvidenceSaidAfterTheWindowsWereJudgedWeighsInNone) {
+  // A replay is handed every event at once: it weighs only in the windows
+  // judged after it was said, as live.
+  SlowStretch job = slow_stretch();
+  StragglerDetector d = make_detector(4);
+  d.transport_evidence(SyntheticJob::pid(1), {job.events.back().exit_ns + 5'000 * kMs, "host.tcp_retrans", "late"});
+  Feed run = feed(d, job.events);
   EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
 }
 

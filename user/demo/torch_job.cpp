@@ -81,17 +81,19 @@ Result<TorchJob> TorchJob::launch(const TorchJobOptions& o, double timeout_s) {
   std::string run_id = fmt::format("slowburn-{:08x}", std::random_device{}());
   std::vector<Subprocess> processes;
   for (int r = 0; r < o.ranks; ++r) {
-    std::vector<std::string> argv = {o.python, o.script};
+    std::vector<std::string> argv = o.prefix ? o.prefix(r) : std::vector<std::string>{};
+    argv.insert(argv.end(), {o.python, o.script});
     argv.insert(argv.end(), o.args.begin(), o.args.end());
     // What torchrun sets (torch.distributed.run), and a run id that names the job.
     std::vector<std::string> env = {fmt::format("RANK={}", r),
                                     fmt::format("LOCAL_RANK={}", r),
                                     fmt::format("WORLD_SIZE={}", o.ranks),
                                     fmt::format("LOCAL_WORLD_SIZE={}", o.ranks),
-                                    "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_ADDR=" + o.master_addr,
                                     fmt::format("MASTER_PORT={}", port),
                                     "TORCHELASTIC_RUN_ID=" + run_id,
                                     "OMP_NUM_THREADS=1"};
+    env.insert(env.end(), o.extra_env.begin(), o.extra_env.end());
     std::string log = o.log_dir.empty() ? "/dev/null" : fmt::format("{}/rank-{}.log", o.log_dir, r);
     auto child = Subprocess::spawn(argv, {log, env});
     if (!child) return child.error();

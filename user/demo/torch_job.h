@@ -3,6 +3,7 @@
 // `slowburn demo --workload pytorch` and the scenario tests trace.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,11 @@ struct TorchJobOptions {
   int master_port = 0;  // 0: a free one
   std::string log_dir;  // rank R's output in log_dir/rank-R.log; empty: /dev/null
   std::string proc_root = "/proc";
+  std::string master_addr = "127.0.0.1";  // where rank 0's store listens
+  std::vector<std::string> extra_env;     // KEY=VALUE for every rank (GLOO_SOCKET_IFNAME=eth0)
+  // A command each rank runs under (its own network namespace: nsenter
+  // --net=...), one that execs the rank in place: its pid is the rank's.
+  std::function<std::vector<std::string>(int rank)> prefix;
 };
 
 class TorchJob {

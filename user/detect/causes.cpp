@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace slowburn {
 
@@ -38,7 +39,15 @@ int cause_rank(const DeviceEvent& e) {
 
 bool data_path_cause(const DeviceEvent& e) {
   if (cause_rank(e) < 0) return false;
-  return !e.type.starts_with("host.") || e.type == "host.tcp_retrans";
+  // What loses or slows the rank's own frames. Not pause storms or CNP
+  // surges (a NIC told to slow down is congestion's victim as often as its
+  // cause: "slower for everyone" says that), not an Xid (its GPU computes
+  // late: the arrival test's), not the host's CPU and memory causes (the
+  // kernel's CPU times judge those).
+  static const std::set<std::string_view> kDataPath = {
+      "host.tcp_retrans", "rdma.retrans", "rdma.async",  "nic.gone", "link.down",
+      "link.downtrained", "link.flap",    "link.errors", "aer",      "ib.slow_connection"};
+  return kDataPath.contains(e.type);
 }
 
 std::string event_about_rank(const DeviceEvent& e, const RankIdentity& rank) {

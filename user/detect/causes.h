@@ -37,10 +37,10 @@ void attach_sdc_activity(Finding& finding, const std::optional<std::string>& act
 // cause (a recovered link, an informational Xid). Recordings keep it.
 int cause_rank(const DeviceEvent& event);
 
-// Whether the event is about a rank's data path (its NIC, its link, its
-// GPU, its TCP sockets), where it slows the collective's data after the
-// last arrival; not its CPU or memory, which the inside test reads from the
-// kernel's CPU times.
+// Whether the event is a cause that loses or slows a rank's own data (its
+// TCP sockets retransmitting, its NIC's retransmissions or errors, its
+// link down, flapping or trained down, AER errors): the collective's data
+// after the last arrival waits for it.
 bool data_path_cause(const DeviceEvent& event);
 
 // The event's summary as said of the rank: "rank 1 (pid 7)'s TCP sockets

@@ -41,9 +41,9 @@ struct InsideThresholds {
   // Named by its data path (judge_transport): the lane's time after the
   // last arrival at least this many times its usual.
   double transport_slower = 1.25;
-  // The node's event covers the span before it (host causes: their 5 s
-  // window and a reading) and holds until it is said again (every 30 s).
-  uint64_t transport_before_ns = 10'000'000'000;
+  // The node's event holds until it is said again (every 30 s while it
+  // does). It weighs in the windows judged after it was said (live, the
+  // earlier ones are closed; a replay does the same).
   uint64_t transport_after_ns = 35'000'000'000;
 };
 

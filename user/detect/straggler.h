@@ -254,8 +254,9 @@ class StragglerDetector {
   void judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart);
   std::vector<std::string> inside_notes_;  // emitted by the window's close
   // The members of the lane whose data path the node set apart in the window: pid -> what it said.
-  std::map<int32_t, std::string> transport_in(const LaneAccum& accum, const WindowReport& report) const;
-  std::map<int32_t, std::deque<TransportEvidence>> transport_;  // per rank, the latest few
+  // Forgets what no later window can weigh.
+  std::map<int32_t, std::string> transport_in(const LaneAccum& accum, const WindowReport& report);
+  std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;  // per rank, by when said
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
   bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "core/format.h"
@@ -92,25 +93,23 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
 }
 
 void StragglerDetector::transport_evidence(int32_t pid, TransportEvidence evidence) {
-  constexpr size_t kKept = 8;  // a cause that holds is said every 30 s: minutes of it
-  std::deque<TransportEvidence>& kept = transport_[pid];
-  kept.push_back(std::move(evidence));
-  if (kept.size() > kKept) kept.pop_front();
+  uint64_t ts = evidence.ts_ns;
+  transport_[pid].emplace(ts, std::move(evidence));
 }
 
-std::map<int32_t, std::string> StragglerDetector::transport_in(const LaneAccum& accum,
-                                                               const WindowReport& report) const {
-  const InsideThresholds& t = config_.inside_thresholds;
+std::map<int32_t, std::string> StragglerDetector::transport_in(const LaneAccum& accum, const WindowReport& report) {
+  const uint64_t after = config_.inside_thresholds.transport_after_ns;
   std::map<int32_t, std::string> out;
   for (const auto& [pid, rank] : accum.ranks) {
     auto kept = transport_.find(pid);
     if (kept == transport_.end()) continue;
-    // The latest event whose span meets the window.
-    for (auto e = kept->second.rbegin(); e != kept->second.rend(); ++e)
-      if (e->ts_ns + t.transport_after_ns >= report.start_ns && e->ts_ns <= report.end_ns + t.transport_before_ns) {
-        out[pid] = e->summary;
-        break;
-      }
+    std::multimap<uint64_t, TransportEvidence>& said = kept->second;
+    // Windows close in order: one that ended before this one began is past.
+    while (!said.empty() && said.begin()->first + after < report.start_ns) said.erase(said.begin());
+    // The latest said by the time the window was judged (a replay is
+    // handed every event at once; live, a later one had not come).
+    auto judged = said.upper_bound(report.end_ns + config_.grace_ns);
+    if (judged != said.begin()) out[pid] = std::prev(judged)->second.summary;
   }
   return out;
 }

@@ -342,22 +342,23 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     } else if (held) {
       v.stragglers.push_back(all[held->finding]);
     }
-    // Said once it is known whether a later spell of the rank held.
-    for (Episode& e : v.episodes) {
-      if (e.finding.culprit.pid != pid || !e.summary.empty()) continue;
-      bool later_held = held && held->start_ns > e.start_ns;
-      e.summary =
-          fmt::format("{} was {} {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, {}",
-                      rank_label(e.finding.culprit), e.finding.where == "inside" ? "the straggler inside" : "late on",
-                      e.finding.probe, communicator_phrase(e.finding),
-                      format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
-                      e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)),
-                      later_held ? "a later spell of the rank did (its finding)" : "so the verdict does not name it");
-    }
   }
   // Before the slow burn: it may name on another lane a rank whose
   // finding here is withheld (and then the rank is named).
   withhold_schedulers_choices(v);
+  // Said once it is known whether a later spell of the rank is named.
+  for (Episode& e : v.episodes) {
+    bool later_named = std::any_of(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& f) {
+      return f.culprit.pid == e.finding.culprit.pid && f.detected_ns > e.end_ns;
+    });
+    e.summary =
+        fmt::format("{} was {} {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, {}",
+                    rank_label(e.finding.culprit), e.finding.where == "inside" ? "the straggler inside" : "late on",
+                    e.finding.probe, communicator_phrase(e.finding),
+                    format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
+                    e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)),
+                    later_named ? "a later spell of the rank did (its finding)" : "so the verdict does not name it");
+  }
   if (config_.session_cost) session_cost_findings(v);
   slow_burn_episodes(v, all, now_ns);
   // The run of a rank the slow-burn rule named (or withheld) that is still

@@ -61,6 +61,9 @@ std::string mechanism_label(const Finding& f) {
     return fmt::format("{} called {} where its peers called another collective, on {}", rank_words(f), f.probe, comm);
   if (f.type == "failure")
     return fmt::format("{} {}", rank_words(f), f.process ? describe_process(*f.process) : std::string("failed"));
+  if (f.where == "inside" && f.inside && !f.inside->transport.empty())
+    return fmt::format("{} arrives on time but holds up {} on {} from inside: its data path is set apart ({})",
+                       rank_words(f), f.probe, comm, f.inside->transport);
   if (f.where == "inside" && f.inside)
     return fmt::format(
         "{} arrives on time but holds up {} on {} from inside: its thread waited for a CPU {:.0f}% of its time there "
@@ -85,6 +88,13 @@ std::string mechanism_evidence(const Finding& f) {
   if (f.type == "hang" || f.type == "mismatch")
     return fmt::format("ranks {} waited {:.1f} s inside {}", join_numbers(f.waiting_ranks),
                        static_cast<double>(f.waited_ns) / 1e9, f.probe);
+  if (f.where == "inside" && f.inside && !f.inside->transport.empty())
+    return fmt::format(
+        "after the last arrival each instance took {} its usual (the time beyond it {:.0f}% of the window), flagged "
+        "in {} of {} windows",
+        f.inside->after_last_arrival_ratio ? fmt::format("{:.1f}x", *f.inside->after_last_arrival_ratio)
+                                           : std::string("longer than"),
+        f.inside->cost_share * 100, f.windows_flagged, f.windows_considered);
   if (f.where == "inside" && f.inside)
     return fmt::format("the collective waited for its CPU {:.0f}% of the window, flagged in {} of {} windows",
                        f.inside->cost_share * 100, f.windows_flagged, f.windows_considered);
