@@ -164,7 +164,7 @@ TEST(InsideCollective, AThrottledRankOfAPythonMpiJobIsNamed) {
 
 TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissions) {
   // PyTorch DDP on gloo (TCP), 4 ranks, each in a network namespace of its
-  // own with a link to a bridge, as nodes with a NIC to a switch. 8 s into
+  // own with a link to a bridge, as nodes with a NIC to a switch. 6 s into
   // the trace, rank 1's link starts losing 1 in 10 of the TCP data frames
   // it sends (a BPF dropper on the bridge's side): no rank computes longer
   // or waits for a CPU; every rank waits longer inside the all-reduce.
@@ -187,10 +187,10 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
   ASSERT_TRUE(job.ok()) << job.error().message;
   std::string lossy = target_path("lossy_link").string();
   auto fault = Subprocess::spawn(
-      {"sh", "-c", fmt::format("sleep 8 && exec {} {} {} 10", lossy, net->hub_netns(), RankNetwork::bridge_port(1))},
+      {"sh", "-c", fmt::format("sleep 6 && exec {} {} {} 10", lossy, net->hub_netns(), RankNetwork::bridge_port(1))},
       {(dir / "lossy.out").string(), {}});
   ASSERT_TRUE(fault.ok()) << fault.error().message;
-  Traced t = trace(job->pids(), {"gloo.*"}, 20);
+  Traced t = trace(job->pids(), {"gloo.*"}, 16);
   fault->terminate();
   job->stop();
   std::string dropped = read_text(dir / "lossy.out");
