@@ -50,7 +50,8 @@ std::optional<RankNetwork> RankNetwork::create(int ranks, std::string& why) {
     }
   RankNetwork net;
   for (int i = 0; i <= ranks; ++i) {
-    auto holder = Subprocess::spawn({"unshare", "--net", "sleep", "infinity"});
+    // Bounded: a test killed before its destructors ran leaves nothing for long.
+    auto holder = Subprocess::spawn({"unshare", "--net", "sleep", std::to_string(kHoldS)});
     if (!holder) {
       why = holder.error().message;
       return std::nullopt;
@@ -58,18 +59,22 @@ std::optional<RankNetwork> RankNetwork::create(int ranks, std::string& why) {
     net.holders_.push_back(std::make_unique<Subprocess>(std::move(*holder)));
   }
   // unshare has made the namespace once its sleep runs in it.
+  const std::filesystem::path own = std::filesystem::read_symlink("/proc/self/ns/net");
   for (int i = 0; i <= ranks; ++i) {
-    pid_t pid = net.holders_[i]->pid();
+    Subprocess& holder = *net.holders_[i];
     bool moved = false;
     for (int tries = 0; tries < 200 && !moved; ++tries) {
+      if (auto status = holder.poll()) {
+        why = fmt::format("unshare --net exited with status {}: no network namespace", *status);
+        return std::nullopt;
+      }
       std::error_code ec;
-      moved = std::filesystem::read_symlink(fmt::format("/proc/{}/ns/net", pid), ec) !=
-                  std::filesystem::read_symlink("/proc/self/ns/net", ec) &&
-              !ec;
+      auto theirs = std::filesystem::read_symlink(fmt::format("/proc/{}/ns/net", holder.pid()), ec);
+      moved = !ec && theirs != own;
       if (!moved) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (!moved) {
-      why = "unshare --net did not make a network namespace";
+      why = "unshare --net did not make a network namespace in 2 s";
       return std::nullopt;
     }
   }

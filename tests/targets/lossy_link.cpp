@@ -6,8 +6,9 @@
 // (the bridge port of its veth pair), the frames the rank sends. Not on the
 // rank's own egress: a frame dropped there is a local drop its TCP is told
 // of and sends again as new data, no retransmission. Prints "attached",
-// then on SIGTERM or SIGINT detaches and prints "dropped N". Only that
-// namespace's device is touched: nothing of the host's.
+// then on SIGTERM or SIGINT (or when its parent dies, or after 900 s)
+// detaches and prints "dropped N". Only that namespace's device is
+// touched: nothing of the host's.
 //
 //   lossy_link NETNS DEVICE ONE_IN
 #include <bpf/libbpf.h>
@@ -15,6 +16,7 @@
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,7 +50,13 @@ int main(int argc, char** argv) {
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGALRM);
   sigprocmask(SIG_BLOCK, &stop, nullptr);
+  // Never outlives its test: a test killed before it could stop it.
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) return 1;
+  alarm(900);
 
   lossy_port_bpf* skel = lossy_port_bpf__open();
   if (!skel) die("open the BPF program");

@@ -96,8 +96,7 @@ TEST(Causes, TheDataPathsCausesAreEvidenceInsideTheCollectiveNotTheCpus) {
   EXPECT_TRUE(data_path_cause(event("link.downtrained", "0000:02:00.0", {1})));
   EXPECT_FALSE(data_path_cause(event("pfc.pause_storm", "mlx5_0", {1}))) << "congestion's victim as often as not";
   EXPECT_FALSE(data_path_cause(event("xid", "0000:05:00.0", {1}))) << "its GPU computes late: the arrival test's";
-  EXPECT_FALSE(data_path_cause(event("pfc.pause_storm", "mlx5_0", {1}))) << "congestion's victim as often as not";
-  EXPECT_FALSE(data_path_cause(event("xid", "0000:05:00.0", {1}))) << "its GPU: the arrival test's";
+  EXPECT_FALSE(data_path_cause(event("ecn.cnp_surge", "mlx5_0", {1}))) << "told to slow down, as by pauses";
   EXPECT_FALSE(data_path_cause(event("host.cpu_throttled", "", {1}))) << "the kernel's CPU times judge that";
   EXPECT_FALSE(data_path_cause(event("link.recovered", "0000:02:00.0", {1}))) << "not a cause";
 }

@@ -346,19 +346,6 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   // Before the slow burn: it may name on another lane a rank whose
   // finding here is withheld (and then the rank is named).
   withhold_schedulers_choices(v);
-  // Said once it is known whether a later spell of the rank is named.
-  for (Episode& e : v.episodes) {
-    bool later_named = std::any_of(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& f) {
-      return f.culprit.pid == e.finding.culprit.pid && f.detected_ns > e.end_ns;
-    });
-    e.summary =
-        fmt::format("{} was {} {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, {}",
-                    rank_label(e.finding.culprit), e.finding.where == "inside" ? "the straggler inside" : "late on",
-                    e.finding.probe, communicator_phrase(e.finding),
-                    format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
-                    e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)),
-                    later_named ? "a later spell of the rank did (its finding)" : "so the verdict does not name it");
-  }
   if (config_.session_cost) session_cost_findings(v);
   slow_burn_episodes(v, all, now_ns);
   // The run of a rank the slow-burn rule named (or withheld) that is still
@@ -374,6 +361,19 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
            (std::any_of(v.stragglers.begin(), v.stragglers.end(), slow_burn) ||
             std::any_of(v.withheld.begin(), v.withheld.end(), [&](const Withheld& w) { return slow_burn(w.finding); }));
   });
+  // The window runs' episodes, said once the verdict's names are known.
+  for (Episode& e : v.episodes) {
+    if (!e.summary.empty()) continue;  // the slow burn's, said where made
+    bool named = std::any_of(v.stragglers.begin(), v.stragglers.end(),
+                             [&](const Finding& f) { return f.culprit.pid == e.finding.culprit.pid; });
+    e.summary = fmt::format(
+        "{} was {} {}{} for {} (flagged in {} of {} windows) and cost {}; it did not hold, {}",
+        rank_label(e.finding.culprit), e.finding.where == "inside" ? "the straggler inside" : "late on",
+        e.finding.probe, communicator_phrase(e.finding),
+        format_ns(static_cast<double>(e.end_ns - std::min(e.end_ns, e.start_ns))), e.windows_flagged,
+        e.windows_evaluated, format_ns(static_cast<double>(e.cost_ns)),
+        named ? "and the verdict names the rank for more than it (its finding)" : "so the verdict does not name it");
+  }
   for (Finding& f : v.stragglers) {
     f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
     if (f.session_cost) f.summary = straggler_summary(f);  // it names its severity
