@@ -3,6 +3,7 @@
 // following the ranks), the periodic schedule, the judges on replayed calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "engine/job_judges.h"
@@ -102,6 +103,64 @@ TEST(JobJudges, ReplayedCallsWithTheirCommunicatorsAreJudgedAsLiveOnes) {
   EXPECT_EQ(verdict.stragglers[0].culprit.rank, 2);
   EXPECT_TRUE(judges.communicators().empty()) << "a replay's communicators are its caller's";
   EXPECT_TRUE(judges.take_notes().empty());
+}
+
+// A job's calls whose collective takes 3 ms after the last arrival, then
+// 9 ms from step 1500; its pids from `first_pid`.
+std::vector<CallEvent> slowing_job(int32_t first_pid, uint32_t probe_id) {
+  testing::SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(1500);
+  job.collective_ns = 9e6;
+  std::vector<CallEvent> slower = job.run(600, 1500);
+  events.insert(events.end(), slower.begin(), slower.end());
+  for (CallEvent& e : events) {
+    e.pid = e.tid = static_cast<uint32_t>(first_pid + (static_cast<int32_t>(e.pid) - testing::SyntheticJob::pid(0)));
+    e.probe_id = probe_id;
+  }
+  return events;
+}
+
+TEST(JobJudges, ANodesDataPathEventWeighsForItsOwnRankOnlyNotAnotherJobsRankOfTheSameNumber) {
+  const ProbeSpec* allreduce = find_probe("mpi.allreduce");
+  std::vector<RankIdentity> ranks;
+  for (const auto& [job, first_pid] : {std::pair<std::string, int32_t>{"77", 1000}, {"88", 2000}})
+    for (int r = 0; r < 4; ++r) {
+      RankIdentity id;
+      id.pid = first_pid + r;
+      id.rank = r;
+      id.job = job;
+      ranks.push_back(id);
+    }
+  JobJudges judges({}, {allreduce}, ranks);
+  for (const RankIdentity& r : ranks) judges.attached(allreduce->id, r.pid);
+  std::vector<CallEvent> a = slowing_job(1000, allreduce->id), b = slowing_job(2000, allreduce->id);
+  uint64_t slow_from = a[1500 * 4].entry_ns;
+  // Rank 1 of job 77: its sockets; rank 1 of job 88: its CPU, not a data path.
+  DeviceEvent tcp;
+  tcp.type = "host.tcp_retrans";
+  tcp.pid = 1001;
+  tcp.ranks = {1};
+  tcp.summary = "rank 1 (pid 1001)'s TCP sockets retransmitted 3.0% of the bytes they sent";
+  judges.device_event(tcp, slow_from);
+  DeviceEvent cpu = tcp;
+  cpu.type = "host.cpu_throttled";
+  cpu.pid = 2001;
+  judges.device_event(cpu, slow_from);
+  for (const auto* events : {&a, &b}) {
+    auto comm = std::make_shared<CommunicatorInfo>();
+    comm->key = events == &a ? "job:77" : "job:88";
+    for (const CallEvent& e : *events) judges.on_named_call(e, {comm, std::nullopt, e.seq, false});
+  }
+  uint64_t last = std::max(a.back().exit_ns, b.back().exit_ns);
+  judges.finish(last);
+  SessionVerdict verdict = judges.verdict(last);
+  ASSERT_EQ(verdict.stragglers.size(), 1u);
+  const Finding& f = verdict.stragglers[0];
+  EXPECT_EQ(f.culprit.pid, 1001);
+  ASSERT_TRUE(f.inside.has_value());
+  EXPECT_EQ(f.inside->transport, "its TCP sockets retransmitted 3.0% of the bytes they sent");
 }
 
 }  // namespace
