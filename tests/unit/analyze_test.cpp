@@ -301,6 +301,41 @@ TEST(Analyze, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInsideOnItsNode) {
   EXPECT_NE(a.json.find("\"where\":\"inside\""), std::string::npos);
 }
 
+TEST(Analyze, ARankWhoseSocketsRetransmitIsNamedInsideOnItsNodeNotTheRankWithItsPidOnAnother) {
+  // Every rank on time; from step 1500 each instance takes 9 ms after its
+  // last arrival instead of 3. Node-a's tracer said rank 1's TCP sockets
+  // retransmit as the stretch began. Node-b's rank 3 has the pid rank 1 has
+  // on node-a (analyze gives one of them another); node-b's clock is 1.5 s
+  // behind.
+  SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(1500);
+  uint64_t slow_from = events.back().exit_ns;
+  job.collective_ns = 9e6;
+  std::vector<CallEvent> slower = job.run(600, 1500);
+  events.insert(events.end(), slower.begin(), slower.end());
+  testing::set_cpu_waits(events, [](int) { return 0.02; });
+  DeviceEvent tcp;
+  tcp.type = "host.tcp_retrans";
+  tcp.ts_ns = slow_from;
+  tcp.ranks = {1};
+  tcp.pid = SyntheticJob::pid(1) + 2;
+  tcp.summary = fmt::format("rank 1 (pid {})'s TCP sockets retransmitted 3.0% of the bytes they sent", *tcp.pid);
+  TempDir dir;
+  record(dir, events, {"node-a", {0, 1}, 0, "77", 0, {tcp}, {}, 0, 0, 2});
+  record(dir, events, {"node-b", {2, 3}, -1'500'000'000});
+  auto a = analyze(dir);
+  ASSERT_TRUE(a.result) << a.result.error().message;
+  EXPECT_EQ(named(a.result->verdict), (std::set<std::pair<int, std::string>>{{1, "node-a"}})) << a.json;
+  ASSERT_FALSE(a.result->verdict.stragglers.empty());
+  const Finding& f = a.result->verdict.stragglers[0];
+  EXPECT_EQ(f.where, "inside") << f.summary;
+  ASSERT_TRUE(f.inside.has_value());
+  EXPECT_EQ(f.inside->transport, "its TCP sockets retransmitted 3.0% of the bytes they sent") << f.summary;
+  EXPECT_EQ(f.likely_cause_type, "host.tcp_retrans") << f.summary;
+}
+
 DeviceEvent recorded_event(std::string type, int rank, std::string summary, std::optional<int32_t> pid = {}) {
   DeviceEvent e;
   e.type = std::move(type);

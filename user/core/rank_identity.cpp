@@ -5,11 +5,7 @@
 
 namespace slowburn {
 
-namespace {
-
 int32_t own_pid(const RankIdentity& id) { return id.node_pid ? id.node_pid : id.pid; }
-
-}  // namespace
 
 std::string rank_label(const RankIdentity& id) { return fmt::format("rank {} (pid {})", id.rank, own_pid(id)); }
 

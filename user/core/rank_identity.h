@@ -25,6 +25,9 @@ struct RankIdentity {
   int32_t node_pid = 0;
 };
 
+// Its pid on its own node (node_pid where analyze gave it another).
+int32_t own_pid(const RankIdentity& id);
+
 // "rank 3 (pid 4242)": how every output names a rank (by its pid on its
 // own node).
 std::string rank_label(const RankIdentity& id);

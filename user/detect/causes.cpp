@@ -64,8 +64,10 @@ std::string_view event_severity(const DeviceEvent& event) {
 }
 
 bool event_names_rank(const DeviceEvent& event, const RankIdentity& culprit) {
-  // A host cause is its process's: rank numbers of two jobs on a node collide.
-  if (event.pid) return *event.pid == culprit.pid;
+  // A host cause is its process's: rank numbers of two jobs on a node
+  // collide. By the pid on its node (analyze gives one of two nodes' equal
+  // pids another; the event keeps the node's).
+  if (event.pid) return *event.pid == own_pid(culprit);
   return std::find(event.ranks.begin(), event.ranks.end(), culprit.rank) != event.ranks.end();
 }
 
