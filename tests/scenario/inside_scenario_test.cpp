@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "core/subprocess.h"
@@ -164,10 +165,11 @@ TEST(InsideCollective, AThrottledRankOfAPythonMpiJobIsNamed) {
 
 TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissions) {
   // PyTorch DDP on gloo (TCP), 4 ranks, each in a network namespace of its
-  // own with a link to a bridge, as nodes with a NIC to a switch. 6 s into
-  // the trace, rank 1's link starts losing 1 in 10 of the TCP data frames
-  // it sends (a BPF dropper on the bridge's side): no rank computes longer
-  // or waits for a CPU; every rank waits longer inside the all-reduce.
+  // own with a link to a bridge, as nodes with a NIC to a switch. 4 s after
+  // the first traced call (the collective's usual pace known), rank 1's
+  // link starts losing 1 in 10 of the TCP data frames it sends (a BPF
+  // dropper on the bridge's side): no rank computes longer or waits for a
+  // CPU; every rank waits longer inside the all-reduce.
   SKIP_UNLESS_TORCH();
   std::string why;
   auto net = RankNetwork::create(4, why);
@@ -185,12 +187,25 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
   options.prefix = [&](int rank) { return std::vector<std::string>{"nsenter", "--net=" + net->netns(rank)}; };
   auto job = TorchJob::launch(options);
   ASSERT_TRUE(job.ok()) << job.error().message;
-  std::string lossy = target_path("lossy_link").string();
-  auto fault = Subprocess::spawn(
-      {"sh", "-c", fmt::format("sleep 6 && exec {} {} {} 10", lossy, net->hub_netns(), RankNetwork::bridge_port(1))},
-      {(dir / "lossy.out").string(), {}});
-  ASSERT_TRUE(fault.ok()) << fault.error().message;
-  Traced t = trace(job->pids(), {"gloo.*"}, 16);
+  // Timed from the trace's first call, not the job's launch: after another
+  // test the probes took longer to attach, and a fault timed from the
+  // launch left the collective no healthy past to be slower than.
+  std::optional<Subprocess> fault;
+  std::string fault_error;
+  uint64_t first_call_ns = 0;
+  auto start_fault = [&](const CallEvent& call, const CallComm&) {
+    if (!first_call_ns) first_call_ns = call.entry_ns;
+    if (fault || !fault_error.empty() || call.exit_ns < first_call_ns + 4'000'000'000) return;
+    auto spawned =
+        Subprocess::spawn({target_path("lossy_link").string(), net->hub_netns(), RankNetwork::bridge_port(1), "10"},
+                          {(dir / "lossy.out").string(), {}});
+    if (spawned)
+      fault.emplace(std::move(*spawned));
+    else
+      fault_error = spawned.error().message;
+  };
+  Traced t = trace(job->pids(), {"gloo.*"}, 16, DetectorConfig{}, start_fault);
+  ASSERT_TRUE(fault.has_value()) << "the fault never started: " << fault_error;
   fault->terminate();
   job->stop();
   std::string dropped = read_text(dir / "lossy.out");

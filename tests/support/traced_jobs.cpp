@@ -30,10 +30,11 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
 }
 
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
-             const DetectorConfig& detector) {
+             const DetectorConfig& detector, const std::function<void(const CallEvent&, const CallComm&)>& on_call) {
   Traced out;
   TraceOptions options;
   options.detector = detector;
+  options.on_call = on_call;
   options.pids = pids;
   options.probe_patterns = probes;
   options.duration_s = seconds;

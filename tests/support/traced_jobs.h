@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -34,8 +35,11 @@ uint64_t runq_wait_ns(int32_t pid);
 // Traces `pids` in this process for `seconds` (hardware and RDMA sources off).
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
              uint64_t window_ns = DetectorConfig{}.window_ns);
+// `on_call`: sees every traced collective call as the session judges it
+// (a test that starts its fault once the job is traced).
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
-             const DetectorConfig& detector);
+             const DetectorConfig& detector,
+             const std::function<void(const CallEvent&, const CallComm&)>& on_call = {});
 
 // build/libexec/NAME, when built.
 std::optional<std::string> workload(const std::string& name);
