@@ -63,6 +63,26 @@ struct SyntheticJob {
   std::vector<double> prev_exit;
 };
 
+// A communication-bound job of 4 ranks, every one on time (0.5 ms of
+// compute), whose collective takes 3 ms after its last arrival for 1500
+// steps, then 9 ms for 600 (a lossy link, a congested fabric). No CPU times.
+struct SlowStretch {
+  std::vector<CallEvent> events;
+  uint64_t slow_from_ns = 0;  // the last healthy call's exit
+};
+inline SlowStretch collective_slows() {
+  SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  SlowStretch out;
+  out.events = job.run(1500);
+  out.slow_from_ns = out.events.back().exit_ns;
+  job.collective_ns = 9e6;
+  std::vector<CallEvent> slower = job.run(600, 1500);
+  out.events.insert(out.events.end(), slower.begin(), slower.end());
+  return out;
+}
+
 inline std::vector<RankIdentity> identities(int ranks) {
   std::vector<RankIdentity> ids;
   for (int r = 0; r < ranks; ++r) {

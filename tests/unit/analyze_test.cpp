@@ -307,14 +307,7 @@ TEST(Analyze, ARankWhoseSocketsRetransmitIsNamedInsideOnItsNodeNotTheRankWithIts
   // retransmit as the stretch began. Node-b's rank 3 has the pid rank 1 has
   // on node-a (analyze gives one of them another); node-b's clock is 1.5 s
   // behind.
-  SyntheticJob job;
-  job.compute_ns = [](int, int) { return 0.5e6; };
-  job.collective_ns = 3e6;
-  std::vector<CallEvent> events = job.run(1500);
-  uint64_t slow_from = events.back().exit_ns;
-  job.collective_ns = 9e6;
-  std::vector<CallEvent> slower = job.run(600, 1500);
-  events.insert(events.end(), slower.begin(), slower.end());
+  auto [events, slow_from] = testing::collective_slows();
   testing::set_cpu_waits(events, [](int) { return 0.02; });
   DeviceEvent tcp;
   tcp.type = "host.tcp_retrans";

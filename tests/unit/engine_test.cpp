@@ -108,13 +108,7 @@ TEST(JobJudges, ReplayedCallsWithTheirCommunicatorsAreJudgedAsLiveOnes) {
 // A job's calls whose collective takes 3 ms after the last arrival, then
 // 9 ms from step 1500; its pids from `first_pid`.
 std::vector<CallEvent> slowing_job(int32_t first_pid, uint32_t probe_id) {
-  testing::SyntheticJob job;
-  job.compute_ns = [](int, int) { return 0.5e6; };
-  job.collective_ns = 3e6;
-  std::vector<CallEvent> events = job.run(1500);
-  job.collective_ns = 9e6;
-  std::vector<CallEvent> slower = job.run(600, 1500);
-  events.insert(events.end(), slower.begin(), slower.end());
+  std::vector<CallEvent> events = testing::collective_slows().events;
   for (CallEvent& e : events) {
     e.pid = e.tid = static_cast<uint32_t>(first_pid + (static_cast<int32_t>(e.pid) - testing::SyntheticJob::pid(0)));
     e.probe_id = probe_id;

@@ -197,13 +197,7 @@ TEST(StragglerDetectorInside, TheInsideTestCanBeTurnedOff) {
 TEST(StragglerDetectorInside, ACollectiveSlowerForEveryoneIsSaidNotBlamedOnARank) {
   // Nobody waits for a CPU; from step 1500 every instance takes 9 ms
   // after its last arrival instead of 3 (a congested fabric).
-  SyntheticJob job;
-  job.compute_ns = [](int, int) { return 0.5e6; };
-  job.collective_ns = 3e6;
-  std::vector<CallEvent> events = job.run(1500);
-  job.collective_ns = 9e6;
-  std::vector<CallEvent> slower = job.run(600, 1500);
-  events.insert(events.end(), slower.begin(), slower.end());
+  std::vector<CallEvent> events = collective_slows().events;
   for (CallEvent& e : events) {
     e.runq_ns = e.duration_ns() / 50;
     e.oncpu_ns = e.duration_ns() - *e.runq_ns;
@@ -247,20 +241,8 @@ TEST(InsideTransport, NotNamedWhereTheCollectiveIsNotSlowerThanItsUsualOrCostsLi
 
 // The job of ACollectiveSlowerForEveryone..., the node saying of ranks
 // `lossy` that their sockets retransmit during the slow stretch.
-struct SlowStretch {
-  std::vector<CallEvent> events;
-  uint64_t slow_from_ns = 0;
-};
 SlowStretch slow_stretch() {
-  SyntheticJob job;
-  job.compute_ns = [](int, int) { return 0.5e6; };
-  job.collective_ns = 3e6;
-  SlowStretch out;
-  out.events = job.run(1500);
-  out.slow_from_ns = out.events.back().exit_ns;
-  job.collective_ns = 9e6;
-  std::vector<CallEvent> slower = job.run(600, 1500);
-  out.events.insert(out.events.end(), slower.begin(), slower.end());
+  SlowStretch out = collective_slows();
   set_cpu_waits(out.events, [](int) { return 0.02; });
   return out;
 }
