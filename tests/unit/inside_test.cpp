@@ -252,8 +252,8 @@ Feed with_transport_evidence(StragglerDetector& d, const std::set<int>& lossy) {
   // Said as the stretch begins (live, a host cause is said once its 5 s
   // window passes its floor: the windows judged before weigh none of it).
   for (int rank : lossy)
-    d.transport_evidence(SyntheticJob::pid(rank), {job.slow_from_ns, "host.tcp_retrans",
-                                                   "its TCP sockets retransmitted 3.0% of the bytes they sent"});
+    d.transport_evidence(SyntheticJob::pid(rank),
+                         {job.slow_from_ns, "its TCP sockets retransmitted 3.0% of the bytes they sent"});
   return feed(d, job.events);
 }
 
@@ -296,7 +296,7 @@ TEST(StragglerDetectorInside, EvidenceOnMostRanksNamesNobodyAndSaysTheCollective
 TEST(StragglerDetectorInside, EvidenceWhileTheCollectiveKeepsItsPaceNamesNobody) {
   StragglerDetector d = make_detector(4);
   std::vector<CallEvent> events = comm_bound([](int) { return 0.02; }, 3000);
-  d.transport_evidence(SyntheticJob::pid(1), {events[events.size() / 2].exit_ns, "host.tcp_retrans", "retransmits"});
+  d.transport_evidence(SyntheticJob::pid(1), {events[events.size() / 2].exit_ns, "retransmits"});
   Feed run = feed(d, events);
   EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
 }
@@ -310,7 +310,7 @@ TEST(StragglerDetectorInside, NamedByItsDataPathWithoutCpuTimesItsSharesAreNull)
     e.runq_ns.reset();
   }
   StragglerDetector d = make_detector(4);
-  d.transport_evidence(SyntheticJob::pid(2), {job.slow_from_ns + 2'000 * kMs, "host.tcp_retrans", "its sockets"});
+  d.transport_evidence(SyntheticJob::pid(2), {job.slow_from_ns + 2'000 * kMs, "its sockets"});
   Feed run = feed(d, job.events);
   ASSERT_EQ(culprits(run.findings), std::set<int>{2});
   const Finding& f = run.findings.front();
@@ -329,7 +329,7 @@ TEST(StragglerDetectorInside, ARankWhoseCpuIsSetApartIsNamedBeforeOneWithDataPat
   SlowStretch job = slow_stretch();
   set_cpu_waits(job.events, [](int rank) { return rank == 2 ? 0.75 : 0.02; });
   StragglerDetector d = make_detector(4);
-  d.transport_evidence(SyntheticJob::pid(1), {job.slow_from_ns + 2'000 * kMs, "host.tcp_retrans", "its sockets"});
+  d.transport_evidence(SyntheticJob::pid(1), {job.slow_from_ns + 2'000 * kMs, "its sockets"});
   Feed run = feed(d, job.events);
   EXPECT_EQ(culprits(run.findings), std::set<int>{2});
 }
@@ -339,7 +339,7 @@ TEST(StragglerDetectorInside, EvidenceSaidAfterTheWindowsWereJudgedWeighsInNone)
   // judged after it was said, as live.
   SlowStretch job = slow_stretch();
   StragglerDetector d = make_detector(4);
-  d.transport_evidence(SyntheticJob::pid(1), {job.events.back().exit_ns + 5'000 * kMs, "host.tcp_retrans", "late"});
+  d.transport_evidence(SyntheticJob::pid(1), {job.events.back().exit_ns + 5'000 * kMs, "late"});
   Feed run = feed(d, job.events);
   EXPECT_TRUE(run.findings.empty()) << run.findings.front().summary;
 }

@@ -81,14 +81,13 @@ std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& r
 void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, double>& late_blame_ns);
 
 // A rank whose data path the node set apart from its peers': its TCP
-// sockets retransmitting, its NIC's retransmissions or pause storms, its
-// link downtrained or erroring. The node says it as an event naming the
-// rank (host.tcp_retrans, rdma.retrans, ...), joined to it the way a
-// finding's likely causes are.
+// sockets retransmitting, its NIC's retransmissions or errors, its link
+// down or trained down. The node says it as an event naming the rank
+// (host.tcp_retrans, rdma.retrans, ...: detect/causes.h data_path_cause),
+// joined to it the way a finding's likely causes are.
 struct TransportEvidence {
-  uint64_t ts_ns = 0;  // when the node said it (it covers the span before)
-  std::string type;    // the event's: "host.tcp_retrans"
-  std::string summary;
+  uint64_t ts_ns = 0;   // when the node said it
+  std::string summary;  // what it said, of the rank ("its TCP sockets ...")
 };
 
 // The straggler inside by its data path: a lossy link or NIC slows every

@@ -72,7 +72,7 @@ void JobJudges::device_event(const DeviceEvent& event, uint64_t ts_ns, const Con
   if (!data_path_cause(event)) return;
   for (const RankIdentity& rank : ranks_)
     if (StragglerDetector* d = for_pid(static_cast<uint32_t>(rank.pid)); d && concerns(event, rank))
-      d->transport_evidence(rank.pid, {ts_ns, event.type, event_about_rank(event, rank)});
+      d->transport_evidence(rank.pid, {ts_ns, event_about_rank(event, rank)});
 }
 
 void JobJudges::set_instance_tap(const StragglerDetector::InstanceTap& tap) {

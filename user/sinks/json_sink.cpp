@@ -136,11 +136,9 @@ void JsonSink::window(const WindowReport& r) {
       if (s.inside_oncpu_share) {
         j["inside_oncpu_share"] = *s.inside_oncpu_share;
         j["inside_runq_share"] = optional_number(s.inside_runq_share);
-        j["inside_cost_share"] = s.inside_cost_share;
-        j["inside_flagged"] = s.inside_flagged;
       }
-      if (!s.inside_transport.empty()) {
-        j["inside_transport"] = s.inside_transport;
+      if (!s.inside_transport.empty()) j["inside_transport"] = s.inside_transport;
+      if (s.inside_oncpu_share || !s.inside_transport.empty()) {
         j["inside_cost_share"] = s.inside_cost_share;
         j["inside_flagged"] = s.inside_flagged;
       }
