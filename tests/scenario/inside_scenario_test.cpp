@@ -165,7 +165,7 @@ TEST(InsideCollective, AThrottledRankOfAPythonMpiJobIsNamed) {
 
 TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissions) {
   // PyTorch DDP on gloo (TCP), 4 ranks, each in a network namespace of its
-  // own with a link to a bridge, as nodes with a NIC to a switch. 4 s after
+  // own with a link to a bridge, as nodes with a NIC to a switch. 3 s after
   // the first traced call (the collective's usual pace known), rank 1's
   // link starts losing 1 in 10 of the TCP data frames it sends (a BPF
   // dropper on the bridge's side): no rank computes longer or waits for a
@@ -176,6 +176,8 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
   if (!net) GTEST_SKIP() << why;
   auto script = workload("slowburn-ddp-workload.py");
   ASSERT_TRUE(script);
+  ASSERT_EQ(access(target_path("lossy_link").c_str(), X_OK), 0)
+      << target_path("lossy_link").string() << " is not built (make tests)";
   TempDir dir;
   TorchJobOptions options;
   options.script = *script;
@@ -193,26 +195,32 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
   std::optional<Subprocess> fault;
   std::string fault_error;
   uint64_t first_call_ns = 0;
+  double fault_at_s = 0;  // on the trace's clock, as the window lines
   auto start_fault = [&](const CallEvent& call, const CallComm&) {
     if (!first_call_ns) first_call_ns = call.entry_ns;
-    if (fault || !fault_error.empty() || call.exit_ns < first_call_ns + 4'000'000'000) return;
+    if (fault || !fault_error.empty() || call.exit_ns < first_call_ns + 3'000'000'000) return;
     auto spawned =
         Subprocess::spawn({target_path("lossy_link").string(), net->hub_netns(), RankNetwork::bridge_port(1), "10"},
                           {(dir / "lossy.out").string(), {}});
-    if (spawned)
+    if (spawned) {
       fault.emplace(std::move(*spawned));
-    else
+      fault_at_s = static_cast<double>(call.exit_ns) / 1e9;
+    } else {
       fault_error = spawned.error().message;
+    }
   };
-  Traced t = trace(job->pids(), {"gloo.*"}, 16, DetectorConfig{}, start_fault);
+  // 20 s: the node says the retransmissions some 6 s into the loss (its
+  // 5 s window), and the rule weighs them in 3 of the 5 windows after.
+  Traced t = trace(job->pids(), {"gloo.*"}, 20, DetectorConfig{}, start_fault);
   ASSERT_TRUE(fault.has_value()) << "the fault never started: " << fault_error;
   fault->terminate();
   job->stop();
   std::string dropped = read_text(dir / "lossy.out");
   ASSERT_NE(dropped.find("dropped "), std::string::npos) << "the fault: " << dropped;
-  EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << host_events(t) << dropped;
+  EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << host_events(t) << dropped
+                                       << fmt::format("\nthe fault began at {:.1f}", fault_at_s) << window_rows(t, 1);
   const Finding* f = named_finding(t, 1);
-  ASSERT_NE(f, nullptr) << t.summaries << host_events(t) << dropped;
+  ASSERT_NE(f, nullptr) << t.summaries;
   EXPECT_EQ(f->where, "inside") << f->summary;
   ASSERT_TRUE(f->inside.has_value()) << f->summary;
   EXPECT_NE(f->inside->transport.find("TCP sockets retransmitted"), std::string::npos) << f->summary;

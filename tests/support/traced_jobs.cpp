@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/subprocess.h"
@@ -49,6 +50,7 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
   out.span_ns = span_ns;
+  out.json = json.str();
   for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;
   EXPECT_TRUE(result.ok()) << result.error().message;
   if (!result) return out;
@@ -123,6 +125,26 @@ std::string host_events(const Traced& t) {
   std::string out;
   for (const DeviceEvent& e : t.result.device_events)
     if (e.type.starts_with("host.")) out += "\nevent: " + e.summary;
+  return out;
+}
+
+std::string window_rows(const Traced& t, int rank) {
+  std::string out;
+  std::istringstream lines(t.json);
+  std::string line;
+  auto field = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && !j[key].is_null() ? j[key].dump() : std::string("-");
+  };
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || j.value("kind", "") != "window" || j.value("rank", -1) != rank) continue;
+    out += fmt::format(
+        "\nwindow {:.1f}: calls {} after_last_arrival_ns {} last {} oncpu {} runq {} transport {} "
+        "cost_share {} inside_flagged {} flagged {}",
+        j.value("window_start", 0.0), field(j, "calls"), field(j, "after_last_arrival_ns"), field(j, "last_fraction"),
+        field(j, "inside_oncpu_share"), field(j, "inside_runq_share"), j.contains("inside_transport") ? "yes" : "no",
+        field(j, "inside_cost_share"), field(j, "inside_flagged"), field(j, "flagged"));
+  }
   return out;
 }
 

@@ -27,6 +27,7 @@ struct Traced {
   // read from the kernel's schedstat, not from slowburn.
   std::map<int32_t, double> runq_share;
   double span_ns = 0;  // the trace's wall-clock span those shares are of
+  std::string json;    // every JSON line of the session (window lines too)
 };
 
 // The time `pid` has waited in run queues, in ns (schedstat's second field).
@@ -63,5 +64,9 @@ bool pin(int32_t pid, int cpu);
 const Finding* named_finding(const Traced& t, int rank);
 // Every host.* event of the session, one per line (for failure messages).
 std::string host_events(const Traced& t);
+// `rank`'s window lines, one compact row each, with the lane's time after
+// its last arrival and the inside test's reading (for failure messages:
+// which of the rule's conditions failed).
+std::string window_rows(const Traced& t, int rank);
 
 }  // namespace slowburn::testing

@@ -234,9 +234,40 @@ TEST(InsideTransport, EvidenceOnMostMembersIsTheFabricsNotARanks) {
 
 TEST(InsideTransport, NotNamedWhereTheCollectiveIsNotSlowerThanItsUsualOrCostsLittle) {
   std::map<int32_t, std::string> evidence{{2, "a"}};
-  EXPECT_TRUE(judge_transport(evidence, 4, 1.1, 100 * kMs, kElapsed).empty()) << "1.1x its usual";
+  EXPECT_TRUE(judge_transport(evidence, 4, 1.1, 0.2 * kElapsed, kElapsed).empty()) << "1.1x its usual, no stall";
   EXPECT_TRUE(judge_transport(evidence, 4, std::nullopt, 100 * kMs, kElapsed).empty()) << "no past to compare";
   EXPECT_TRUE(judge_transport(evidence, 4, 2.0, 0.05 * kElapsed, kElapsed).empty()) << "5% of the window";
+}
+
+TEST(InsideTransport, StallsOfAFewInstancesNameItWhereTheMedianInstanceIsNotSlower) {
+  // A lost frame stalls an instance for a retransmission timeout: the
+  // median instance is as fast as usual, the window is not.
+  std::map<int32_t, std::string> evidence{{2, "a"}};
+  auto judged = judge_transport(evidence, 4, 1.0, 0.3 * kElapsed, kElapsed);
+  ASSERT_EQ(apart(judged), std::set<int32_t>{2});
+  EXPECT_NEAR(judged[0].cost_share, 0.3, 1e-6);
+  EXPECT_TRUE(judge_transport(evidence, 4, 1.0, 0.2 * kElapsed, kElapsed).empty()) << "stalls 20% of the window";
+}
+
+TEST(InsideTransport, AVictimsLatenessFromLeavingLateDoesNotOutweighTheDataPath) {
+  // Rank 0 was held inside the previous collective (the lost frame was
+  // its), and arrives late to this one: flagged, all of it from leaving.
+  std::map<int32_t, LateBlame> late{{0, {200.0 * kMs, 200.0 * kMs}}};
+  std::vector<InsideJudgement> by_path = judge_transport({{2, "a"}}, 4, 3.0, 0.5 * kElapsed, kElapsed);
+  outweigh_by_late_arrivals(by_path, late);
+  EXPECT_EQ(apart(by_path), std::set<int32_t>{2});
+  // Its own lateness (arriving late having left on time) still outweighs.
+  std::vector<InsideJudgement> again = judge_transport({{2, "a"}}, 4, 3.0, 0.5 * kElapsed, kElapsed);
+  outweigh_by_late_arrivals(again, {{0, {200.0 * kMs, 0}}});
+  EXPECT_TRUE(apart(again).empty());
+  // Against a rank's CPU wait all of a flagged rank's blame counts, as before.
+  InsideJudgement cpu;
+  cpu.pid = 2;
+  cpu.cost_ns = 100 * kMs;
+  cpu.apart = true;
+  std::vector<InsideJudgement> by_cpu{cpu};
+  outweigh_by_late_arrivals(by_cpu, late);
+  EXPECT_TRUE(apart(by_cpu).empty());
 }
 
 // The job of ACollectiveSlowerForEveryone..., the node saying of ranks

@@ -63,17 +63,21 @@ std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& r
   return out;
 }
 
-void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, double>& late_blame_ns) {
+void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, LateBlame>& late) {
   for (InsideJudgement& j : judged)
-    for (const auto& [pid, blame_ns] : late_blame_ns)
-      if (pid != j.pid && blame_ns >= static_cast<double>(j.cost_ns)) j.apart = false;
+    for (const auto& [pid, blame] : late) {
+      double weight = j.transport.empty() ? blame.blame_ns : blame.blame_ns - blame.leaving_ns;
+      if (pid != j.pid && weight >= static_cast<double>(j.cost_ns)) j.apart = false;
+    }
 }
 
 std::vector<InsideJudgement> judge_transport(const std::map<int32_t, std::string>& evidence, size_t members,
                                              std::optional<double> ratio, double excess_ns, uint64_t elapsed_ns,
                                              const InsideThresholds& t) {
-  if (evidence.empty() || 2 * evidence.size() > members || !ratio || *ratio < t.transport_slower || excess_ns <= 0)
-    return {};
+  if (evidence.empty() || 2 * evidence.size() > members || !ratio || excess_ns <= 0) return {};
+  bool slower = *ratio >= t.transport_slower;
+  bool stalled = share(static_cast<uint64_t>(excess_ns), elapsed_ns) >= t.transport_stalled_share;
+  if (!slower && !stalled) return {};
   // Each named rank's part of the wait: two lossy ranks share it.
   uint64_t cost = static_cast<uint64_t>(excess_ns / static_cast<double>(evidence.size()));
   if (share(cost, elapsed_ns) < t.min_cost_share) return {};

@@ -39,8 +39,13 @@ struct InsideThresholds {
   double versus_peers = 2.0;
   double min_cost_share = 0.1;  // of the window: what the collective waited for it
   // Named by its data path (judge_transport): the lane's time after the
-  // last arrival at least this many times its usual.
+  // last arrival at least this many times its usual,
   double transport_slower = 1.25;
+  // or its instances' time beyond the usual at least this share of the
+  // window: a lost frame stalls a few instances for a retransmission
+  // timeout (200 ms and more against a usual of ms), the median instance
+  // not at all.
+  double transport_stalled_share = 0.25;
   // The node's event holds until it is said again (every 30 s while it
   // does). It weighs in the windows judged after it was said (live, the
   // earlier ones are closed; a replay does the same).
@@ -70,15 +75,28 @@ struct InsideJudgement {
 std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& ranks, uint64_t after_last_arrival_ns,
                                           uint64_t elapsed_ns, const InsideThresholds& thresholds = {});
 
+// A rank the window rule flagged: its blame in the window, and the part of
+// it from leaving its previous collective late (held inside it).
+struct LateBlame {
+  double blame_ns = 0;
+  double leaving_ns = 0;
+};
+
 // Not apart where the collective waited longer for another rank's arrival
-// (a rank the window rule flagged; `late_blame_ns`: pid -> its blame in the
-// window) than for this rank's CPU. On a node with more ranks than CPUs,
+// (a rank the window rule flagged; `late`: pid -> its blame in the window)
+// than for this rank's CPU or data path. Against a rank named by its data
+// path only the flagged rank's own lateness counts, not what it inherited
+// from leaving its previous collective late: a lost frame holds its
+// receiver inside that collective until the sender's retransmission, and
+// the receiver then arrives late to the next (CI, stop 52: rank 0 flagged
+// on a lateness 100% from leaving, 200 ms retransmission timeouts, hid the
+// lossy rank 1). On a node with more ranks than CPUs,
 // which rank the scheduler leaves off a CPU while they all wait for the
 // late one is its choice (CI, stop 50: 4 ranks on 2 CPUs, rank 3 computing
 // 2x, rank 2 named inside first, waiting for a CPU 99% of its time in the
 // all-gather). A rank starved by a cause of its own is the late one itself,
 // or no rank is late.
-void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, double>& late_blame_ns);
+void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::map<int32_t, LateBlame>& late);
 
 // A rank whose data path the node set apart from its peers': its TCP
 // sockets retransmitting, its NIC's retransmissions or errors, its link
@@ -93,7 +111,8 @@ struct TransportEvidence {
 // The straggler inside by its data path: a lossy link or NIC slows every
 // member's data after the last arrival, not its own CPU. Where nobody's CPU
 // is set apart and the lane's time after its last arrival grew to
-// transport_slower times its usual, the members with evidence in the window
+// transport_slower times its usual (or its stalls took transport_stalled_share
+// of the window), the members with evidence in the window
 // are named, when they are at most half of them (evidence on most
 // members is the fabric's, not a rank's). `excess_ns`: the window's time
 // after last arrival beyond the usual; each named rank is charged its part

@@ -51,10 +51,10 @@ void set_sequential_evidence(Finding& f, const BernoulliCusum& test, const Detec
   f.instances_flagged = test.run_events();
 }
 
-std::map<int32_t, double> late_blame_ns(const WindowReport& report) {
-  std::map<int32_t, double> late;
+std::map<int32_t, LateBlame> late_blame_ns(const WindowReport& report) {
+  std::map<int32_t, LateBlame> late;
   for (const RankWindowStats& s : report.ranks)
-    if (s.flagged) late[s.identity.pid] = s.blame_ns;
+    if (s.flagged) late[s.identity.pid] = {s.blame_ns, s.blame_ns * s.blame_leaving_share};
   return late;
 }
 

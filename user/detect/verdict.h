@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "detect/inside.h"
 #include "detect/report.h"
 #include "detect/session_cost.h"
 #include "detect/straggler.h"
@@ -24,9 +25,10 @@ namespace slowburn {
 // nullptr when there is none.
 RankWindowStats* flag_straggler(WindowReport& report, const DetectorConfig& config, size_t peer_ranks);
 
-// The blame of each rank flag_straggler flagged in the window (the inside
-// test sets a rank's CPU wait against it: detect/inside.h).
-std::map<int32_t, double> late_blame_ns(const WindowReport& report);
+// The blame of each rank flag_straggler flagged in the window, and its part
+// from leaving late (the inside test sets a rank's CPU wait or data path
+// against it: detect/inside.h).
+std::map<int32_t, LateBlame> late_blame_ns(const WindowReport& report);
 
 // A straggler finding from a flagged window's evidence (cost and summary are
 // the caller's: they depend on what it has seen so far).
