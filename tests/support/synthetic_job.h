@@ -26,6 +26,9 @@ struct SyntheticJob {
   std::function<double(int rank, int step)> leave_ns = [](int, int) { return 0.0; };
   double noise_ns = 50e3;
   double collective_ns = 50e3;
+  // Extra time the collective of a step takes after its last arrival (a
+  // lost frame's retransmission timeout: every member waits for it).
+  std::function<double(int step)> stall_ns = [](int) { return 0.0; };
   uint64_t seed = 1;
 
   std::vector<CallEvent> run(int steps, int first_step = 0) {
@@ -39,7 +42,7 @@ struct SyntheticJob {
       for (int r = 0; r < ranks; ++r)
         entry[static_cast<size_t>(r)] =
             prev_exit[static_cast<size_t>(r)] + std::max(1e3, compute_ns(r, s) + (noise_ns ? noise(rng) : 0));
-      double release = *std::max_element(entry.begin(), entry.end()) + collective_ns;
+      double release = *std::max_element(entry.begin(), entry.end()) + collective_ns + stall_ns(s);
       std::vector<CallEvent> step_events;
       for (int r = 0; r < ranks; ++r) {
         double exit = release + (noise_ns ? exit_jitter(rng) : 0) + leave_ns(r, s);

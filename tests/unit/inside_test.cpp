@@ -311,6 +311,39 @@ TEST(StragglerDetectorInside, ARankWhoseDataPathIsSetApartIsNamedWhenTheCollecti
   EXPECT_NEAR(static_cast<double>(v.stragglers.front().cost_ns), 600 * 6e6, 600 * 6e6 * 0.25);
 }
 
+TEST(StragglerDetectorInside, ALossyLinksStallsNameItsRankAndNotTheRankHeldByThem) {
+  // As rank 1's lossy link did in the real test: every 5th instance stalls
+  // 150 ms for a retransmission (the median instance keeps its 3 ms), and
+  // rank 0, the lost frames' receiver, leaves it 100 ms after the others,
+  // so it arrives that late at the next one without computing longer.
+  SyntheticJob job;
+  job.compute_ns = [](int, int) { return 0.5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(1500);
+  uint64_t lossy_from_ns = events.back().exit_ns;
+  job.stall_ns = [](int step) { return step % 5 == 0 ? 150e6 : 0.0; };
+  job.leave_ns = [](int rank, int step) { return rank == 0 && step % 5 == 0 ? 100e6 : 0.0; };
+  std::vector<CallEvent> lossy = job.run(400, 1500);
+  events.insert(events.end(), lossy.begin(), lossy.end());
+  set_cpu_waits(events, [](int) { return 0.02; });
+  StragglerDetector d = make_detector(4);
+  d.transport_evidence(SyntheticJob::pid(1), {lossy_from_ns, "its TCP sockets retransmitted"});
+  Feed run = feed(d, events);
+  ASSERT_EQ(culprits(run.findings), std::set<int>{1});
+  EXPECT_EQ(run.findings.front().where, "inside");
+  SessionVerdict v = d.verdict(run.windows.back().end_ns);
+  EXPECT_EQ(culprits(v.stragglers), std::set<int>{1});
+  // The held rank's window flags are cleared where the lossy rank is flagged.
+  for (const WindowReport& w : run.windows)
+    for (const RankWindowStats& s : w.ranks)
+      if (s.identity.pid == SyntheticJob::pid(0) && s.flagged) {
+        EXPECT_TRUE(
+            std::none_of(w.ranks.begin(), w.ranks.end(),
+                         [](const RankWindowStats& o) { return o.inside_flagged && !o.inside_transport.empty(); }))
+            << "rank 0 flagged beside rank 1's data path at " << w.start_ns;
+      }
+}
+
 TEST(StragglerDetectorInside, TwoRanksWhoseDataPathsAreSetApartAreBothNamed) {
   StragglerDetector d = make_detector(4);
   Feed run = with_transport_evidence(d, {1, 2});

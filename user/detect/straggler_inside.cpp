@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 #include <numeric>
+#include <set>
 
 #include "core/format.h"
 #include "detect/inside.h"
@@ -15,6 +16,21 @@
 #include "stats/robust.h"
 
 namespace slowburn {
+
+namespace {
+// A rank flagged late whose lateness came mostly from leaving its previous
+// collective late, in a window where another rank is flagged by its data
+// path: it was held inside by that path (a lost frame's receiver waits for
+// the retransmission), the victim, not a straggler of its own.
+void clear_held_by_data_path(const std::vector<InsideJudgement>& judged, WindowReport& report) {
+  std::set<int32_t> by_path;
+  for (const InsideJudgement& j : judged)
+    if (j.apart && !j.transport.empty()) by_path.insert(j.pid);
+  if (by_path.empty()) return;
+  for (RankWindowStats& s : report.ranks)
+    if (s.flagged && !by_path.contains(s.identity.pid) && s.blame_leaving_share >= kMostlyLeaving) s.flagged = false;
+}
+}  // namespace
 
 void StragglerDetector::account_inside(LaneAccum& accum, const CollectiveInstance& instance, uint64_t last_arrival_ns) {
   uint64_t after = instance.release_ns > last_arrival_ns ? instance.release_ns - last_arrival_ns : 0;
@@ -71,6 +87,7 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
     anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
   }
   outweigh_by_late_arrivals(judged, late_blame_ns(report));
+  clear_held_by_data_path(judged, report);
   for (const InsideJudgement& j : judged) {
     auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
                               [&](const RankWindowStats& s) { return s.identity.pid == j.pid; });
