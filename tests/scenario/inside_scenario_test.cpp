@@ -195,7 +195,7 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
   std::optional<Subprocess> fault;
   std::string fault_error;
   uint64_t first_call_ns = 0;
-  double fault_at_s = 0;  // on the trace's clock, as the window lines
+  uint64_t fault_at_ns = 0;  // on the trace's clock, as the window lines
   auto start_fault = [&](const CallEvent& call, const CallComm&) {
     if (!first_call_ns) first_call_ns = call.entry_ns;
     if (fault || !fault_error.empty() || call.exit_ns < first_call_ns + 3'000'000'000) return;
@@ -204,7 +204,7 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
                           {(dir / "lossy.out").string(), {}});
     if (spawned) {
       fault.emplace(std::move(*spawned));
-      fault_at_s = static_cast<double>(call.exit_ns) / 1e9;
+      fault_at_ns = call.exit_ns;
     } else {
       fault_error = spawned.error().message;
     }
@@ -218,13 +218,20 @@ TEST(InsideCollective, ARankWhoseLinkLosesFramesIsNamedByItsSocketsRetransmissio
   std::string dropped = read_text(dir / "lossy.out");
   ASSERT_NE(dropped.find("dropped "), std::string::npos) << "the fault: " << dropped;
   EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << host_events(t) << dropped
-                                       << fmt::format("\nthe fault began at {:.1f}", fault_at_s) << window_rows(t, 1);
+                                       << fmt::format("\nthe fault began at {:.1f}",
+                                                      static_cast<double>(fault_at_ns) / 1e9)
+                                       << window_rows(t, 1);
   const Finding* f = named_finding(t, 1);
   ASSERT_NE(f, nullptr) << t.summaries;
   EXPECT_EQ(f->where, "inside") << f->summary;
   ASSERT_TRUE(f->inside.has_value()) << f->summary;
   EXPECT_NE(f->inside->transport.find("TCP sockets retransmitted"), std::string::npos) << f->summary;
   EXPECT_EQ(f->likely_cause_type, "host.tcp_retrans") << f->summary << host_events(t);
+  // Found live, and only once its link lost frames.
+  auto found = std::find_if(t.result.summary.findings.begin(), t.result.summary.findings.end(),
+                            [](const Finding& g) { return g.culprit.rank == 1 && g.where == "inside"; });
+  ASSERT_NE(found, t.result.summary.findings.end()) << t.summaries;
+  EXPECT_GT(found->detected_ns, fault_at_ns) << "named before the fault began: " << found->summary;
 }
 
 }  // namespace

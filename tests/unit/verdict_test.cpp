@@ -4,6 +4,7 @@
 // detector table.
 #include "detect/verdict.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "support/synthetic_job.h"
@@ -114,6 +115,12 @@ TEST(Verdict, ASlowSpellIsAnEpisodeNotTheVerdict) {
   // ~450 steps of 1.5 ms each; the episode's span is the flagged windows'.
   EXPECT_NEAR(static_cast<double>(e.cost_ns), 450 * 1.5e6, 450 * 1.5e6 * 0.2);
   EXPECT_LT(e.end_ns - e.start_ns, 3'000'000'000u);
+  // What a person reads: who, on what, and why it is not the verdict.
+  EXPECT_TRUE(e.summary.starts_with("rank 0 (pid 1000) was late on mpi.allreduce")) << e.summary;
+  EXPECT_TRUE(e.summary.ends_with("; it did not hold, so the verdict does not name it")) << e.summary;
+  EXPECT_NE(e.summary.find(fmt::format("(flagged in {} of {} windows)", e.windows_flagged, e.windows_evaluated)),
+            std::string::npos)
+      << e.summary;
   // Held for the whole session's share it would be the verdict: the rule is what kept it out.
   DetectorConfig any_run = windows_only;
   any_run.sustained_fraction = 0.0;
