@@ -72,11 +72,11 @@ void outweigh_by_late_arrivals(std::vector<InsideJudgement>& judged, const std::
 }
 
 std::vector<InsideJudgement> judge_transport(const std::map<int32_t, std::string>& evidence, size_t members,
-                                             std::optional<double> ratio, double excess_ns, uint64_t elapsed_ns,
-                                             const InsideThresholds& t) {
+                                             std::optional<double> ratio, double excess_ns, double stalled_ns,
+                                             uint64_t elapsed_ns, const InsideThresholds& t) {
   if (evidence.empty() || 2 * evidence.size() > members || !ratio || excess_ns <= 0) return {};
   bool slower = *ratio >= t.transport_slower;
-  bool stalled = share(static_cast<uint64_t>(excess_ns), elapsed_ns) >= t.transport_stalled_share;
+  bool stalled = elapsed_ns > 0 && stalled_ns / static_cast<double>(elapsed_ns) >= t.transport_stalled_share;
   if (!slower && !stalled) return {};
   // Each named rank's part of the wait: two lossy ranks share it.
   uint64_t cost = static_cast<uint64_t>(excess_ns / static_cast<double>(evidence.size()));

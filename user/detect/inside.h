@@ -41,11 +41,13 @@ struct InsideThresholds {
   // Named by its data path (judge_transport): the lane's time after the
   // last arrival at least this many times its usual,
   double transport_slower = 1.25;
-  // or its instances' time beyond the usual at least this share of the
+  // or its stalls' time beyond the usual at least this share of the
   // window: a lost frame stalls a few instances for a retransmission
   // timeout (200 ms and more against a usual of ms), the median instance
-  // not at all.
+  // not at all. A stall: an instance at least `stall_times` its usual
+  // (noise above the usual is not counted).
   double transport_stalled_share = 0.25;
+  double stall_times = 4.0;
   // The node's event holds until it is said again (every 30 s while it
   // does). It weighs in the windows judged after it was said (live, the
   // earlier ones are closed; a replay does the same).
@@ -116,10 +118,11 @@ struct TransportEvidence {
 // are named, when they are at most half of them (evidence on most
 // members is the fabric's, not a rank's). `excess_ns`: the window's time
 // after last arrival beyond the usual; each named rank is charged its part
-// of it. `evidence`: pid -> what the node said of it in the window.
+// of it. `stalled_ns`: the part of it in stalls (instances stall_times
+// their usual and more). `evidence`: pid -> what the node said of it in the window.
 std::vector<InsideJudgement> judge_transport(const std::map<int32_t, std::string>& evidence, size_t members,
-                                             std::optional<double> ratio, double excess_ns, uint64_t elapsed_ns,
-                                             const InsideThresholds& thresholds = {});
+                                             std::optional<double> ratio, double excess_ns, double stalled_ns,
+                                             uint64_t elapsed_ns, const InsideThresholds& thresholds = {});
 
 // A lane's time from last arrival to release, for one message size, against
 // its own past: the 20th percentile of its recent windows' medians (one

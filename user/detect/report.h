@@ -43,6 +43,9 @@ struct RankWindowStats {
   std::optional<double> sequential_statistic;  // its sequential test's highest log-likelihood ratio in the window
   bool sequential_alarm = false;               // the test was in alarm after one of the window's instances
   bool flagged = false;                        // passed every test in this window
+  // Its flag cleared: late mostly from leaving its previous collective late,
+  // held inside it by the data path of a rank flagged so in the window.
+  bool held_by_data_path = false;
   // Inside its aligned calls (the kernel's CPU times of its thread): the
   // share on a CPU and waiting for one, its peers' medians, what the
   // collective waited for it, and whether that sets it apart.

@@ -168,7 +168,9 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
       });
       bool often =
           stats.last_fraction >= config_.min_last_fraction || stats.blame_dominance >= config_.min_blame_dominance;
-      if (unique && often && stats.blame_ns > 0 && stats.blame_share >= config_.cusum_min_blame_share) {
+      // Not a rank held inside by another's data path: its lateness is that path's.
+      if (unique && often && !stats.held_by_data_path && stats.blame_ns > 0 &&
+          stats.blame_share >= config_.cusum_min_blame_share) {
         best.mark.cusum_worst = true;
         auto cusum = lanes_.at({report.probe_id, report.comm ? report.comm->id : 0})->cusum.find(stats.identity.pid);
         bool alarmed = cusum != lanes_.at({report.probe_id, report.comm ? report.comm->id : 0})->cusum.end() &&
@@ -343,6 +345,7 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
       v.stragglers.push_back(all[held->finding]);
     }
   }
+  withhold_held_by_data_path(v);
   // Before the slow burn: it may name on another lane a rank whose
   // finding here is withheld (and then the rank is named).
   withhold_schedulers_choices(v);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/format.h"
 
@@ -165,6 +166,39 @@ Withheld withheld_because(Finding f, std::string reason) {
 }
 
 }  // namespace
+
+void withhold_held_by_data_path(SessionVerdict& v) {
+  auto same_lane = [](const Finding& a, const Finding& b) {
+    return a.probe == b.probe && (a.comm && b.comm ? a.comm->key == b.comm->key : !a.comm && !b.comm);
+  };
+  auto by_path = [&](const Finding& f) {
+    return std::find_if(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& g) {
+      return g.culprit.pid != f.culprit.pid && g.where == "inside" && g.inside && !g.inside->transport.empty() &&
+             same_lane(f, g);
+    });
+  };
+  // Decided on the whole list first: the path's finding may come before or after.
+  std::vector<std::optional<std::string>> held;
+  for (const Finding& f : v.stragglers) {
+    auto path = f.where == "inside" || f.blame_leaving_share < kMostlyLeaving ? v.stragglers.end() : by_path(f);
+    if (path == v.stragglers.end()) {
+      held.emplace_back();
+      continue;
+    }
+    held.emplace_back(fmt::format(
+        "{:.0f}% of its lateness came from leaving its previous collective late, held inside it by {}'s data path "
+        "(named: {}): a lost frame's receiver waits for the retransmission, then arrives late at the next one",
+        f.blame_leaving_share * 100, rank_label(path->culprit), path->inside->transport));
+  }
+  std::vector<Finding> kept;
+  for (size_t i = 0; i < v.stragglers.size(); ++i) {
+    if (held[i])
+      v.withheld.push_back(withheld_because(std::move(v.stragglers[i]), std::move(*held[i])));
+    else
+      kept.push_back(std::move(v.stragglers[i]));
+  }
+  v.stragglers = std::move(kept);
+}
 
 Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
   return withheld_because(

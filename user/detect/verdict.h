@@ -51,6 +51,12 @@ Withheld scheduler_noise_withheld(Finding finding, const RunqShares& shares);
 // flagged in `rivals_flagged` windows of the session, it in `flagged`, and
 // no robust z could tell them apart: who is late alternates.
 Withheld alternating_withheld(Finding finding, int flagged, int rivals_flagged);
+// A late rank's finding withheld where its lateness came mostly from leaving
+// its previous collective late and the verdict names another member of its
+// communicator inside by its data path: held inside by that path (a lost
+// frame's receiver), named before the node said why. Moves such findings
+// from `v.stragglers` to `v.withheld`.
+void withhold_held_by_data_path(SessionVerdict& v);
 
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.

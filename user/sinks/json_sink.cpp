@@ -132,6 +132,7 @@ void JsonSink::window(const WindowReport& r) {
       j["z_gap"] = optional_number(s.z_gap);
       j["cusum_gap"] = s.cusum_gap;
       j["flagged"] = s.flagged;
+      if (s.held_by_data_path) j["held_by_data_path"] = true;
       if (s.sequential_statistic) j["sequential_statistic"] = *s.sequential_statistic;
       if (s.inside_oncpu_share) {
         j["inside_oncpu_share"] = *s.inside_oncpu_share;
