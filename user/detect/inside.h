@@ -77,6 +77,13 @@ struct InsideJudgement {
 std::vector<InsideJudgement> judge_inside(const std::map<int32_t, InsideSums>& ranks, uint64_t after_last_arrival_ns,
                                           uint64_t elapsed_ns, const InsideThresholds& thresholds = {});
 
+// A rank's windows beside a rank flagged by its data path: its flag cleared
+// as held inside by that path, or kept as late of its own.
+struct HeldByPath {
+  int held = 0;
+  int flagged_beside = 0;
+};
+
 // A rank the window rule flagged: its blame in the window, and the part of
 // it from leaving its previous collective late (held inside it).
 struct LateBlame {

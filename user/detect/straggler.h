@@ -257,6 +257,9 @@ class StragglerDetector {
   // Forgets what no later window can weigh.
   std::map<int32_t, std::string> transport_in(const LaneAccum& accum, const WindowReport& report);
   std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;  // per rank, by when said
+  // Per rank: windows its flag was cleared as held by another's data path,
+  // and windows it stayed flagged beside a rank flagged so (its own).
+  std::map<int32_t, HeldByPath> held_by_path_;
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
   bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane

@@ -22,21 +22,25 @@ namespace {
 // collective late, in a window where another rank is flagged by its data
 // path: it was held inside by that path (a lost frame's receiver waits for
 // the retransmission), the victim, not a straggler of its own. Only as
-// late as the window's stalls could hold it: a rank that left later than
-// the stalls explain (descheduled at its release, its CPU quota spent) keeps
-// its flag.
-void clear_held_by_data_path(const std::vector<InsideJudgement>& judged, double stalled_ns, WindowReport& report) {
+// late as the window's time beyond the usual could hold it: a rank that
+// left later than that explains (descheduled at its release, its CPU quota
+// spent) keeps its flag. Counted per rank in `held` for the verdict.
+void clear_held_by_data_path(const std::vector<InsideJudgement>& judged, double excess_ns, WindowReport& report,
+                             std::map<int32_t, HeldByPath>& held) {
   std::set<int32_t> by_path;
   for (const InsideJudgement& j : judged)
     if (j.apart && !j.transport.empty()) by_path.insert(j.pid);
   if (by_path.empty()) return;
   for (RankWindowStats& s : report.ranks) {
+    if (!s.flagged || by_path.contains(s.identity.pid)) continue;
     double leaving_ns = s.blame_ns * s.blame_leaving_share;
-    if (!s.flagged || by_path.contains(s.identity.pid) || s.blame_leaving_share < kMostlyLeaving ||
-        leaving_ns > stalled_ns)
+    if (s.blame_leaving_share < kMostlyLeaving || leaving_ns > excess_ns) {
+      ++held[s.identity.pid].flagged_beside;
       continue;
+    }
     s.flagged = false;
     s.held_by_data_path = true;
+    ++held[s.identity.pid].held;
   }
 }
 }  // namespace
@@ -73,12 +77,12 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
   // Before the late rank outweighs it: a rank's CPU wait that stretched
   // the time after the last arrival is no "slower for everyone".
   bool anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
-  double stalled = 0;  // the instances' time beyond the usual in stalls
+  double excess = 0;   // the instances' time beyond the usual
+  double stalled = 0;  // the part of it in stalls
   if (!anyone_apart && most != accum.after_last_arrival_ns.end() && report.after_last_arrival_ratio &&
       *report.after_last_arrival_ratio > 0) {
     // The usual, and what the instances took beyond it.
     double usual = *report.after_last_arrival_ns / *report.after_last_arrival_ratio;
-    double excess = 0;
     for (double v : most->second) {
       excess += std::max(0.0, v - usual);
       if (v >= config_.inside_thresholds.stall_times * usual) stalled += v - usual;
@@ -100,7 +104,7 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
     anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
   }
   outweigh_by_late_arrivals(judged, late_blame_ns(report));
-  clear_held_by_data_path(judged, stalled, report);
+  clear_held_by_data_path(judged, excess, report, held_by_path_);
   for (const InsideJudgement& j : judged) {
     auto stats = std::find_if(report.ranks.begin(), report.ranks.end(),
                               [&](const RankWindowStats& s) { return s.identity.pid == j.pid; });

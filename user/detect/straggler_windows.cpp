@@ -345,7 +345,10 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
       v.stragglers.push_back(all[held->finding]);
     }
   }
-  withhold_held_by_data_path(v);
+  withhold_held_by_data_path(v, held_by_path_);
+  for (Withheld& w : v.withheld)
+    if (w.finding.severity.empty())
+      w.finding.severity = severity_of(w.finding.cost_share, config_.session_cost_thresholds);
   // Before the slow burn: it may name on another lane a rank whose
   // finding here is withheld (and then the rank is named).
   withhold_schedulers_choices(v);

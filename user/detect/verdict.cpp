@@ -167,7 +167,7 @@ Withheld withheld_because(Finding f, std::string reason) {
 
 }  // namespace
 
-void withhold_held_by_data_path(SessionVerdict& v) {
+void withhold_held_by_data_path(SessionVerdict& v, const std::map<int32_t, HeldByPath>& held_by_path) {
   auto same_lane = [](const Finding& a, const Finding& b) {
     return a.probe == b.probe && (a.comm && b.comm ? a.comm->key == b.comm->key : !a.comm && !b.comm);
   };
@@ -179,8 +179,13 @@ void withhold_held_by_data_path(SessionVerdict& v) {
   };
   // Decided on the whole list first: the path's finding may come before or after.
   std::vector<std::optional<std::string>> held;
+  auto only_held = [&](int32_t pid) {
+    auto it = held_by_path.find(pid);
+    return it != held_by_path.end() && it->second.held > it->second.flagged_beside;
+  };
   for (const Finding& f : v.stragglers) {
-    auto path = f.where == "inside" || f.blame_leaving_share < kMostlyLeaving ? v.stragglers.end() : by_path(f);
+    bool may_be_held = f.where != "inside" && f.blame_leaving_share >= kMostlyLeaving && only_held(f.culprit.pid);
+    auto path = may_be_held ? by_path(f) : v.stragglers.end();
     if (path == v.stragglers.end()) {
       held.emplace_back();
       continue;

@@ -52,11 +52,14 @@ Withheld scheduler_noise_withheld(Finding finding, const RunqShares& shares);
 // no robust z could tell them apart: who is late alternates.
 Withheld alternating_withheld(Finding finding, int flagged, int rivals_flagged);
 // A late rank's finding withheld where its lateness came mostly from leaving
-// its previous collective late and the verdict names another member of its
-// communicator inside by its data path: held inside by that path (a lost
-// frame's receiver), named before the node said why. Moves such findings
-// from `v.stragglers` to `v.withheld`.
-void withhold_held_by_data_path(SessionVerdict& v);
+// its previous collective late, the verdict names another member of its
+// communicator on the same collective inside by its data path, and `held`
+// says most of its window flags beside that rank were cleared as held (a
+// stall at a window's end holds its receiver in the next window, which may
+// keep the flag): held inside by that path (a lost frame's receiver), named
+// before the node said why. Moves such findings from `v.stragglers` to
+// `v.withheld`.
+void withhold_held_by_data_path(SessionVerdict& v, const std::map<int32_t, HeldByPath>& held);
 
 // The sequential test's part of a finding it raised: its statistic and
 // threshold, its false-alarm setting and the run of instances it judged.

@@ -201,6 +201,8 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
   const uint64_t refresh_ns = static_cast<uint64_t>(o_.refresh_s * 1e9);
   for (const auto& [job, intervals] : by_job) {
     std::vector<HostCause> causes = judge_host(intervals, o_.thresholds);
+    if (!whole_session)
+      for (HostCause& c : recent_tcp(job, causes)) causes.push_back(std::move(c));
     for (const HostInterval& interval : intervals)
       for (HostCause& c : placement(ranks_.at(interval.rank.pid))) causes.push_back(std::move(c));
     for (const HostCause& c : causes) {
@@ -215,6 +217,29 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
   // A cause that stopped holding is said again when it comes back.
   if (!whole_session) std::erase_if(said_, [&](const auto& entry) { return !holding.contains(entry.first); });
   return events;
+}
+
+// The job's ranks' TCP retransmissions over the last tcp_window_s, for the
+// ranks whose window did not say them already.
+std::vector<HostCause> HostMonitor::recent_tcp(const std::string& job, const std::vector<HostCause>& said) const {
+  const uint64_t tcp_ns = static_cast<uint64_t>(o_.tcp_window_s * 1e9);
+  std::vector<HostInterval> intervals;
+  for (const auto& [pid, rank] : ranks_) {
+    if (rank.identity.job != job || rank.exited || rank.recent.size() < 2) continue;
+    const Sample& to = rank.recent.back();
+    // The latest reading at least tcp_window_s before the last.
+    auto from = std::find_if(rank.recent.rbegin(), rank.recent.rend(),
+                             [&](const Sample& s) { return to.reading.ts_ns - s.reading.ts_ns >= tcp_ns; });
+    if (from == rank.recent.rend()) continue;  // too short yet: no peer either
+    intervals.push_back(host_interval(rank.identity, from->reading, to.reading, {}));
+  }
+  std::vector<HostCause> out;
+  for (HostCause& c : judge_host(intervals, o_.thresholds)) {
+    bool already =
+        std::any_of(said.begin(), said.end(), [&](const HostCause& s) { return s.pid == c.pid && s.type == c.type; });
+    if (c.type == "host.tcp_retrans" && !already) out.push_back(std::move(c));
+  }
+  return out;
 }
 
 // Its CPUs against its GPU's and NIC's NUMA node.

@@ -26,7 +26,11 @@ class Topology;
 struct HostMonitorOptions {
   bool sched = true;  // the BPF program; off: procfs and cgroups only
   HostReaderOptions files;
-  double window_s = 5;    // judged over this much
+  double window_s = 5;  // judged over this much
+  // A rank's TCP retransmissions are judged over the last this much too: a
+  // link that starts losing frames is diluted over window_s by the bytes
+  // sent before (said 6 s into a loss of 1 in 10 frames, bench/RESULTS.md 30).
+  double tcp_window_s = 2;
   double refresh_s = 30;  // a cause that holds is said again this often
   double read_period_s = 1;
   HostThresholds thresholds;
@@ -68,6 +72,7 @@ class HostMonitor {
   void read_all(uint64_t now_ns);
   std::vector<HostCause> placement(const Rank& rank) const;
   std::vector<DeviceEvent> judge(uint64_t now_ns, bool whole_session);
+  std::vector<HostCause> recent_tcp(const std::string& job, const std::vector<HostCause>& said) const;
 
   HostMonitorOptions o_;
   HostReader reader_;
