@@ -312,7 +312,12 @@ TEST(Stacks, AFrozenDdpRankIsNamedThroughGlooAndLibtorch) {
   EXPECT_EQ(f["rank"], 2) << f.dump();
   EXPECT_EQ(f["evidence"]["why"], "stopped") << f.dump();
   EXPECT_EQ(f["evidence"]["waiting_ranks"], (std::vector<int>{0, 1, 3})) << f.dump();
-  for (int peer : {0, 1, 3}) EXPECT_EQ(s.stacks[peer]["collective"], "gloo") << s.stacks[peer].dump();
+  for (int peer : {0, 1, 3}) {
+    EXPECT_EQ(s.stacks[peer]["collective"], "gloo") << s.stacks[peer].dump();
+    // The gloo::Context its work was called on, found in its worker's frames (its vtable checked).
+    EXPECT_EQ(s.stacks[peer]["communicator"]["name"], "gloo world") << s.stacks[peer].dump();
+    EXPECT_EQ(s.stacks[peer]["communicator"]["members"], (std::vector<int>{0, 1, 2, 3})) << s.stacks[peer].dump();
+  }
   // Every rank's Python frames, read without stopping it: the training loop in the workload's main().
   for (int rank : {0, 1, 2, 3}) {
     const json& py = s.stacks[rank]["python"];

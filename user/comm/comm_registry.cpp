@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "comm/gloo_context.h"
 #include "comm/mpi_library.h"
 #include "core/strings.h"
 #include "probes/resolver.h"
@@ -15,7 +16,6 @@ namespace {
 constexpr size_t kListedMembers = 16;  // keys list up to this many members, then a hash
 constexpr int kNcclInProgress = 7;     // ncclInProgress: a nonblocking init under way, the handle is valid
 constexpr int kNcclSplitNoColor = -1;  // NCCL_SPLIT_NOCOLOR
-constexpr int kGlooMaxSize = 1 << 20;
 
 uint64_t fnv1a(const std::vector<int>& values) {
   uint64_t hash = 0xcbf29ce484222325ull;
@@ -39,12 +39,13 @@ std::string members_text(const std::vector<int>& members) {
 
 }  // namespace
 
-CommRegistry::CommRegistry(MemoryOpener open_memory, MpiLocator locate_mpi)
-    : open_memory_(std::move(open_memory)), locate_mpi_(std::move(locate_mpi)) {}
+CommRegistry::CommRegistry(MemoryOpener open_memory, MpiLocator locate_mpi, GlooLocator locate_gloo)
+    : open_memory_(std::move(open_memory)), locate_mpi_(std::move(locate_mpi)), locate_gloo_(std::move(locate_gloo)) {}
 
 CommRegistry CommRegistry::for_processes(const std::filesystem::path& proc_root) {
   return CommRegistry([proc_root](int32_t pid) { return open_process_memory(proc_root, pid); },
-                      [proc_root](int32_t pid) { return locate_mpi(proc_root, pid); });
+                      [proc_root](int32_t pid) { return locate_mpi(proc_root, pid); },
+                      [proc_root](int32_t pid) { return locate_gloo_vtables(proc_root, pid); });
 }
 
 void CommRegistry::add_rank(const RankIdentity& rank) {
@@ -177,31 +178,6 @@ CommRegistry::Binding CommRegistry::from_memory(Process& p, const MpiComm& comm)
   return b;
 }
 
-Result<CommunicatorRef> CommRegistry::read_mpi_value(int32_t pid, uint64_t value) {
-  Process* p = process(pid);
-  if (!p) return make_error("pid {} is not a rank slowburn knows", pid);
-  ensure_mpi_layout(*p);
-  std::vector<uint64_t> handles;
-  if (p->ompi) {
-    handles.push_back(value);
-  } else if (p->mpich) {
-    for (auto half : {static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)})
-      if (is_mpich_comm_handle(half)) handles.push_back(half);
-    uint32_t head = 0;  // every MPIR_Comm begins with its own handle
-    if (handles.empty() && p->memory->read_value(value, head) && is_mpich_comm_handle(head)) handles.push_back(head);
-  } else {
-    return make_error("{}: its MPI communicators cannot be read from memory", rank_label(p->identity));
-  }
-  for (uint64_t handle : handles) {
-    auto comm = read_mpi(*p, handle);
-    if (!comm || comm->my_rank < 0 || static_cast<size_t>(comm->my_rank) >= comm->members.size() ||
-        comm->members[static_cast<size_t>(comm->my_rank)] != p->identity.rank)
-      continue;
-    return CommunicatorRef(from_memory(*p, *comm).comm);
-  }
-  return make_error("{:#x} names no communicator of {}", value, rank_label(p->identity));
-}
-
 CommRegistry::Binding CommRegistry::resolve_mpi(Process& p, uint64_t handle) {
   ensure_mpi_layout(p);
   if (p.ompi || p.mpich) {
@@ -234,20 +210,18 @@ CommRegistry::Binding CommRegistry::resolve_mpi(Process& p, uint64_t handle) {
 
 CommRegistry::Binding CommRegistry::resolve_gloo(Process& p, uint64_t context, uint64_t now_ns) {
   if (!p.memory) p.memory = open_memory_(p.identity.pid);
-  // gloo::Context: a vtable pointer, then const int rank, const int size.
-  int32_t rank = -1, size = -1;
-  if (!context || !p.memory->read_value(context + 8, rank) || !p.memory->read_value(context + 12, size) || size <= 0 ||
-      size > kGlooMaxSize || rank < 0 || rank >= size) {
+  auto read = read_gloo_context(*p.memory, context);
+  if (!read) {
     note_once(fmt::format("gloo-read:{}", p.identity.pid),
               fmt::format("{}: a gloo context could not be read ({:#x}): its calls are aligned across all ranks",
                           rank_label(p.identity), context));
     ++counters_.unresolved;
     return {job_wide(p.identity.job), std::nullopt, false, std::nullopt};
   }
-  size_t stream = gloo_.add_stream({p.identity.pid, context, rank, size});
-  gloo_class_since_.try_emplace({p.identity.job, size}, now_ns);
+  size_t stream = gloo_.add_stream({p.identity.pid, context, read->rank, read->size});
+  gloo_class_since_.try_emplace({p.identity.job, read->size}, now_ns);
   Binding b;
-  b.comm_rank = rank;
+  b.comm_rank = read->rank;
   b.seq_from_creation = true;  // PyTorch's tag counts the group's collectives from its creation
   b.gloo_stream = stream;
   refresh_gloo(p, b, now_ns);

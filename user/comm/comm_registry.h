@@ -47,8 +47,10 @@ class CommRegistry {
  public:
   using MemoryOpener = std::function<std::unique_ptr<ProcessMemory>(int32_t pid)>;
   using MpiLocator = std::function<MpiLibrary(int32_t pid)>;
+  // Where gloo's context vtables are in a process (comm/gloo_context.h).
+  using GlooLocator = std::function<std::vector<uint64_t>(int32_t pid)>;
 
-  CommRegistry(MemoryOpener open_memory, MpiLocator locate_mpi);
+  CommRegistry(MemoryOpener open_memory, MpiLocator locate_mpi, GlooLocator locate_gloo = {});
   // The live machine: /proc/PID/mem, the MPI library in /proc/PID/maps.
   static CommRegistry for_processes(const std::filesystem::path& proc_root);
 
@@ -70,6 +72,11 @@ class CommRegistry {
   // position; an error otherwise, with no note and nothing counted (most
   // values are not handles).
   Result<CommunicatorRef> read_mpi_value(int32_t pid, uint64_t value);
+  // The same for a gloo rank: a value that points at a gloo::Context (its
+  // vtable checked). The group is named only when it is the job's world
+  // (its size is the job's): a snapshot has no calls to tell smaller
+  // groups of one size apart, so those are the size class, members unknown.
+  Result<CommunicatorRef> read_gloo_value(int32_t pid, uint64_t value);
 
   // What a person should know: layouts not recognised, communicators made
   // before tracing began, process groups told apart.
@@ -92,6 +99,7 @@ class CommRegistry {
     std::optional<OmpiCommLayout> ompi;
     std::optional<MpichCommLayout> mpich;
     bool layout_tried = false;
+    std::optional<std::vector<uint64_t>> gloo_vtables;  // located on the first gloo value read
     std::optional<uint64_t> world;
     std::map<std::pair<CommBackend, uint64_t>, Binding> handles;
     std::map<std::string, int> creations_on;  // parent key -> creations seen on it (their order)
@@ -123,6 +131,7 @@ class CommRegistry {
 
   MemoryOpener open_memory_;
   MpiLocator locate_mpi_;
+  GlooLocator locate_gloo_;
   std::map<int32_t, Process> processes_;
   std::map<std::string, std::shared_ptr<CommunicatorInfo>> comms_;  // by key
   uint32_t next_id_ = 1;

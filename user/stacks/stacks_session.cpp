@@ -31,13 +31,14 @@ json python_json(const PythonStack& py) {
   return out;
 }
 
-// The communicator each rank inside an MPI collective called it on, read
-// from the words its stack holds (stacks/stack_comm.h) by the communicator
-// reader: the communicator the candidates name most often, over the
-// samples taken in the last sample's collective (one sample caught deep in
-// the progress engine may hold no handle in the frame's words: seen once
-// in 156 runs of a 2-D MPICH job); none when two are named equally often.
-// Gloo and NCCL ranks keep theirs unread.
+// The communicator each rank inside an MPI or gloo collective called it on,
+// read from the words its stack holds (stacks/stack_comm.h) by the
+// communicator reader: the communicator the candidates name most often,
+// over the samples taken in the last sample's collective (one sample caught
+// deep in the progress engine may hold no handle in the frame's words: seen
+// once in 156 runs of a 2-D MPICH job); none when two are named equally
+// often. NCCL ranks keep theirs unread: NCCL's calls return once enqueued,
+// so a stuck NCCL rank waits outside them, and its ncclComm is internal.
 void name_communicators(std::vector<RankSamples>& ranks, const std::vector<RankIdentity>& identities,
                         std::vector<std::string>& notes) {
   CommRegistry registry = CommRegistry::for_processes("/proc");
@@ -45,13 +46,14 @@ void name_communicators(std::vector<RankSamples>& ranks, const std::vector<RankI
   for (RankSamples& r : ranks) {
     if (r.samples.empty()) continue;
     RankSample& s = r.samples.back();
-    if (!s.probe.starts_with("mpi.")) continue;
+    bool mpi = s.probe.starts_with("mpi."), gloo = s.probe == "gloo" || s.probe.starts_with("gloo.");
+    if (!mpi && !gloo) continue;
     std::map<std::string, std::pair<int, CommunicatorRef>> votes;  // by key
     // The run of samples at the end inside that collective: an earlier
     // call of the same function may have been on another communicator.
     for (auto taken = r.samples.rbegin(); taken != r.samples.rend() && taken->probe == s.probe; ++taken) {
       for (const CommCandidate& c : taken->comm_candidates) {
-        auto comm = registry.read_mpi_value(r.pid, c.value);
+        auto comm = mpi ? registry.read_mpi_value(r.pid, c.value) : registry.read_gloo_value(r.pid, c.value);
         if (!comm) continue;
         auto& [seen, ref] = votes[(*comm)->key];
         seen += c.seen;
