@@ -93,6 +93,28 @@ RankSamples on(RankSamples r, const std::string& label, std::vector<int> members
   return r;
 }
 
+TEST(Stuck, AGlooRankInAnotherGroupsWorkIsNoMismatch) {
+  // A healthy DDP job with tensor-parallel pairs: rank 0 in the world's
+  // gradient all-reduce, the others in their pairs' all-reduces. The work
+  // frame is the same for every gloo collective: no mismatch can be told.
+  auto gloo = [](int rank, const std::string& label, std::vector<int> members) {
+    RankSamples r = on(spinning(rank, "c10d::ProcessGroupGloo::AsyncWork::execute"), label, std::move(members));
+    EXPECT_EQ(r.samples.back().probe, kGlooWorkProbe);
+    return r;
+  };
+  std::vector<RankSamples> ranks = {gloo(0, "gloo world", {0, 1, 2, 3}), gloo(1, "a gloo group of 2", {}),
+                                    gloo(2, "a gloo group of 2", {}), gloo(3, "a gloo group of 2", {})};
+  auto found = find_stuck(ranks);
+  EXPECT_TRUE(found.empty()) << found.front().summary;
+  // The same on MPI, where the frame names the collective, is one.
+  std::vector<int> world = {0, 1, 2, 3};
+  std::vector<RankSamples> mpi = {on(spinning(0, "MPI_Bcast"), "MPI_COMM_WORLD", world),
+                                  on(spinning(1, "MPI_Allreduce"), "MPI_COMM_WORLD", world),
+                                  on(spinning(2, "MPI_Allreduce"), "MPI_COMM_WORLD", world),
+                                  on(spinning(3, "MPI_Allreduce"), "MPI_COMM_WORLD", world)};
+  EXPECT_EQ(find_stuck(mpi).size(), 1u);
+}
+
 TEST(Stuck, CommunicatorsTellAMismatchFromAWaitOnOtherNodes) {
   // One communicator, one rank in another collective on it: a mismatch, said with the communicator.
   std::vector<int> world = {0, 1, 2, 3};

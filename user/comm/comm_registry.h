@@ -73,9 +73,9 @@ class CommRegistry {
   // values are not handles).
   Result<CommunicatorRef> read_mpi_value(int32_t pid, uint64_t value);
   // The same for a gloo rank: a value that points at a gloo::Context (its
-  // vtable checked). The group is named only when it is the job's world
-  // (its size is the job's): a snapshot has no calls to tell smaller
-  // groups of one size apart, so those are the size class, members unknown.
+  // vtable checked). Its members are known only for a group of the job's
+  // size (every rank): a snapshot has no calls to tell smaller groups of
+  // one size apart, so those are the size class, members unknown.
   Result<CommunicatorRef> read_gloo_value(int32_t pid, uint64_t value);
 
   // What a person should know: layouts not recognised, communicators made

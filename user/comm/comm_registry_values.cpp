@@ -18,8 +18,12 @@ Result<CommunicatorRef> CommRegistry::read_mpi_value(int32_t pid, uint64_t value
   } else if (p->mpich) {
     for (auto half : {static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)})
       if (is_mpich_comm_handle(half)) handles.push_back(half);
-    uint32_t head = 0;  // every MPIR_Comm begins with its own handle
-    if (handles.empty() && p->memory->read_value(value, head) && is_mpich_comm_handle(head)) handles.push_back(head);
+    // Every MPIR_Comm begins with its own handle. Tried even when a half
+    // looked like a handle: a heap pointer's low half often does
+    // (0x7f96843a3e88: 0x843a3e88, "direct communicator 0x3a3e88"), and the
+    // object it points at was the stuck rank's communicator.
+    uint32_t head = 0;
+    if (p->memory->read_value(value, head) && is_mpich_comm_handle(head)) handles.push_back(head);
   } else {
     return make_error("{}: its MPI communicators cannot be read from memory", rank_label(p->identity));
   }
@@ -42,7 +46,9 @@ Result<CommunicatorRef> CommRegistry::read_gloo_value(int32_t pid, uint64_t valu
   if (!p->memory) p->memory = open_memory_(pid);
   auto context = read_gloo_context_checked(*p->memory, value, *p->gloo_vtables);
   if (!context) return make_error("{:#x} is not a gloo context of {}", value, rank_label(p->identity));
-  // The world: the one group of the job's size, every rank in it at its own rank.
+  // A group of the job's size holds every rank, at its own rank as PyTorch
+  // orders a group's ranks: the world (or another group of all the ranks,
+  // which has the same members and shares this key).
   if (p->identity.world_size == context->size && context->rank == p->identity.rank) {
     auto info = communicator(fmt::format("gloo:{}:size={}:world", p->identity.job, context->size));
     if (info->label.empty()) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -42,6 +43,11 @@ struct RankSample {
 // How much of each thread's stack a sample copies: the collective's frames
 // and the library's below them fit with room to spare.
 constexpr size_t kStackCaptureBytes = 32 * 1024;
+
+// The probe of a PyTorch gloo worker's work frame
+// (ProcessGroupGloo::AsyncWork::execute): inside a gloo collective, but the
+// frame does not say which one (all-reduce, broadcast, barrier ...).
+inline constexpr std::string_view kGlooWorkProbe = "gloo";
 
 // Pure: which collective probe a frame's symbol is, "" when none.
 std::string collective_probe_of(const std::string& symbol);

@@ -46,12 +46,17 @@ void name_communicators(std::vector<RankSamples>& ranks, const std::vector<RankI
   for (RankSamples& r : ranks) {
     if (r.samples.empty()) continue;
     RankSample& s = r.samples.back();
-    bool mpi = s.probe.starts_with("mpi."), gloo = s.probe == "gloo" || s.probe.starts_with("gloo.");
+    bool mpi = s.probe.starts_with("mpi."), gloo = s.probe == kGlooWorkProbe || s.probe.starts_with("gloo.");
     if (!mpi && !gloo) continue;
     std::map<std::string, std::pair<int, CommunicatorRef>> votes;  // by key
     // The run of samples at the end inside that collective: an earlier
-    // call of the same function may have been on another communicator.
-    for (auto taken = r.samples.rbegin(); taken != r.samples.rend() && taken->probe == s.probe; ++taken) {
+    // call of the same function may have been on another communicator. A
+    // gloo work's frame is the same for every work of every process group:
+    // the last sample alone.
+    size_t voters = 0;
+    for (auto taken = r.samples.rbegin();
+         taken != r.samples.rend() && taken->probe == s.probe && (s.probe != kGlooWorkProbe || voters == 0);
+         ++taken, ++voters) {
       for (const CommCandidate& c : taken->comm_candidates) {
         auto comm = mpi ? registry.read_mpi_value(r.pid, c.value) : registry.read_gloo_value(r.pid, c.value);
         if (!comm) continue;

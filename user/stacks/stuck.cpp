@@ -122,7 +122,10 @@ const RankSamples* mismatched(const Held& held) {
     for (const RankSamples* r : members) comms = comms && !r->samples.back().comm_key.empty();
   std::vector<const RankSamples*> alone;
   for (const auto& [call, members] : held) {
-    if (members.size() != 1) continue;
+    // A gloo work's frame does not say which collective it runs: a rank in a
+    // work on another process group than its peers' is how a healthy job
+    // with sub-groups runs, not a mismatch.
+    if (members.size() != 1 || members.front()->samples.back().probe == kGlooWorkProbe) continue;
     const std::vector<int>& own = members.front()->samples.back().comm_members;
     bool partner = !comms;
     for (const auto& [other_call, others] : held)
