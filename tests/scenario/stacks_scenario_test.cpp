@@ -112,12 +112,13 @@ TEST(Stacks, AnMpiRankStoppedInsideACollectiveBeforeSlowburnCameIsNamed) {
   EXPECT_TRUE(main_reached) << stack.dump();
 }
 
-// `trace` on the same job: no call to see, so its verdict comes from the
-// ranks' stacks, not "undetermined".
+// `trace` on a job whose rank 2 stopped in its own code, outside any
+// collective: no call to see, so its verdict comes from the ranks' stacks,
+// not "undetermined".
 TEST(Stacks, TraceOnAJobStuckBeforeItCameNamesTheStoppedRank) {
   SKIP_UNLESS_MPI();
   TempDir dir;
-  auto job = stuck_mpi_job(dir, "--freeze-inside", "2:50");
+  auto job = stuck_mpi_job(dir, "--freeze-outside", "2:50");
   ASSERT_TRUE(job);
   int32_t frozen = pid_of_rank(job->ranks(), 2);
   ASSERT_TRUE(wait_until([&] { return state_of(frozen) == 'T'; }, 30s)) << "rank 2 never stopped";
@@ -138,6 +139,10 @@ TEST(Stacks, TraceOnAJobStuckBeforeItCameNamesTheStoppedRank) {
   EXPECT_EQ(hang["evidence"]["detector"], "stacks") << hang.dump();
   EXPECT_EQ(hang["evidence"]["waiting_ranks"], (std::vector<int>{0, 1, 3})) << hang.dump();
   EXPECT_NE(hang["summary"].get<std::string>().find("is stopped (state T"), std::string::npos) << hang.dump();
+  // Rank 2's own code, and where the others wait (spinning or not, as the machine's load lets them).
+  EXPECT_NE(hang["summary"].get<std::string>().find("outside any collective; ranks 0, 1, 3 "), std::string::npos)
+      << hang.dump();
+  EXPECT_NE(hang["summary"].get<std::string>().find("inside MPI_Allgather"), std::string::npos) << hang.dump();
 }
 
 TEST(Stacks, AnMpiRankBlockedReadingAPipeOutsideAnyCollectiveIsNamedWithTheRead) {

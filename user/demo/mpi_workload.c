@@ -46,10 +46,13 @@
  * MPI's UCX connects the ranks on one node (their RDMA QPs are created and
  * brought up there): a tracer attached first sees that too.
  *
- * Three faults the hang tests inject at step S (0 = off), each in one rank:
+ * Four faults the hang tests inject at step S (0 = off), each in one rank:
  *   --freeze-inside R:S  rank R stops itself (SIGSTOP, 50 ms into its
  *       MPI_Allgather of step S: the others enter it 300 ms late, so it is
  *       inside when it stops, having completed step S-1);
+ *   --freeze-outside R:S rank R stops itself (SIGSTOP) before that
+ *       MPI_Allgather, outside any collective (a rank stopped by a debugger
+ *       or a cgroup freezer in its own code);
  *   --read-pipe R:S      rank R reads a pipe nobody writes before that
  *       MPI_Allgather (a data loader waiting for input that never comes);
  *   --mismatch R:S       rank R calls MPI_Bcast (root 0) where the others
@@ -177,8 +180,8 @@ int main(int argc, char **argv)
 	long steps = -1;
 	const char *wait_file = NULL, *init_wait_file = NULL;
 	uint64_t per_us, iterations, acc = 0;
-	int freeze_rank = -1, pipe_rank = -1, mismatch_rank = -1;
-	long freeze_step = 0, pipe_step = 0, mismatch_step = 0;
+	int freeze_rank = -1, outside_rank = -1, pipe_rank = -1, mismatch_rank = -1;
+	long freeze_step = 0, outside_step = 0, pipe_step = 0, mismatch_step = 0;
 	long gradient_bytes = 0;
 	double *gradient = NULL, *reduced = NULL;
 
@@ -209,6 +212,8 @@ int main(int argc, char **argv)
 			parse_fault(argv[++i], &freeze_rank, &freeze_step);
 		else if (!strcmp(argv[i], "--read-pipe") && i + 1 < argc)
 			parse_fault(argv[++i], &pipe_rank, &pipe_step);
+		else if (!strcmp(argv[i], "--freeze-outside") && i + 1 < argc)
+			parse_fault(argv[++i], &outside_rank, &outside_step);
 		else if (!strcmp(argv[i], "--mismatch") && i + 1 < argc)
 			parse_fault(argv[++i], &mismatch_rank, &mismatch_step);
 		else if (!strcmp(argv[i], "--gradient-bytes") && i + 1 < argc)
@@ -218,7 +223,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr, "usage: %s [--slow-rank R] [--slowdown F] [--ramp-s S] [--compute-us C] "
 					"[--tp K] [--seconds S] [--steps N] [--warmup-s W] [--progress-s P] "
-					"[--wait-file F] [--init-wait-file F] [--freeze-inside R:S] "
+					"[--wait-file F] [--init-wait-file F] [--freeze-inside R:S] [--freeze-outside R:S] "
 					"[--read-pipe R:S] [--mismatch R:S] [--gradient-bytes B] [--spare-comms N]\n", argv[0]);
 			return 2;
 		}
@@ -295,6 +300,8 @@ int main(int argc, char **argv)
 					sleep_s(0.3);
 				}
 			}
+			if (outside_step && step == outside_step && rank == outside_rank)
+				kill(getpid(), SIGSTOP);
 			if (pipe_step && step == pipe_step && rank == pipe_rank) {
 				int fds[2];
 				char c;
