@@ -122,17 +122,25 @@ TEST(Stacks, TraceOnAJobStuckBeforeItCameNamesTheStoppedRank) {
   ASSERT_TRUE(job);
   int32_t frozen = pid_of_rank(job->ranks(), 2);
   ASSERT_TRUE(wait_until([&] { return state_of(frozen) == 'T'; }, 30s)) << "rank 2 never stopped";
-  std::vector<std::string> args = {"trace", "--probe", "mpi.*", "-d", "2", "--json", "--no-hardware"};
+  // 7 s: the stacks are read 3 s after attaching with no call completed,
+  // not only at the end.
+  std::vector<std::string> args = {"trace", "--probe", "mpi.*", "-d", "7", "--json", "--no-hardware"};
   for (int32_t pid : job->pids()) args.insert(args.end(), {"--pid", std::to_string(pid)});
   Ran ran = run_slowburn(args, 60s);
   kill(frozen, SIGKILL);
   job->stop();
   EXPECT_EQ(ran.status, 0) << "a verdict, not undetermined\n" << ran.output;
-  json verdict;
-  for (const json& j : json_lines(ran.output))
+  json verdict, finding;
+  for (const json& j : json_lines(ran.output)) {
     if (j.value("kind", "") == "verdict") verdict = j;
+    if (j.value("kind", "") == "finding") finding = j;
+  }
   ASSERT_FALSE(verdict.is_null()) << ran.output;
   EXPECT_EQ(verdict["judged"], true);
+  // Said while the session ran (its finding line), seconds before its end.
+  ASSERT_FALSE(finding.is_null()) << ran.output;
+  EXPECT_EQ(finding["rank"], 2) << finding.dump();
+  EXPECT_LT(finding["ts"].get<double>() + 1.0, verdict["ts"].get<double>()) << finding.dump() << "\n" << verdict.dump();
   ASSERT_EQ(verdict["hangs"].size(), 1u) << verdict.dump();
   const json& hang = verdict["hangs"][0];
   EXPECT_EQ(hang["rank"], 2) << hang.dump();

@@ -16,7 +16,7 @@ std::vector<Finding> stuck_before_attach(const std::vector<RankIdentity>& ranks,
   std::vector<std::string> groups;
   for (const StackGroup& g : s.groups)
     groups.push_back(fmt::format("{} rank(s) {}, {}", g.ranks.size(), g.state, g.where));
-  notes.push_back(fmt::format("no verdict: the ranks' stacks ({} samples) show {}", options.samples,
+  notes.push_back(fmt::format("the ranks' stacks ({} samples) show {}", options.samples,
                               groups.empty() ? "nothing" : fmt::format("{}", fmt::join(groups, "; "))));
   for (const StuckFinding& stuck : s.stuck) {
     Finding f;

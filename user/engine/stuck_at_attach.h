@@ -1,5 +1,6 @@
-// A trace that reached no verdict and saw nobody hang: the job may have
-// been stuck before slowburn attached (its ranks wait inside collectives
+// A trace that saw no call complete for its first seconds, or reached no
+// verdict and saw nobody hang: the job may have been stuck before slowburn
+// attached (its ranks wait inside collectives
 // whose entries were never traced, or one is stopped). Its ranks' stacks (stacks/stuck.h) say
 // which rank holds the others: each becomes a hang finding of detector
 // "stacks", so `trace` and `investigate` give an already-stuck job the

@@ -33,6 +33,13 @@ namespace {
 constexpr int kPollTimeoutMs = 100;
 constexpr uint64_t kAdvancePeriodNs = 100'000'000;
 constexpr uint64_t kLivenessPeriodNs = 1'000'000'000;
+// No call completed on any rank this long after attaching: the ranks may
+// have been stuck before slowburn came (their waits began unobserved), so
+// their stacks are read then, not only at the session's end. Longer than a
+// gap between collectives of a running job (a step's compute, a data
+// loader's pause) mostly is; a snapshot of a job that merely paused names
+// nobody (stacks/stuck.h) and holds each rank ~15-50 ms a read.
+constexpr uint64_t kQuietBeforeStacksNs = 3'000'000'000;
 
 bool is_collective(const ProbeSpec& spec) {
   return spec.backend != CommBackend::none && spec.kind != CallKind::comm_lifecycle;
@@ -59,6 +66,9 @@ class TraceSession {
   // False once every traced rank has exited.
   Result<bool> check_ranks(uint64_t now_ns);
   void emit(const DetectorOutput& out, uint64_t now_ns);
+  // The ranks' stacks (engine/stuck_at_attach.h): the stuck ranks they
+  // name become hang findings at once, and the verdict's if it has no other.
+  void take_stacks(uint64_t now_ns);
   void report_histograms();
   void report_summary(uint64_t now_ns);
 
@@ -77,6 +87,8 @@ class TraceSession {
   std::map<int32_t, bool> alive_;
   std::set<std::pair<int32_t, uint32_t>> attached_;  // (pid, probe): never attached twice
   uint64_t start_ns_ = 0;
+  bool stacks_taken_ = false;
+  std::vector<Finding> stuck_;  // hangs the stacks named
 };
 
 Result<void> TraceSession::start(const std::atomic<bool>& stop) {
@@ -285,9 +297,22 @@ Result<void> TraceSession::run(const std::atomic<bool>& stop) {
       if (!any_alive) return any_alive.error();
       if (!*any_alive) break;
     }
+    if (!stacks_taken_ && now >= start_ns_ + kQuietBeforeStacksNs && result_.ranks.size() >= 2 &&
+        judges_->counters().calls == 0)
+      take_stacks(now);
     if (o_.stop_on_finding && result_.first_finding_after_s) break;
   }
   return {};
+}
+
+void TraceSession::take_stacks(uint64_t now_ns) {
+  stacks_taken_ = true;
+  std::vector<std::string> notes;
+  stuck_ = stuck_before_attach(result_.ranks, notes);
+  for (const std::string& n : notes) sink_.note(n);
+  DetectorOutput out;
+  out.findings = stuck_;
+  emit(out, now_ns);
 }
 
 void TraceSession::report_histograms() {
@@ -334,7 +359,9 @@ void TraceSession::report_summary(uint64_t now_ns) {
   summary.detector = judges_->counters();
   result_.communicators = judges_->communicators();
   summary.communicators = result_.communicators.size();
-  for (Finding& f : judges_->findings()) {
+  std::vector<Finding> findings = judges_->findings();
+  findings.insert(findings.end(), stuck_.begin(), stuck_.end());  // the stacks' hangs
+  for (Finding& f : findings) {
     explainer_.explain(f, now_ns);  // events that came after the finding count too
     summary.findings.push_back(std::move(f));
   }
@@ -351,19 +378,19 @@ TraceResult TraceSession::finish() {
   add_events(sources_->finish(now));
   explainer_.set_sdc_activity(sources_->sdc_activity());
   emit(judges_->finish(now), now);
+  SessionVerdict verdict = judges_->verdict(now);
+  // No verdict and nobody hung or failed under the trace: the job may have
+  // stopped before we came (its waits began unobserved); its stacks say,
+  // read again at the end unless they named someone while it ran.
+  if (!verdict.judged && verdict.hangs.empty() && verdict.failures.empty() && result_.ranks.size() >= 2) {
+    if (stuck_.empty()) take_stacks(now);
+    verdict.hangs = stuck_;
+    if (!verdict.hangs.empty()) verdict.judged = true;
+  }
   sink_.tick(now);
   report_histograms();
   report_summary(now);
-  result_.verdict = judges_->verdict(now);
-  // No verdict and nobody hung or failed under the trace: the job may have
-  // stopped before we came (its waits began unobserved); its stacks say.
-  if (!result_.verdict.judged && result_.verdict.hangs.empty() && result_.verdict.failures.empty() &&
-      result_.ranks.size() >= 2) {
-    std::vector<std::string> notes;
-    for (Finding& f : stuck_before_attach(result_.ranks, notes)) result_.verdict.hangs.push_back(std::move(f));
-    for (const std::string& n : notes) sink_.note(n);
-    if (!result_.verdict.hangs.empty()) result_.verdict.judged = true;
-  }
+  result_.verdict = std::move(verdict);
   explainer_.explain(result_.verdict, now);
   result_.device_events = explainer_.events();
   sink_.verdict(result_.verdict);
