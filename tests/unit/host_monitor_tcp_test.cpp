@@ -1,0 +1,102 @@
+// The host monitor's TCP judgement over its last 2 s (sources/host_monitor.h
+// tcp_window_s): a rank whose link starts losing frames sends little after
+// the loss begins, so over the 5 s window its retransmissions are diluted by
+// the bytes it sent before, and said late. A /proc tree of three ranks and
+// sockets whose counters the test advances stand in for the machine.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <optional>
+
+#include "sources/host_monitor.h"
+#include "support/temp_dir.h"
+
+namespace slowburn::host_monitor_tcp_test {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+constexpr int32_t kPids[] = {101, 102, 103};
+constexpr double kLossAt = 10;  // s: rank 1's link starts losing 1 in 10 frames
+
+// Three ranks in slowburn's own network namespace, one socket each (inode = pid).
+void make_proc(const fs::path& root) {
+  fs::create_directories(root / "self/ns");
+  { std::ofstream(root / "self/ns/net") << ""; }
+  for (int32_t pid : kPids) {
+    fs::path proc = root / std::to_string(pid);
+    fs::create_directories(proc / "ns");
+    fs::create_directories(proc / "fd");
+    fs::create_symlink(root / "self/ns/net", proc / "ns/net");
+    fs::create_symlink("socket:[" + std::to_string(pid) + "]", proc / "fd/3");
+  }
+}
+
+// Every rank sends 1 MB/s; from kLossAt rank 1 (pid 102) sends 20 KB/s, a
+// tenth of it again, 30 segments retransmitted a second.
+std::vector<TcpSocket> sockets_at(double t) {
+  std::vector<TcpSocket> out;
+  for (int32_t pid : kPids) {
+    TcpSocket s;
+    s.inode = static_cast<uint64_t>(pid);
+    s.state = 1;
+    double before = std::min(t, kLossAt), after = std::max(0.0, t - kLossAt);
+    bool lossy = pid == 102;
+    s.bytes_sent = static_cast<uint64_t>(before * 1e6 + after * (lossy ? 20e3 : 1e6));
+    if (lossy) {
+      s.bytes_retrans = static_cast<uint64_t>(after * 2e3);
+      s.total_retrans = static_cast<uint32_t>(after * 30);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// The second (since the first reading) at which host.tcp_retrans was first
+// said of rank 1, reading once a second for 20 s; fails on any other rank's.
+std::optional<double> said_at(double tcp_window_s) {
+  TempDir dir;
+  make_proc(dir.path());
+  double t = 0;
+  HostMonitorOptions o;
+  o.sched = false;
+  o.sysfs_root = dir.path();
+  o.files.proc_root = dir.path();
+  o.files.cgroup_root = dir.path() / "cgroup";
+  o.files.tcp_sockets = [&t](const fs::path&) -> Result<std::vector<TcpSocket>> { return sockets_at(t); };
+  o.tcp_window_s = tcp_window_s;
+  HostMonitor monitor(o);
+  for (int r = 0; r < 3; ++r) {
+    RankIdentity id;
+    id.pid = kPids[r];
+    id.rank = r;
+    id.job = "job";
+    monitor.add_rank(id);
+  }
+  std::optional<double> first;
+  const uint64_t base_ns = 1'000'000'000'000;
+  for (t = 0; t <= 20; t += 1) {
+    for (const DeviceEvent& e : monitor.poll(base_ns + static_cast<uint64_t>(t * 1e9))) {
+      EXPECT_EQ(e.type, "host.tcp_retrans") << e.summary;
+      EXPECT_EQ(e.ranks, std::vector<int>{1}) << e.summary;
+      if (!first && e.type == "host.tcp_retrans") first = t;
+    }
+  }
+  return first;
+}
+
+TEST(HostMonitorTcp, ALinkThatStartsLosingFramesIsSaidWithinTwoSeconds) {
+  auto recent = said_at(2);
+  ASSERT_TRUE(recent) << "rank 1's retransmissions were never said";
+  EXPECT_LE(*recent, kLossAt + 2);
+  EXPECT_GT(*recent, kLossAt);  // not before the loss began
+  // Judged over the 5 s window alone, the bytes sent before the loss
+  // dilute it: said only once the window lies wholly after it.
+  auto window = said_at(5);
+  ASSERT_TRUE(window);
+  EXPECT_GE(*window, kLossAt + 4) << "the 5 s window alone said it as early: the test shows nothing";
+}
+
+}  // namespace
+}  // namespace slowburn::host_monitor_tcp_test
