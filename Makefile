@@ -595,7 +595,7 @@ format-check:
 	$(Q)out=$$(clang-format --dry-run -Werror $(FORMAT_SRCS) 2>&1); rc=$$?; \
 	bad=$$(printf '%s\n' "$$out" | sed -n 's/^\([^ :]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/  \1/p' | sort -u); \
 	if [ -n "$$bad" ]; then echo "not formatted (run make format):"; echo "$$bad"; exit 1; fi; \
-	if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | tail -5; echo "clang-format failed (make deps installs it)"; exit 1; fi
+	if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | tail -5; echo "clang-format failed (above; make deps installs it)"; exit 1; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -130,16 +130,22 @@ TEST(Stacks, TraceOnAJobStuckBeforeItCameNamesTheStoppedRank) {
   kill(frozen, SIGKILL);
   job->stop();
   EXPECT_EQ(ran.status, 0) << "a verdict, not undetermined\n" << ran.output;
-  json verdict, finding;
+  json verdict, finding, summary;
+  int findings = 0;
   for (const json& j : json_lines(ran.output)) {
     if (j.value("kind", "") == "verdict") verdict = j;
-    if (j.value("kind", "") == "finding") finding = j;
+    if (j.value("kind", "") == "status" && j.value("event", "") == "summary") summary = j;
+    if (j.value("kind", "") == "finding") finding = j, ++findings;
   }
+  EXPECT_EQ(findings, 1) << "said once, while the session ran\n" << ran.output;
   ASSERT_FALSE(verdict.is_null()) << ran.output;
   EXPECT_EQ(verdict["judged"], true);
   // Said while the session ran (its finding line), seconds before its end.
   ASSERT_FALSE(finding.is_null()) << ran.output;
   EXPECT_EQ(finding["rank"], 2) << finding.dump();
+  EXPECT_EQ(finding["evidence"]["detector"], "stacks") << finding.dump();
+  ASSERT_FALSE(summary.is_null()) << ran.output;
+  EXPECT_EQ(summary["findings"], 1) << "the summary counts it\n" << summary.dump();
   EXPECT_LT(finding["ts"].get<double>() + 1.0, verdict["ts"].get<double>()) << finding.dump() << "\n" << verdict.dump();
   ASSERT_EQ(verdict["hangs"].size(), 1u) << verdict.dump();
   const json& hang = verdict["hangs"][0];

@@ -115,6 +115,27 @@ TEST(MpichComm, DirectAndIndirectHandlesReadTheirMembersFromEachMapMode) {
   EXPECT_EQ(table->cid, 0x1d0u);
 }
 
+TEST(MpichComm, AHandlesObjectIsWhereItLives) {
+  // What a stuck rank's stack word must point at to be read as a pointer
+  // to its communicator (comm/comm_registry.h read_mpi_value): the object
+  // its own handle names, not any struct that begins with that handle.
+  Rank3 r;
+  auto layout = r.layout();
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
+  auto pair = mpich_comm_object(r.m, *layout, 0x84000002);
+  ASSERT_TRUE(pair.ok()) << pair.error().message;
+  EXPECT_EQ(*pair, kDirect + 2 * kSize);
+  auto world = mpich_comm_object(r.m, *layout, kMpichCommWorld);
+  ASSERT_TRUE(world.ok()) << world.error().message;
+  EXPECT_EQ(*world, kBuiltin);
+  auto indirect = mpich_comm_object(r.m, *layout, 0xc4000001);
+  ASSERT_TRUE(indirect.ok()) << indirect.error().message;
+  EXPECT_EQ(*indirect, kBlock + kSize);
+  // A heap pointer's low half that reads as a direct handle past the array names nothing.
+  EXPECT_FALSE(mpich_comm_object(r.m, *layout, 0x843a3e88).ok());
+  EXPECT_FALSE(mpich_comm_object(r.m, *layout, 0xac000000).ok()) << "a request handle";
+}
+
 TEST(MpichComm, AWorldThatDoesNotCheckOutIsRefusedWithTheReason) {
   Rank3 r;
   auto wrong_rank = r.layout(4);

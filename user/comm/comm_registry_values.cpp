@@ -16,14 +16,17 @@ Result<CommunicatorRef> CommRegistry::read_mpi_value(int32_t pid, uint64_t value
   if (p->ompi) {
     handles.push_back(value);
   } else if (p->mpich) {
+    // A pointer to an MPIR_Comm first: the object its handle names is the
+    // one pointed at (the handle alone would pass for any struct that
+    // begins with an MPI_Comm field). Then the value's halves as handles:
+    // a heap pointer's low half often reads as one (0x7f96843a3e88:
+    // "direct communicator 0x3a3e88"), tried after, and read only when real.
+    uint32_t head = 0;
+    if (p->memory->read_value(value, head) && is_mpich_comm_handle(head))
+      if (auto object = mpich_comm_object(*p->memory, *p->mpich, head); object && *object == value)
+        handles.push_back(head);
     for (auto half : {static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)})
       if (is_mpich_comm_handle(half)) handles.push_back(half);
-    // Every MPIR_Comm begins with its own handle. Tried even when a half
-    // looked like a handle: a heap pointer's low half often does
-    // (0x7f96843a3e88: 0x843a3e88, "direct communicator 0x3a3e88"), and the
-    // object it points at was the stuck rank's communicator.
-    uint32_t head = 0;
-    if (p->memory->read_value(value, head) && is_mpich_comm_handle(head)) handles.push_back(head);
   } else {
     return make_error("{}: its MPI communicators cannot be read from memory", rank_label(p->identity));
   }

@@ -221,6 +221,11 @@ Result<std::vector<int>> members_of(const ProcessMemory& memory, const MpichComm
 
 }  // namespace
 
+Result<uint64_t> mpich_comm_object(const ProcessMemory& memory, const MpichCommLayout& layout, uint32_t handle) {
+  if (!is_mpich_comm_handle(handle)) return make_error("{:#x} is not an MPICH communicator handle", handle);
+  return object_of(memory, layout, handle);
+}
+
 bool is_mpich_comm_handle(uint32_t handle) {
   return (handle & kKindMask) != 0 && (handle & kObjectKindMask) == kObjectKindComm;
 }

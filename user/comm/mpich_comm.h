@@ -65,6 +65,10 @@ bool is_mpich_comm_handle(uint32_t handle);
 Result<MpichCommLayout> discover_mpich_layout(const ProcessMemory& memory, const std::vector<MemoryRange>& ranges,
                                               int world_rank, int world_size);
 
+// Where the communicator a handle names lives in the rank's memory (its
+// object, checked to begin with that handle).
+Result<uint64_t> mpich_comm_object(const ProcessMemory& memory, const MpichCommLayout& layout, uint32_t handle);
+
 // Reads a communicator through a checked layout.
 Result<MpiComm> read_mpich_comm(const ProcessMemory& memory, const MpichCommLayout& layout, uint32_t handle,
                                 int world_rank, int world_size);

@@ -68,7 +68,11 @@ class TraceSession {
   void emit(const DetectorOutput& out, uint64_t now_ns);
   // The ranks' stacks (engine/stuck_at_attach.h): the stuck ranks they
   // name become hang findings at once, and the verdict's if it has no other.
-  void take_stacks(uint64_t now_ns);
+  void take_stacks(const std::vector<RankIdentity>& ranks, uint64_t now_ns);
+  // 3 s in with no call completed: the jobs whose every rank is traced and
+  // none of whose calls began since attaching (a rank still starting up
+  // while others wait in their first collective is not a job stuck before).
+  void stacks_if_stuck_before(uint64_t now_ns);
   void report_histograms();
   void report_summary(uint64_t now_ns);
 
@@ -297,22 +301,39 @@ Result<void> TraceSession::run(const std::atomic<bool>& stop) {
       if (!any_alive) return any_alive.error();
       if (!*any_alive) break;
     }
-    if (!stacks_taken_ && now >= start_ns_ + kQuietBeforeStacksNs && result_.ranks.size() >= 2 &&
-        judges_->counters().calls == 0)
-      take_stacks(now);
+    if (!stacks_taken_ && now >= start_ns_ + kQuietBeforeStacksNs) stacks_if_stuck_before(now);
     if (o_.stop_on_finding && result_.first_finding_after_s) break;
   }
   return {};
 }
 
-void TraceSession::take_stacks(uint64_t now_ns) {
-  stacks_taken_ = true;
+void TraceSession::stacks_if_stuck_before(uint64_t now_ns) {
+  stacks_taken_ = true;  // looked once, whatever it finds
+  if (judges_->counters().calls > 0) return;
+  std::set<uint32_t> entered;  // processes with a call begun since attaching
+  for (const InFlightCall& c : program_->in_flight()) entered.insert(c.tgid);
+  std::map<std::string, std::vector<RankIdentity>> by_job;
+  for (const RankIdentity& r : result_.ranks) by_job[r.job].push_back(r);
+  for (const auto& [job, ranks] : by_job) {
+    // The whole job here: a rank left out may be the one the others wait for.
+    if (ranks.size() < 2 || ranks.front().world_size != static_cast<int>(ranks.size())) continue;
+    if (std::any_of(ranks.begin(), ranks.end(),
+                    [&](const RankIdentity& r) { return entered.contains(static_cast<uint32_t>(r.pid)); }))
+      continue;
+    take_stacks(ranks, now_ns);
+  }
+}
+
+void TraceSession::take_stacks(const std::vector<RankIdentity>& ranks, uint64_t now_ns) {
   std::vector<std::string> notes;
-  stuck_ = stuck_before_attach(result_.ranks, notes);
+  std::vector<Finding> found = stuck_before_attach(ranks, notes);
   for (const std::string& n : notes) sink_.note(n);
-  DetectorOutput out;
-  out.findings = stuck_;
-  emit(out, now_ns);
+  // Not the detectors' first finding (first_finding_after_s): said here as it is.
+  for (Finding& f : found) {
+    explainer_.explain(f, now_ns);
+    sink_.finding(f);
+    stuck_.push_back(std::move(f));
+  }
 }
 
 void TraceSession::report_histograms() {
@@ -382,8 +403,14 @@ TraceResult TraceSession::finish() {
   // No verdict and nobody hung or failed under the trace: the job may have
   // stopped before we came (its waits began unobserved); its stacks say,
   // read again at the end unless they named someone while it ran.
+  if (!stuck_.empty() && judges_->counters().calls > 0) {
+    // Calls completed after the stacks named someone: the job moved.
+    sink_.note(fmt::format("the hang the ranks' stacks named {} s in no longer holds: {} call(s) completed since",
+                           kQuietBeforeStacksNs / 1'000'000'000, judges_->counters().calls));
+    stuck_.clear();
+  }
   if (!verdict.judged && verdict.hangs.empty() && verdict.failures.empty() && result_.ranks.size() >= 2) {
-    if (stuck_.empty()) take_stacks(now);
+    if (stuck_.empty()) take_stacks(result_.ranks, now);
     verdict.hangs = stuck_;
     if (!verdict.hangs.empty()) verdict.judged = true;
   }
