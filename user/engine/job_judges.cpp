@@ -135,6 +135,11 @@ std::vector<Finding> JobJudges::findings() const {
   return all;
 }
 
+DetectorCounters JobJudges::counters(const std::string& job) const {
+  auto it = by_job_.find(job);
+  return it == by_job_.end() ? DetectorCounters{} : it->second->counters();
+}
+
 DetectorCounters JobJudges::counters() const {
   DetectorCounters sum;
   for (const auto& [job, detector] : by_job_) sum += detector->counters();

@@ -66,6 +66,8 @@ class JobJudges {
   SessionVerdict verdict(uint64_t now_ns) const;
   std::vector<Finding> findings() const;
   DetectorCounters counters() const;
+  // One job's (zero for a job it does not judge).
+  DetectorCounters counters(const std::string& job) const;
   // Live only (a replay's communicators are its caller's).
   std::vector<CommunicatorRef> communicators() const {
     return registry_ ? registry_->communicators() : std::vector<CommunicatorRef>{};

@@ -308,19 +308,24 @@ Result<void> TraceSession::run(const std::atomic<bool>& stop) {
 }
 
 void TraceSession::stacks_if_stuck_before(uint64_t now_ns) {
-  stacks_taken_ = true;  // looked once, whatever it finds
-  if (judges_->counters().calls > 0) return;
+  stacks_taken_ = true;        // looked once, whatever it finds
   std::set<uint32_t> entered;  // processes with a call begun since attaching
   for (const InFlightCall& c : program_->in_flight()) entered.insert(c.tgid);
   std::map<std::string, std::vector<RankIdentity>> by_job;
   for (const RankIdentity& r : result_.ranks) by_job[r.job].push_back(r);
   for (const auto& [job, ranks] : by_job) {
-    // The whole job here: a rank left out may be the one the others wait for.
-    if (ranks.size() < 2 || ranks.front().world_size != static_cast<int>(ranks.size())) continue;
-    if (std::any_of(ranks.begin(), ranks.end(),
-                    [&](const RankIdentity& r) { return entered.contains(static_cast<uint32_t>(r.pid)); }))
-      continue;
-    take_stacks(ranks, now_ns);
+    if (ranks.size() < 2 || judges_->counters(job).calls > 0) continue;
+    // The whole job here, alive: ranks 0 to world_size - 1 of one world
+    // size, once each (a rank left out may be the one the others wait
+    // for; ranks of two jobs that share a job id, or none, are not one).
+    std::set<int> seen;
+    bool whole = true;
+    for (const RankIdentity& r : ranks) {
+      whole = whole && r.world_size == ranks.front().world_size && r.rank >= 0 &&
+              r.rank < ranks.front().world_size.value_or(0) && seen.insert(r.rank).second &&
+              !entered.contains(static_cast<uint32_t>(r.pid)) && alive_[r.pid];
+    }
+    if (whole && seen.size() == static_cast<size_t>(ranks.front().world_size.value_or(0))) take_stacks(ranks, now_ns);
   }
 }
 
@@ -403,14 +408,25 @@ TraceResult TraceSession::finish() {
   // No verdict and nobody hung or failed under the trace: the job may have
   // stopped before we came (its waits began unobserved); its stacks say,
   // read again at the end unless they named someone while it ran.
-  if (!stuck_.empty() && judges_->counters().calls > 0) {
-    // Calls completed after the stacks named someone: the job moved.
-    sink_.note(fmt::format("the hang the ranks' stacks named {} s in no longer holds: {} call(s) completed since",
-                           kQuietBeforeStacksNs / 1'000'000'000, judges_->counters().calls));
-    stuck_.clear();
-  }
+  // Calls completed in a job after the stacks named one of its ranks: the
+  // job moved (its finding line stays written; this note withdraws it).
+  std::erase_if(stuck_, [&](const Finding& f) {
+    uint64_t calls = judges_->counters(f.culprit.job).calls;
+    if (calls == 0) return false;
+    sink_.note(
+        fmt::format("the hang of {} the ranks' stacks named {} s in no longer holds: {} call(s) of its job "
+                    "completed since",
+                    rank_label(f.culprit), kQuietBeforeStacksNs / 1'000'000'000, calls));
+    return true;
+  });
   if (!verdict.judged && verdict.hangs.empty() && verdict.failures.empty() && result_.ranks.size() >= 2) {
-    if (stuck_.empty()) take_stacks(result_.ranks, now);
+    // The jobs the stacks have not named a rank of yet.
+    std::set<std::string> named;
+    for (const Finding& f : stuck_) named.insert(f.culprit.job);
+    std::vector<RankIdentity> rest;
+    for (const RankIdentity& r : result_.ranks)
+      if (!named.contains(r.job)) rest.push_back(r);
+    if (rest.size() >= 2) take_stacks(rest, now);
     verdict.hangs = stuck_;
     if (!verdict.hangs.empty()) verdict.judged = true;
   }
