@@ -405,9 +405,6 @@ TraceResult TraceSession::finish() {
   explainer_.set_sdc_activity(sources_->sdc_activity());
   emit(judges_->finish(now), now);
   SessionVerdict verdict = judges_->verdict(now);
-  // No verdict and nobody hung or failed under the trace: the job may have
-  // stopped before we came (its waits began unobserved); its stacks say,
-  // read again at the end unless they named someone while it ran.
   // Calls completed in a job after the stacks named one of its ranks: the
   // job moved (its finding line stays written; this note withdraws it).
   std::erase_if(stuck_, [&](const Finding& f) {
@@ -419,8 +416,10 @@ TraceResult TraceSession::finish() {
                     rank_label(f.culprit), kQuietBeforeStacksNs / 1'000'000'000, calls));
     return true;
   });
+  // No verdict and nobody hung or failed under the trace: the job may have
+  // stopped before we came (its waits began unobserved); its stacks say,
+  // read again at the end for the jobs they named no rank of while it ran.
   if (!verdict.judged && verdict.hangs.empty() && verdict.failures.empty() && result_.ranks.size() >= 2) {
-    // The jobs the stacks have not named a rank of yet.
     std::set<std::string> named;
     for (const Finding& f : stuck_) named.insert(f.culprit.job);
     std::vector<RankIdentity> rest;
