@@ -22,7 +22,7 @@ Result<CommunicatorRef> CommRegistry::read_mpi_value(int32_t pid, uint64_t value
     // a heap pointer's low half often reads as one (0x7f96843a3e88:
     // "direct communicator 0x3a3e88"), tried after, and read only when real.
     uint32_t head = 0;
-    if (p->memory->read_value(value, head) && is_mpich_comm_handle(head))
+    if (p->memory->read_value(value, head))
       if (auto object = mpich_comm_object(*p->memory, *p->mpich, head); object && *object == value)
         handles.push_back(head);
     for (auto half : {static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)})
