@@ -244,6 +244,52 @@ TEST(Verdict, ASlowBurnSaysWhenItBegan) {
   }
 }
 
+// A drift (issue 30): rank 5 of 8 steps to 1.02x after 4 minutes, a cost
+// under the 1% floor (~0.8% of the time); the same rank 1.02x from the
+// start. The change is named live on the latest minute as a drift, dated
+// within 20 s of it; the rank as slow from the start is named by nothing,
+// however often last.
+TEST(Verdict, AStepUnderTheCostFloorIsNamedAsADriftButNotFromTheStart) {
+  for (bool from_start : {false, true}) {
+    SyntheticJob job;
+    job.ranks = 8;
+    job.noise_ns = 0.5e6;
+    constexpr int kChangeStep = 4800;  // 4 minutes of 50 ms steps
+    job.compute_ns = [from_start](int rank, int step) {
+      return rank == 5 && (from_start || step >= kChangeStep) ? 51e6 : 50e6;
+    };
+    StragglerDetector d = make_detector(job.ranks);
+    auto events = job.run(9600);
+    Feed run = feed(d, events);
+    SessionVerdict v = d.verdict(events.back().exit_ns);
+    if (from_start) {
+      for (const Finding& f : run.findings) ADD_FAILURE() << "from the start, live: " << f.summary;
+      EXPECT_TRUE(named(v).empty()) << v.stragglers.front().summary;
+      continue;
+    }
+    ASSERT_FALSE(run.findings.empty()) << "the step to 1.02x was not named live";
+    EXPECT_EQ(culprits(run.findings), std::set<int>{5}) << run.findings.front().summary;
+    const Finding& f = run.findings.front();
+    ASSERT_TRUE(f.session_cost.has_value()) << f.summary;
+    EXPECT_TRUE(f.session_cost->drift) << f.summary;
+    EXPECT_TRUE(f.session_cost->latest) << f.summary;
+    EXPECT_LT(f.cost_share, 0.01) << "under the floor: " << f.summary;
+    EXPECT_GE(f.cost_share, 0.005) << f.summary;
+    EXPECT_EQ(f.severity, "minor");
+    EXPECT_NE(f.summary.find("a drift, named under the cost floor"), std::string::npos) << f.summary;
+    ASSERT_TRUE(f.session_cost->onset && !f.session_cost->onset->from_start) << f.summary;
+    uint64_t change_ns = 0;
+    for (const auto& e : events)
+      if (e.seq == static_cast<uint64_t>(kChangeStep) + 1) {
+        change_ns = e.entry_ns;
+        break;
+      }
+    EXPECT_NEAR(static_cast<double>(f.session_cost->onset->at_ns), static_cast<double>(change_ns), 20e9) << f.summary;
+    EXPECT_GT(f.detected_ns, change_ns) << f.summary;
+    EXPECT_EQ(named(v), std::set<int>{5}) << "the verdict names the drift it raised";
+  }
+}
+
 TEST(Verdict, ASlowBurnNamedLiveThatEndedIsAnEpisodeInTheVerdict) {
   // Rank 5 of 8 is 1.05x for the first 90 s, then like the others for 20
   // minutes: named live once a minute is traced; over the session its cost

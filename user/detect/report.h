@@ -104,6 +104,10 @@ struct SessionCostEvidence {
   // Judged on the session's latest stretch (traced_ns of it), not all of
   // it: a cost that began, or grew, since (a ramp, a link that degraded).
   bool latest = false;
+  // Named on the latest stretch under the cost floor (down to half of it)
+  // because its step grows against its peers' since a dated onset: a
+  // drift, named before it costs the floor.
+  bool drift = false;
   // When it began: from the start, or a moment on the session's clock
   // (detect/cost_onset.h); unset with too little history to say.
   std::optional<CostOnset> onset;

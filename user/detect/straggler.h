@@ -327,7 +327,8 @@ class StragglerDetector {
   };
   std::map<LaneKey, CostHistory> slow_burn_history_;
   void keep_cost_point(const LaneKey& key, const LaneSnapshot& now);
-  std::optional<CostOnset> onset_of(const LaneKey& key, const Lane& lane, const LaneSnapshot& now, int32_t pid) const;
+  std::optional<CostOnset> onset_of(const LaneKey& key, const Lane& lane, const LaneSnapshot& now, int32_t pid,
+                                    double floor_share) const;
   static std::map<int32_t, LaneRankTotals> lane_totals(const Lane& lane);  // a lane's session, per rank
   // Its compute-gap CUSUM alarmed, and risen over its latest judged windows.
   static bool gap_excess_sustained(const Lane& lane, int32_t pid);

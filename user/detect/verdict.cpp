@@ -150,7 +150,8 @@ Finding session_cost_finding(Finding f, const SessionCostJudgement& j, uint64_t 
   f.instances_flagged = j.lasts;
   f.cost_ns = j.cost_ns;
   f.cost_share = j.cost_share;
-  f.session_cost = SessionCostEvidence{j.next_cost_share, j.expected_last_fraction, j.last_z, traced_ns, false, {}};
+  f.session_cost =
+      SessionCostEvidence{j.next_cost_share, j.expected_last_fraction, j.last_z, traced_ns, false, false, {}};
   f.summary = straggler_summary(f);
   return f;
 }
@@ -241,14 +242,17 @@ std::string session_cost_summary(const Finding& f) {
   const SessionCostEvidence& e = *f.session_cost;
   return fmt::format(
       "{} is a {} straggler over {}: its own lateness on {}{} cost the job {} ({:.1f}% of {} traced), "
-      "{}; last in {:.0f}% of {} instances ({:.0f}% by chance alone, z {:.1f}){}",
+      "{}; last in {:.0f}% of {} instances ({:.0f}% by chance alone, z {:.1f}){}{}",
       rank_label(f.culprit), f.severity.empty() ? "slow-burn" : f.severity,
       e.latest ? fmt::format("the session's latest {}", format_ns(static_cast<double>(e.traced_ns))) : "the session",
       f.probe, communicator_phrase(f), format_ns(static_cast<double>(f.cost_ns)), f.cost_share * 100,
       format_ns(static_cast<double>(e.traced_ns)),
       e.next_cost_share > 0 ? fmt::format("{:.1f}x the next rank's", f.cost_share / e.next_cost_share)
                             : std::string("no other rank's lateness costs anything"),
-      f.last_fraction * 100, f.instances_considered, e.expected_last_fraction * 100, e.last_z, onset_phrase(e));
+      f.last_fraction * 100, f.instances_considered, e.expected_last_fraction * 100, e.last_z, onset_phrase(e),
+      e.drift ? "; a drift, named under the cost floor: its step grows against its peers' (the CUSUM of its compute "
+                "gap alarmed and rising), a cost that began at a moment, not from the start"
+              : "");
 }
 
 }  // namespace

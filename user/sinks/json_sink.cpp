@@ -273,6 +273,7 @@ json finding_json(const Finding& f, int64_t wall_offset_ns) {
       evidence["instances"] = f.instances_considered;
       evidence["traced_ns"] = f.session_cost->traced_ns;
       evidence["over"] = f.session_cost->latest ? "latest" : "session";
+      evidence["drift"] = f.session_cost->drift;
       evidence["began"] = began_json(f.session_cost->onset, wall_offset_ns);
     }
   }
