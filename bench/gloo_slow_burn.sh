@@ -60,7 +60,8 @@ verdict = next(l for l in lines if l.get("kind") == "verdict")
 first = min((l["found_at"] for l in lines if l.get("kind") == "finding" and l.get("rank") == 1
              and l.get("found_at") is not None), default=None)
 name = "healthy" if float(slowdown) <= 1 else slowdown + "x"
-withheld = ", ".join("rank %s %.1f%%" % (w["rank"], 100 * w.get("cost_share", 0)) for w in verdict.get("withheld", [])) or "-"
+withheld = ", ".join("rank %s %.1f%% (%s...)" % (w["rank"], 100 * w.get("cost_share", 0), w.get("reason", "")[:40])
+                     for w in verdict.get("withheld", [])) or "-"
 when = "%.1f s" % (first - launched) if first is not None else "-"
 if not verdict["stragglers"]:
     print(f"| {ranks} | {name} | nobody | - | - | - | - | {when} | {withheld} |")
