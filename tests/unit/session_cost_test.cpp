@@ -452,8 +452,8 @@ TEST(Alternation, WhereThePartnersTakeTurnsBeingLateNeitherIsNamed) {
 // release), both ranks wait for a CPU 35% of their time inside, and their
 // compute is the same. With no third rank there is no z to tell that from
 // rank 1's own slowness: a minor cost is the scheduler's, withheld. The
-// same pair where rank 1 waits for a CPU more than rank 0, or computes
-// longer in every step, is named.
+// same pair where rank 1 waits for a CPU more than rank 0, or not at all,
+// or computes longer in every step, is named.
 TEST(SchedulersChoice, OneOfAPairLateFromLeavingOnABusyNodeIsWithheld) {
   auto run = [](double rank1_runq, double rank1_compute) {
     SyntheticJob job;
@@ -485,6 +485,8 @@ TEST(SchedulersChoice, OneOfAPairLateFromLeavingOnABusyNodeIsWithheld) {
 
   auto [waits_run, waits_more] = run(0.60, 3e6);
   EXPECT_EQ(culprits(waits_more.stragglers), std::set<int>{1}) << "it waits for a CPU more than its partner";
+  auto [idle_run, never_waits] = run(0.0, 3e6);
+  EXPECT_EQ(culprits(never_waits.stragglers), std::set<int>{1}) << "it does not wait for a CPU: not the scheduler's";
   auto [slower_run, slower] = run(0.35, 3.15e6);
   EXPECT_EQ(culprits(slower.stragglers), std::set<int>{1}) << "it computes 5% longer every step";
 }

@@ -282,10 +282,15 @@ class StragglerDetector {
   // longer than theirs); nullopt where it is the rank's own. Judged live
   // and at the verdict alike.
   std::optional<RunqShares> schedulers_choice_of(const Finding& f) const;
-  // A finding of a pair judged with no z (no third rank), and its cost net
-  // of leaving its previous collective late: what the scheduler's rule
+  // A finding of a pair judged with no z (no third rank): the share of its
+  // blame on its lane over the session from leaving its previous
+  // collective late, and its cost net of that, what the scheduler's rule
   // judges it by (nullopt for any other finding).
-  std::optional<double> pair_own_cost(const Finding& f) const;
+  struct PairCost {
+    double leaving_share = 0;
+    double own_cost_share = 0;
+  };
+  std::optional<PairCost> pair_own_cost(const Finding& f) const;
   // Live, such a finding is held back (its run still counts; the verdict
   // withholds it, names it or lists it as an episode) and emitted once it
   // no longer reads as the scheduler's, while its run stands.

@@ -114,7 +114,10 @@ std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const La
       if (!run.open && run.last_flagged_end_ns >= since_ns && !(own_step_longer && spell_of(run, lane)))
         episodes_ns += run.cost_ns;
   double outside_ns = std::max(0.0, static_cast<double>(j->cost_ns) - episodes_ns);
-  if (outside_ns < thresholds.min_cost_share * static_cast<double>(totals.traced_ns)) return std::nullopt;
+  // Against the floor the rank was judged by: half of it for a drift only
+  // (a finding at the floor on the latest stretch keeps the whole floor).
+  double floor_share = drift_onset ? thresholds.min_cost_share : config_.session_cost_thresholds.min_cost_share;
+  if (outside_ns < floor_share * static_cast<double>(totals.traced_ns)) return std::nullopt;
   Finding f = session_cost_finding(lane_finding(lane, j->pid, "straggler", "session-cost"), *j, totals.traced_ns);
   f.session_cost->latest = since_ns > 0;
   f.session_cost->drift = drift_onset.has_value();
@@ -240,17 +243,17 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   const Lane* lane = lane_of(f);
   // Or one of a pair, judged with no z (no third rank to tell the rank's
   // own lateness from the node's), whose cost net of leaving its previous
-  // collective late (the scheduler's, as the slow burn and the sequential
-  // test count it) is minor. A healthy 2-rank gloo job on 2 CPUs had rank
-  // 1 named minor at 8.4% and 9.8% in 2 of 10 runs, and raised live at
-  // 10.6%; in another, rank 1 was flagged in 45 windows to rank 0's 8,
-  // each rank waiting for a CPU 35% of its time inside, 29-45% of rank 1's
-  // blame from leaving late and its compute gap rank 0's (bench/RESULTS.md
+  // collective late over the session (the scheduler's, as the slow burn
+  // and the sequential test count it) is minor, both ranks waiting for a
+  // CPU. A healthy 2-rank gloo job on 2 CPUs had rank 1 named minor at
+  // 8.4% and 9.8% in 2 of 10 runs, and raised live at 10.6%; in another,
+  // rank 1 was flagged in 45 windows to rank 0's 8, each rank waiting for a
+  // CPU 35% of its time inside, 45% of rank 1's blame from leaving late
+  // (its windows' median) and its compute gap rank 0's (bench/RESULTS.md
   // 31b).
-  std::optional<double> pair_cost = pair_own_cost(f);
-  double judged_cost = pair_cost.value_or(f.cost_share);
-  if (f.type != "straggler" || f.session_cost || f.where == "inside" || !(bursts || small || pair_cost))
-    return std::nullopt;
+  std::optional<PairCost> pair = pair_own_cost(f);
+  double judged_cost = pair ? pair->own_cost_share : f.cost_share;
+  if (f.type != "straggler" || f.session_cost || f.where == "inside" || !(bursts || small || pair)) return std::nullopt;
   // Not the scheduler's where its typical step is still longer than its
   // peers': the CUSUM of its window-median compute gap stands alarmed and
   // rises. The scheduler's choice falls on a few instances at a time and
@@ -261,13 +264,28 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   if (!lane || gap_excess_sustained(*lane, f.culprit.pid)) return std::nullopt;
   RunqShares shares = runq_shares(lane_totals(*lane), f.culprit.pid);
   if (!schedulers_choice(shares, judged_cost, config_.session_cost_thresholds)) return std::nullopt;
+  // Both, where only the pair rule brought it here: a rank of a pair that
+  // does not wait for a CPU itself is not late by the scheduler's choice
+  // (the rule above asks it only to wait no more than its peers).
+  if (pair && !(bursts || small) && shares.rank.value_or(0) < config_.session_cost_thresholds.busy_runq_share)
+    return std::nullopt;
   return shares;
 }
 
-std::optional<double> StragglerDetector::pair_own_cost(const Finding& f) const {
+std::optional<StragglerDetector::PairCost> StragglerDetector::pair_own_cost(const Finding& f) const {
   const Lane* lane = lane_of(f);
   if (!lane || lane->seen.size() != 2 || f.z_lateness || f.z_gap) return std::nullopt;
-  return f.cost_share * (1 - std::clamp(f.blame_leaving_share, 0.0, 1.0));
+  // Over the session on its lane, as the finding's cost is (not the one
+  // window that raised it, which had the most blame and often the most
+  // leaving late).
+  auto totals = lane_totals(*lane);
+  auto own = totals.find(f.culprit.pid);
+  if (own == totals.end() || own->second.blame_ns == 0) return std::nullopt;
+  PairCost cost;
+  cost.leaving_share =
+      std::min(1.0, static_cast<double>(own->second.blame_leaving_ns) / static_cast<double>(own->second.blame_ns));
+  cost.own_cost_share = f.cost_share * (1 - cost.leaving_share);
+  return cost;
 }
 
 void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
@@ -275,9 +293,9 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
   for (Finding& f : v.stragglers) {
     if (auto shares = schedulers_choice_of(f)) {
       f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
-      std::optional<double> pair_cost = pair_own_cost(f);
-      v.withheld.push_back(pair_cost ? pair_noise_withheld(std::move(f), *shares, *pair_cost)
-                                     : scheduler_noise_withheld(std::move(f), *shares));
+      std::optional<PairCost> pair = pair_own_cost(f);
+      v.withheld.push_back(pair ? pair_noise_withheld(std::move(f), *shares, pair->leaving_share, pair->own_cost_share)
+                                : scheduler_noise_withheld(std::move(f), *shares));
     } else {
       kept.push_back(std::move(f));
     }

@@ -217,12 +217,13 @@ Withheld scheduler_noise_withheld(Finding f, const RunqShares& shares) {
           shares.peers.value_or(0) * 100, shares.rank.value_or(0) * 100));
 }
 
-Withheld pair_noise_withheld(Finding f, const RunqShares& shares, double own_cost_share) {
-  double leaving = f.blame_leaving_share * 100;
+Withheld pair_noise_withheld(Finding f, const RunqShares& shares, double leaving_share, double own_cost_share) {
+  double leaving = leaving_share * 100;
   return withheld_because(
       std::move(f),
       fmt::format("one of a pair, with no third rank to tell its own lateness from the node's: {:.0f}% of its "
-                  "lateness came from leaving its previous collective late, and net of it its cost is {:.1f}%, "
+                  "lateness over the session came from leaving its previous collective late, and net of it its "
+                  "cost is {:.1f}%, "
                   "minor; both ranks waited for a CPU (its partner {:.0f}% of its time inside its calls, it "
                   "{:.0f}%) and its step is no longer than its partner's: who is last is the scheduler's choice; "
                   "trace again with a CPU for each rank: a rank slow on its own stays",

@@ -47,9 +47,10 @@ Finding session_cost_finding(Finding base, const SessionCostJudgement& judgement
 // lane's run-queue shares): the finding, why it is not named, and what
 // would show it.
 Withheld scheduler_noise_withheld(Finding finding, const RunqShares& shares);
-// The same for one of a pair judged with no z, whose cost net of leaving
-// its previous collective late (own_cost_share) is minor.
-Withheld pair_noise_withheld(Finding finding, const RunqShares& shares, double own_cost_share);
+// The same for one of a pair judged with no z, leaving_share of whose
+// blame over the session came from leaving its previous collective late,
+// and whose cost net of that (own_cost_share) is minor.
+Withheld pair_noise_withheld(Finding finding, const RunqShares& shares, double leaving_share, double own_cost_share);
 // That finding withheld because another member of its communicator was
 // flagged in `rivals_flagged` windows of the session, it in `flagged`, and
 // no robust z could tell them apart: who is late alternates.
