@@ -192,6 +192,22 @@ TEST(Topology, SoftRoceIsThePciNicOfItsNetdev) {
   EXPECT_EQ(topo.ranks_behind("0000:00:03.0"), (std::vector<int>{0}));
   EXPECT_TRUE(topo.serves("0000:00:03.0", 100));
   EXPECT_FALSE(topo.serves("0000:00:03.0", 101));
+
+  // An Open MPI rank on UCX names its NIC by UCX_NET_DEVICES (device:port);
+  // its Ethernet NIC for UCX's TCP transport, even beside an InfiniBand
+  // one; "all", or a list that names no NIC here, is no hint.
+  auto ucx = [](int r, std::string devices) {
+    RankIdentity id = rank(r, r);
+    id.ucx_net_devices = std::move(devices);
+    return id;
+  };
+  topo.assign_ranks({ucx(0, "rxe0:1"), ucx(1, "eth2"), ucx(2, "all"), ucx(3, "mlx9_9:1")});
+  EXPECT_EQ(topo.find("rxe0")->ranks, (std::vector<int>{0, 1})) << "rxe0 is eth2's PCI NIC";
+  EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{2, 3})) << "as without a hint: the RDMA NIC";
+  RankIdentity both = ucx(4, "rxe0:1");
+  both.nccl_ib_hca = "=mlx5_0";
+  topo.assign_ranks({both});
+  EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{4})) << "NCCL_IB_HCA first";
 }
 
 }  // namespace

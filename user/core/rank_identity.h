@@ -19,6 +19,7 @@ struct RankIdentity {
   std::string command;
   std::string cuda_visible_devices;  // GPU hint
   std::string nccl_ib_hca;           // NIC hint
+  std::string ucx_net_devices;       // NIC hint of a rank on UCX (Open MPI's pml ucx), where NCCL_IB_HCA is unset
   // In analyze, where another node's process had the same pid and this one
   // was given another (`pid`, unique across the merged job): its pid on
   // its own node, the one a person looks up there; 0 where `pid` is it.

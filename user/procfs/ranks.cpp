@@ -99,6 +99,7 @@ std::optional<RankIdentity> identify_rank(const Environment& env) {
     id.world_size = first_int(env, kWorldSizeVars);
     id.cuda_visible_devices = env_or_empty(env, "CUDA_VISIBLE_DEVICES");
     id.nccl_ib_hca = env_or_empty(env, "NCCL_IB_HCA");
+    id.ucx_net_devices = env_or_empty(env, "UCX_NET_DEVICES");
     return id;
   }
   return std::nullopt;
@@ -235,7 +236,8 @@ nlohmann::json rank_json(const RankIdentity& r) {
           {"host", r.host},
           {"command", r.command},
           {"cuda_visible_devices", r.cuda_visible_devices},
-          {"nccl_ib_hca", r.nccl_ib_hca}};
+          {"nccl_ib_hca", r.nccl_ib_hca},
+          {"ucx_net_devices", r.ucx_net_devices}};
 }
 
 }  // namespace slowburn

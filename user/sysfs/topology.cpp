@@ -251,6 +251,30 @@ TopologyDevice* Topology::gpu_for(const RankIdentity& rank) {
 }
 
 TopologyDevice* Topology::nic_for(const RankIdentity& rank, const TopologyDevice* gpu) {
+  // As NCCL does: of several, the NIC closest to the GPU on the PCI tree.
+  auto nearest = [&](const std::vector<TopologyDevice*>& candidates) -> TopologyDevice* {
+    if (candidates.empty()) return nullptr;
+    if (!gpu) return candidates.front();
+    auto gpu_path = path_to_root(gpu->pci.bdf);
+    return *std::max_element(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
+      return common_depth(path_to_root(a->pci.bdf), gpu_path) < common_depth(path_to_root(b->pci.bdf), gpu_path);
+    });
+  };
+  // UCX_NET_DEVICES, where NCCL_IB_HCA is unset (an Open MPI job on pml
+  // ucx sets only it): "mlx5_0:1,rxe0:1" (device:port, exact names), a
+  // netdev ("eth0") for its TCP transport, or "all" (UCX's default: any).
+  // A list that names no NIC here falls through to the rules below.
+  if (rank.nccl_ib_hca.empty() && !rank.ucx_net_devices.empty() && rank.ucx_net_devices != "all") {
+    std::vector<TopologyDevice*> listed;
+    for (const std::string& entry : split(rank.ucx_net_devices, ',')) {
+      std::string name = entry.substr(0, entry.find(':'));
+      for (TopologyDevice& dev : devices_)
+        if (dev.role == DeviceRole::nic && std::find(dev.names.begin(), dev.names.end(), name) != dev.names.end() &&
+            std::find(listed.begin(), listed.end(), &dev) == listed.end())
+          listed.push_back(&dev);
+    }
+    if (!listed.empty()) return nearest(listed);
+  }
   // NCCL_IB_HCA: "mlx5_0,mlx5_1" (prefixes), "=mlx5_0:1" (exact), "^mlx5_2"
   // (excluded), "^=mlx5_2" (excluded, exact).
   std::string hca = rank.nccl_ib_hca;
@@ -272,13 +296,7 @@ TopologyDevice* Topology::nic_for(const RankIdentity& rank, const TopologyDevice
     });
     if (wanted.empty() || listed != exclude) candidates.push_back(&dev);
   }
-  if (candidates.empty()) return nullptr;
-  if (!gpu) return candidates.front();
-  // As NCCL does: the NIC closest to the GPU on the PCI tree.
-  auto gpu_path = path_to_root(gpu->pci.bdf);
-  return *std::max_element(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
-    return common_depth(path_to_root(a->pci.bdf), gpu_path) < common_depth(path_to_root(b->pci.bdf), gpu_path);
-  });
+  return nearest(candidates);
 }
 
 void Topology::assign_ranks(const std::vector<RankIdentity>& ranks) {
