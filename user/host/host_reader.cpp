@@ -114,12 +114,13 @@ std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
     }
     known = tcp_by_netns_.find(netns->inode);
   }
-  auto inodes = socket_inodes(o_.proc_root, pid);
-  if (!known->second || !inodes) return std::nullopt;
+  const auto& dump = known->second;
+  auto inodes = socket_fds_.read(o_.proc_root, pid, [&dump](uint64_t inode) { return dump && dump->contains(inode); });
+  if (!dump || !inodes) return std::nullopt;
   TcpReading r;
   for (uint64_t inode : *inodes) {
-    auto it = known->second->find(inode);
-    if (it == known->second->end()) continue;  // a UNIX or UDP socket
+    auto it = dump->find(inode);
+    if (it == dump->end()) continue;  // a UNIX or UDP socket
     r.by_inode[inode] = TcpCounts{it->second.total_retrans, it->second.bytes_sent, it->second.bytes_retrans};
     r.max_rtt_us = std::max(r.max_rtt_us, it->second.rtt_us);
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host/host_signals.h"
+#include "net/socket_inode_cache.h"
 #include "net/tcp_diag.h"
 
 namespace slowburn {
@@ -54,6 +55,7 @@ class HostReader {
   // same now_ns: its sockets by inode.
   std::optional<uint64_t> tcp_read_ns_;
   std::map<uint64_t, std::optional<std::map<uint64_t, TcpSocket>>> tcp_by_netns_;  // unset: unreadable
+  SocketInodeCache socket_fds_;  // each rank's socket fds, between readings
   std::set<std::string> noted_;
   std::vector<std::string> notes_;
 };

@@ -166,14 +166,18 @@ std::optional<std::set<uint64_t>> socket_inodes(const std::filesystem::path& pro
       ec.clear();  // the fd closed meanwhile
       continue;
     }
-    constexpr std::string_view kPrefix = "socket:[";
-    if (!target.starts_with(kPrefix) || !target.ends_with(']')) continue;
-    uint64_t inode = 0;
-    const char* first = target.data() + kPrefix.size();
-    const char* last = target.data() + target.size() - 1;
-    if (std::from_chars(first, last, inode).ptr == last) inodes.insert(inode);
+    if (uint64_t inode = socket_inode_of(target)) inodes.insert(inode);
   }
   return inodes;
+}
+
+uint64_t socket_inode_of(std::string_view target) {
+  constexpr std::string_view kPrefix = "socket:[";
+  if (!target.starts_with(kPrefix) || !target.ends_with(']')) return 0;
+  uint64_t inode = 0;
+  const char* first = target.data() + kPrefix.size();
+  const char* last = target.data() + target.size() - 1;
+  return std::from_chars(first, last, inode).ptr == last ? inode : 0;
 }
 
 }  // namespace slowburn

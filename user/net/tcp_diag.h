@@ -14,6 +14,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -50,5 +51,9 @@ Result<std::vector<TcpSocket>> read_tcp_sockets(const std::filesystem::path& net
 // The socket inodes among proc_root/PID/fd's links ("socket:[N]");
 // nullopt where the directory cannot be read (gone, or not allowed).
 std::optional<std::set<uint64_t>> socket_inodes(const std::filesystem::path& proc_root, int32_t pid);
+
+// A socket's inode from its fd link's target ("socket:[N]" -> N); 0 for
+// any other target.
+uint64_t socket_inode_of(std::string_view target);
 
 }  // namespace slowburn
