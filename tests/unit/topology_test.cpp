@@ -198,6 +198,7 @@ TEST(Topology, SoftRoceIsThePciNicOfItsNetdev) {
   // one; "all", or a list that names no NIC here, is no hint.
   auto ucx = [](int r, std::string devices) {
     RankIdentity id = rank(r, r);
+    id.launcher = "openmpi";
     id.ucx_net_devices = std::move(devices);
     return id;
   };
@@ -206,8 +207,11 @@ TEST(Topology, SoftRoceIsThePciNicOfItsNetdev) {
   EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{2, 3})) << "as without a hint: the RDMA NIC";
   RankIdentity both = ucx(4, "rxe0:1");
   both.nccl_ib_hca = "=mlx5_0";
-  topo.assign_ranks({both});
-  EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{4})) << "NCCL_IB_HCA first";
+  RankIdentity torchrun = ucx(5, " rxe0:1 ");  // NCCL without UCX ignores it
+  torchrun.launcher = "torchrun";
+  topo.assign_ranks({both, torchrun, ucx(6, " rxe0:1 "), ucx(7, "^mlx5_0")});
+  EXPECT_EQ(topo.find("mlx5_0")->ranks, (std::vector<int>{4, 5, 7})) << "NCCL_IB_HCA first; no hint; an exclusion";
+  EXPECT_EQ(topo.find("rxe0")->ranks, (std::vector<int>{6})) << "spaces around an entry";
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ Command add_ranks_command(CLI::App& app) {
             for (const RankIdentity& r : ranks)
               std::cout << fmt::format("{:>8} {:>5} {:>5} {:>5} {:<9} {:<12} {:<10} {:<10} {}\n", r.pid, r.rank,
                                        or_dash(r.local_rank), or_dash(r.world_size), r.launcher, or_dash(r.job),
-                                       or_dash(r.cuda_visible_devices), or_dash(r.nccl_ib_hca), r.command);
+                                       or_dash(r.cuda_visible_devices),
+                                       or_dash(r.nccl_ib_hca.empty() ? r.ucx_net_devices : r.nccl_ib_hca), r.command);
             return 0;
           }};
 }

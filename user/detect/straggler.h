@@ -291,6 +291,10 @@ class StragglerDetector {
     double own_cost_share = 0;
   };
   std::optional<PairCost> pair_own_cost(const Finding& f) const;
+  // Late in bursts as its summary says it (detect/verdict.h), or a cost
+  // under half the major floor: judged by the scheduler's rule whatever
+  // its lane.
+  bool late_in_bursts_or_small(const Finding& f) const;
   // Live, such a finding is held back (its run still counts; the verdict
   // withholds it, names it or lists it as an episode) and emitted once it
   // no longer reads as the scheduler's, while its run stands.

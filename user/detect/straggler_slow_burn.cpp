@@ -238,8 +238,7 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   // under half the major floor whatever its pattern: a victim on 2 CPUs
   // was also named last in 60% of a triple's instances at 3.5% (CI,
   // MpiRamp); the 2x-slower rank of a triple there costs 10%.
-  bool bursts = f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns;
-  bool small = f.cost_share < 0.5 * config_.session_cost_thresholds.major_cost_share;
+  bool bursts_or_small = late_in_bursts_or_small(f);
   const Lane* lane = lane_of(f);
   // Or one of a pair, judged with no z (no third rank to tell the rank's
   // own lateness from the node's), whose cost net of leaving its previous
@@ -253,7 +252,7 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   // 31b).
   std::optional<PairCost> pair = pair_own_cost(f);
   double judged_cost = pair ? pair->own_cost_share : f.cost_share;
-  if (f.type != "straggler" || f.session_cost || f.where == "inside" || !(bursts || small || pair)) return std::nullopt;
+  if (f.type != "straggler" || f.session_cost || f.where == "inside" || !(bursts_or_small || pair)) return std::nullopt;
   // Not the scheduler's where its typical step is still longer than its
   // peers': the CUSUM of its window-median compute gap stands alarmed and
   // rises. The scheduler's choice falls on a few instances at a time and
@@ -267,9 +266,15 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   // Both, where only the pair rule brought it here: a rank of a pair that
   // does not wait for a CPU itself is not late by the scheduler's choice
   // (the rule above asks it only to wait no more than its peers).
-  if (pair && !(bursts || small) && shares.rank.value_or(0) < config_.session_cost_thresholds.busy_runq_share)
+  if (pair && !bursts_or_small && shares.rank.value_or(0) < config_.session_cost_thresholds.busy_runq_share)
     return std::nullopt;
   return shares;
+}
+
+bool StragglerDetector::late_in_bursts_or_small(const Finding& f) const {
+  bool bursts = f.last_fraction < kLateInBurstsBelow && f.lateness_p90_ns;
+  bool small = f.cost_share < 0.5 * config_.session_cost_thresholds.major_cost_share;
+  return bursts || small;
 }
 
 std::optional<StragglerDetector::PairCost> StragglerDetector::pair_own_cost(const Finding& f) const {
@@ -293,7 +298,8 @@ void StragglerDetector::withhold_schedulers_choices(SessionVerdict& v) const {
   for (Finding& f : v.stragglers) {
     if (auto shares = schedulers_choice_of(f)) {
       f.severity = severity_of(f.cost_share, config_.session_cost_thresholds);
-      std::optional<PairCost> pair = pair_own_cost(f);
+      // The pair's reason only where the pair rule alone withheld it.
+      std::optional<PairCost> pair = late_in_bursts_or_small(f) ? std::nullopt : pair_own_cost(f);
       v.withheld.push_back(pair ? pair_noise_withheld(std::move(f), *shares, pair->leaving_share, pair->own_cost_share)
                                 : scheduler_noise_withheld(std::move(f), *shares));
     } else {

@@ -37,6 +37,8 @@ class HostReader {
   // Where pid's TCP sockets are read from ("sock_diag in its own network
   // namespace: 12 TCP sockets, 4 of them its"), or why they are not.
   Result<std::string> tcp_source(int32_t pid);
+  // A rank that ended or left: what is kept of it between readings goes.
+  void forget(int32_t pid) { socket_fds_.forget(pid); }
 
  private:
   std::optional<CgroupReading> read_cgroup(int32_t pid, const CgroupMembership& m);

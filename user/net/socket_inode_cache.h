@@ -28,6 +28,9 @@ class SocketInodeCache {
   // directory cannot be read (the process's entry is then forgotten).
   std::optional<std::set<uint64_t>> read(const std::filesystem::path& proc_root, int32_t pid,
                                          const std::function<bool(uint64_t)>& tcp_open);
+  // A process that ended: its fds are not kept (nor found by a process
+  // that reuses its pid).
+  void forget(int32_t pid) { processes_.erase(pid); }
   // What the last read cost: links read, and fds whose target was kept.
   unsigned links_read() const { return links_read_; }
   unsigned links_kept() const { return links_kept_; }

@@ -146,11 +146,13 @@ void HostMonitor::rank_exited(int32_t pid) {
   // Its files are gone: its last reading (a second old at most) ends its session.
   it->second.exited = true;
   if (sched_) sched_->forget(pid);
+  reader_.forget(pid);
 }
 
 void HostMonitor::remove_rank(int32_t pid) {
   ranks_.erase(pid);
   if (sched_) sched_->forget(pid);
+  reader_.forget(pid);
   std::erase_if(said_, [&](const auto& entry) { return entry.first.first == pid; });
 }
 

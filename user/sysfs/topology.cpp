@@ -260,14 +260,18 @@ TopologyDevice* Topology::nic_for(const RankIdentity& rank, const TopologyDevice
       return common_depth(path_to_root(a->pci.bdf), gpu_path) < common_depth(path_to_root(b->pci.bdf), gpu_path);
     });
   };
-  // UCX_NET_DEVICES, where NCCL_IB_HCA is unset (an Open MPI job on pml
-  // ucx sets only it): "mlx5_0:1,rxe0:1" (device:port, exact names), a
-  // netdev ("eth0") for its TCP transport, or "all" (UCX's default: any).
-  // A list that names no NIC here falls through to the rules below.
-  if (rank.nccl_ib_hca.empty() && !rank.ucx_net_devices.empty() && rank.ucx_net_devices != "all") {
+  // UCX_NET_DEVICES, where NCCL_IB_HCA is unset, of an MPI rank (an Open
+  // MPI or MPICH job on UCX sets only it; NCCL without its UCX plugin
+  // ignores it, so a torchrun or srun rank's is no hint): "mlx5_0:1,rxe0:1"
+  // (device:port, exact names), a netdev ("eth0") for its TCP transport,
+  // or "all" (UCX's default: any). A list that names no NIC here, or
+  // excludes ("^..."), falls through to the rules below.
+  bool mpi_rank = rank.launcher == "openmpi" || rank.launcher == "pmix" || rank.launcher == "pmi";
+  std::string ucx(trim(rank.ucx_net_devices));
+  if (mpi_rank && rank.nccl_ib_hca.empty() && !ucx.empty() && ucx != "all" && ucx[0] != '^') {
     std::vector<TopologyDevice*> listed;
-    for (const std::string& entry : split(rank.ucx_net_devices, ',')) {
-      std::string name = entry.substr(0, entry.find(':'));
+    for (const std::string& entry : split(ucx, ',')) {
+      std::string name(trim(std::string_view(entry).substr(0, entry.find(':'))));
       for (TopologyDevice& dev : devices_)
         if (dev.role == DeviceRole::nic && std::find(dev.names.begin(), dev.names.end(), name) != dev.names.end() &&
             std::find(listed.begin(), listed.end(), &dev) == listed.end())

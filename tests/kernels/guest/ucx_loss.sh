@@ -43,8 +43,13 @@ echo "trace up, job released at $(cut -d' ' -f1 /proc/uptime)"
 sleep 12
 tc qdisc add dev "$nic1_dev" root netem loss 20%
 echo "netem loss 20% on $nic1_dev at $(cut -d' ' -f1 /proc/uptime)"
+# Bounded: a rank stalled inside a collective under the loss never reaches
+# its --seconds, and the netem qdisc must go before any test after this one.
+(sleep $((seconds + 60)) && kill $job 2>/dev/null) &
+watchdog=$!
 wait $job
 job_rc=$?
+kill $watchdog 2>/dev/null
 echo "job exited $job_rc at $(cut -d' ' -f1 /proc/uptime)"
 tc -s qdisc show dev "$nic1_dev" >"$OUT/ucx_loss.netem"
 tc qdisc del dev "$nic1_dev" root
