@@ -201,15 +201,29 @@ TEST(Verdict, ARampIsNamedLiveBeforeItReachesFourPercent) {
 // (its cost ~2.5% from there); another job's rank 5 is 1.05x from the
 // start. Both are named as slow burns, the first dated within 20 s of its
 // change, the second "since the start".
+// 8 ranks of 50 ms steps, 1% noise; rank 5 computes slow_ns a step from
+// the start, or from kChangeStep (4 minutes) on.
+constexpr int kChangeStep = 4800;
+SyntheticJob rank5_slower(bool from_start, double slow_ns) {
+  SyntheticJob job;
+  job.ranks = 8;
+  job.noise_ns = 0.5e6;
+  job.compute_ns = [from_start, slow_ns](int rank, int step) {
+    return rank == 5 && (from_start || step >= kChangeStep) ? slow_ns : 50e6;
+  };
+  return job;
+}
+
+// When the first call of step `step` (0-based) began.
+uint64_t step_entry_ns(const std::vector<CallEvent>& events, int step) {
+  for (const auto& e : events)
+    if (e.seq == static_cast<uint64_t>(step) + 1) return e.entry_ns;
+  return 0;
+}
+
 TEST(Verdict, ASlowBurnSaysWhenItBegan) {
   for (bool from_start : {false, true}) {
-    SyntheticJob job;
-    job.ranks = 8;
-    job.noise_ns = 0.5e6;
-    constexpr int kChangeStep = 4800;  // 4 minutes of 50 ms steps
-    job.compute_ns = [from_start](int rank, int step) {
-      return rank == 5 && (from_start || step >= kChangeStep) ? 52.5e6 : 50e6;
-    };
+    SyntheticJob job = rank5_slower(from_start, 52.5e6);
     StragglerDetector d = make_detector(job.ranks);
     auto events = job.run(12000);
     Feed run = feed(d, events);
@@ -230,12 +244,7 @@ TEST(Verdict, ASlowBurnSaysWhenItBegan) {
         continue;
       }
       ASSERT_FALSE(onset.from_start) << f->summary;
-      uint64_t change_ns = 0;
-      for (const auto& e : events)
-        if (e.seq == static_cast<uint64_t>(kChangeStep) + 1) {
-          change_ns = e.entry_ns;
-          break;
-        }
+      uint64_t change_ns = step_entry_ns(events, kChangeStep);
       EXPECT_NEAR(static_cast<double>(onset.at_ns), static_cast<double>(change_ns), 20e9) << f->summary;
       EXPECT_LT(onset.before_share, 0.005) << f->summary;
       EXPECT_GT(onset.since_share, 0.01) << f->summary;
@@ -251,13 +260,7 @@ TEST(Verdict, ASlowBurnSaysWhenItBegan) {
 // however often last.
 TEST(Verdict, AStepUnderTheCostFloorIsNamedAsADriftButNotFromTheStart) {
   for (bool from_start : {false, true}) {
-    SyntheticJob job;
-    job.ranks = 8;
-    job.noise_ns = 0.5e6;
-    constexpr int kChangeStep = 4800;  // 4 minutes of 50 ms steps
-    job.compute_ns = [from_start](int rank, int step) {
-      return rank == 5 && (from_start || step >= kChangeStep) ? 51e6 : 50e6;
-    };
+    SyntheticJob job = rank5_slower(from_start, 51e6);
     StragglerDetector d = make_detector(job.ranks);
     auto events = job.run(9600);
     Feed run = feed(d, events);
@@ -278,12 +281,7 @@ TEST(Verdict, AStepUnderTheCostFloorIsNamedAsADriftButNotFromTheStart) {
     EXPECT_EQ(f.severity, "minor");
     EXPECT_NE(f.summary.find("a drift, named under the cost floor"), std::string::npos) << f.summary;
     ASSERT_TRUE(f.session_cost->onset && !f.session_cost->onset->from_start) << f.summary;
-    uint64_t change_ns = 0;
-    for (const auto& e : events)
-      if (e.seq == static_cast<uint64_t>(kChangeStep) + 1) {
-        change_ns = e.entry_ns;
-        break;
-      }
+    uint64_t change_ns = step_entry_ns(events, kChangeStep);
     EXPECT_NEAR(static_cast<double>(f.session_cost->onset->at_ns), static_cast<double>(change_ns), 20e9) << f.summary;
     EXPECT_GT(f.detected_ns, change_ns) << f.summary;
     EXPECT_EQ(named(v), std::set<int>{5}) << "the verdict names the drift it raised";

@@ -96,6 +96,16 @@ gid_index() {
 	done
 }
 
+# ucx_rank NIC ARGS...: mpirun's app context for one rank of the workload
+# on UCX over Soft-RoCE NIC (ucx.sh says why each setting); env execs the
+# workload, so the rank's pid is the workload's.
+ucx_rank() {
+	nic=$1
+	shift
+	echo "-np 1 env UCX_TLS=rc,self UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$nic:1 LD_PRELOAD=libibverbs.so.1" \
+		"$sb_build/libexec/slowburn-mpi-workload $*"
+}
+
 # The RDMA NICs on PCIe: nic1 (0000:01:00.0, below root port rp1
 # 0000:00:03.0) and nic2 (0000:02:00.0, below rp2 0000:00:04.0) share one
 # Ethernet segment (boot.py's QEMU hub); rxe_nic1 and rxe_nic2 are

@@ -23,12 +23,8 @@ if ! pci_rxe_up 2>"$OUT/ucx.rxe.err"; then
 	return 0
 fi
 steps=30
-w=$sb_build/libexec/slowburn-mpi-workload
-# One app context per rank (MPMD) for its own NIC; env execs the workload.
-rank_cmd() {
-	echo "-np 1 env UCX_TLS=rc,self UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$1:1 LD_PRELOAD=libibverbs.so.1" \
-		"$w --compute-us 5000 --steps $steps --seconds 600 --init-wait-file $OUT/ucx.go"
-}
+# One app context per rank (MPMD) for its own NIC.
+rank_cmd() { ucx_rank "$1" --compute-us 5000 --steps $steps --seconds 600 --init-wait-file "$OUT/ucx.go"; }
 rm -f "$OUT/ucx.go"
 sent_before=$(cat /sys/class/infiniband/rxe_nic1/ports/1/hw_counters/sent_pkts)
 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml ucx --mca btl ^openib,ofi \

@@ -14,11 +14,9 @@ if ! pci_rxe_up 2>"$OUT/ucx_loss.rxe.err"; then
 	fail ucx.loss "Soft-RoCE on nic1/nic2: $(cat "$OUT/ucx_loss.rxe.err")"
 	return 0
 fi
-w=$sb_build/libexec/slowburn-mpi-workload
 seconds=${SB_UCX_LOSS_SECONDS:-40}
 rank_cmd() {
-	echo "-np 1 env UCX_TLS=rc,self UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$1:1 LD_PRELOAD=libibverbs.so.1" \
-		"$w --compute-us 3000 --gradient-bytes 65536 --seconds $seconds --init-wait-file $OUT/ucx_loss.go"
+	ucx_rank "$1" --compute-us 3000 --gradient-bytes 65536 --seconds $seconds --init-wait-file "$OUT/ucx_loss.go"
 }
 rm -f "$OUT/ucx_loss.go"
 retries_before=$(cat /sys/class/infiniband/rxe_nic1/ports/1/hw_counters/completer_retry_err)
