@@ -3,6 +3,7 @@
 // the loss begins, so over the 5 s window its retransmissions are diluted by
 // the bytes it sent before, and said late. A /proc tree of three ranks and
 // sockets whose counters the test advances stand in for the machine.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -96,6 +97,66 @@ TEST(HostMonitorTcp, ALinkThatStartsLosingFramesIsSaidWithinTwoSeconds) {
   auto window = said_at(5);
   ASSERT_TRUE(window);
   EXPECT_GE(*window, kLossAt + 4) << "the 5 s window alone said it as early: the test shows nothing";
+}
+
+// Three ranks, every pair connected (gloo's mesh), each end a socket of its
+// own (inode 10 * rank + peer). From kLossAt rank 1's link adds 20 ms: its
+// two connections take 20 ms a round trip at both ends; 0 <-> 2 stays at
+// 100 us. Every end sends 1 MB/s, acknowledged.
+std::vector<TcpSocket> mesh_at(double t) {
+  std::vector<TcpSocket> out;
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) {
+      if (a == b) continue;
+      TcpSocket s;
+      s.inode = static_cast<uint64_t>(10 * a + b);
+      s.state = 1;
+      // The lower rank connected: its port is the ephemeral one.
+      int port_a = a < b ? 40000 + b : 5000, port_b = a < b ? 5000 : 40000 + a;
+      s.local = fmt::format("10.0.0.{}:{}", a + 1, port_a);
+      s.remote = fmt::format("10.0.0.{}:{}", b + 1, port_b);
+      s.bytes_sent = s.bytes_acked = static_cast<uint64_t>(t * 1e6);
+      s.rtt_us = t >= kLossAt && (a == 1 || b == 1) ? 20'000 : 100;
+      out.push_back(s);
+    }
+  return out;
+}
+
+TEST(HostMonitorTcp, ARankWhoseEveryConnectionSlowsIsSaidByItsRoundTrips) {
+  TempDir dir;
+  make_proc(dir.path());
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      if (a != b)
+        fs::create_symlink("socket:[" + std::to_string(10 * a + b) + "]",
+                           dir.path() / std::to_string(kPids[a]) / "fd" / std::to_string(10 + b));
+  double t = 0;
+  HostMonitorOptions o;
+  o.sched = false;
+  o.sysfs_root = dir.path();
+  o.files.proc_root = dir.path();
+  o.files.cgroup_root = dir.path() / "cgroup";
+  o.files.tcp_sockets = [&t](const fs::path&) -> Result<std::vector<TcpSocket>> { return mesh_at(t); };
+  HostMonitor monitor(o);
+  for (int r = 0; r < 3; ++r) {
+    RankIdentity id;
+    id.pid = kPids[r];
+    id.rank = r;
+    id.job = "job";
+    monitor.add_rank(id);
+  }
+  std::optional<double> first;
+  const uint64_t base_ns = 1'000'000'000'000;
+  for (t = 0; t <= 20; t += 1)
+    for (const DeviceEvent& e : monitor.poll(base_ns + static_cast<uint64_t>(t * 1e9))) {
+      ASSERT_EQ(e.type, "host.tcp_rtt") << e.summary;
+      EXPECT_EQ(e.ranks, std::vector<int>{1}) << e.summary;
+      EXPECT_EQ(e.fields.at("value"), 0.02) << e.summary;
+      if (!first) first = t;
+    }
+  ASSERT_TRUE(first) << "rank 1's round trips were never said";
+  EXPECT_GE(*first, kLossAt) << "said before its link slowed";
+  EXPECT_LE(*first, kLossAt + 1) << "a level, said at the first reading that sees it";
 }
 
 }  // namespace

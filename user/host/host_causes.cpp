@@ -1,6 +1,7 @@
 #include "host/host_causes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -297,6 +298,22 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
         causes.push_back(std::move(c));
       }
     }
+  }
+
+  // Its every TCP connection slow: the delay is on its link, not a peer's
+  // (host/tcp_paths.h). value: its fastest connection's RTT, in seconds.
+  std::vector<std::vector<TcpEnd>> ends;
+  for (const HostInterval& r : ranks) ends.push_back(r.tcp_ends);
+  for (const TcpPathJudgement& j : judge_tcp_paths(ends, t.tcp_paths)) {
+    const HostInterval& r = ranks[j.index];
+    HostCause c = cause_of(r, "host.tcp_rtt", j.fastest_us / 1e6, j.peers_fastest_us / 1e6);
+    c.label = "TCP connections";
+    c.summary = fmt::format(
+        "{}'s TCP connections took {} a round trip at the fastest of its {} with data in {:.1f} s (smoothed RTT; "
+        "to {}); the node's other ranks' fastest: median {}",
+        rank_label(r.rank), format_ns(j.fastest_us * 1e3), j.connections, static_cast<double>(r.span_ns) / 1e9,
+        fmt::join(j.remotes, ", "), format_ns(j.peers_fastest_us * 1e3));
+    causes.push_back(std::move(c));
   }
   return causes;
 }

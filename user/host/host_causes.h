@@ -12,6 +12,7 @@
 
 #include "core/rank_identity.h"
 #include "host/host_signals.h"
+#include "host/tcp_paths.h"
 
 namespace slowburn {
 
@@ -38,6 +39,7 @@ struct HostInterval {
   uint64_t tcp_bytes_retrans = 0;
   size_t tcp_sockets = 0;
   uint32_t tcp_max_rtt_us = 0;
+  std::vector<TcpEnd> tcp_ends;  // its established sockets, for the connections judge
 };
 
 struct HostThresholds {
@@ -62,10 +64,12 @@ struct HostThresholds {
   double tcp_retrans_share = 0.01;
   double versus_peers =
       2.0;  // at least this many times the peers' median (waiting per unit of running, for the run queue)
+  // Its every TCP connection slow (host.tcp_rtt).
+  TcpPathThresholds tcp_paths;
 };
 
 // host.cpu_throttled, host.cpu_contention, host.blocked_io, host.page_faults,
-// host.swap, host.memory_limit, host.oom_kill, host.tcp_retrans.
+// host.swap, host.memory_limit, host.oom_kill, host.tcp_retrans, host.tcp_rtt.
 struct HostCause {
   int32_t pid = 0;
   int rank = -1;

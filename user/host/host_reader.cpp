@@ -118,10 +118,13 @@ std::optional<TcpReading> HostReader::read_tcp(int32_t pid, uint64_t now_ns) {
   auto inodes = socket_fds_.read(o_.proc_root, pid, [&dump](uint64_t inode) { return dump && dump->contains(inode); });
   if (!dump || !inodes) return std::nullopt;
   TcpReading r;
+  r.netns = netns->inode;
   for (uint64_t inode : *inodes) {
     auto it = dump->find(inode);
     if (it == dump->end()) continue;  // a UNIX or UDP socket
-    r.by_inode[inode] = TcpCounts{it->second.total_retrans, it->second.bytes_sent, it->second.bytes_retrans};
+    const TcpSocket& k = it->second;
+    r.by_inode[inode] = TcpCounts{k.total_retrans, k.bytes_sent, k.bytes_retrans, k.bytes_acked,
+                                  k.rtt_us,        k.local,      k.remote,        k.state == kTcpEstablished};
     r.max_rtt_us = std::max(r.max_rtt_us, it->second.rtt_us);
   }
   return r;

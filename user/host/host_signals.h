@@ -111,6 +111,13 @@ struct TcpCounts {
   uint32_t retrans = 0;  // segments retransmitted
   uint64_t bytes_sent = 0;
   uint64_t bytes_retrans = 0;
+  uint64_t bytes_acked = 0;
+  // Its path, for the connections judge (host/tcp_paths.h): its smoothed
+  // RTT now, its ends, and whether it is established.
+  uint32_t rtt_us = 0;
+  std::string local{};
+  std::string remote{};
+  bool established = false;
 };
 
 // A process's TCP sockets at one reading, by inode (one that closed
@@ -120,6 +127,7 @@ struct TcpCounts {
 struct TcpReading {
   std::map<uint64_t, TcpCounts> by_inode;
   uint32_t max_rtt_us = 0;
+  uint64_t netns = 0;  // its network namespace's inode (0: unknown): loopback ends meet only within one
 };
 
 // One process, one reading.

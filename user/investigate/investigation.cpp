@@ -296,7 +296,7 @@ std::string_view layer_state_name(LayerState state) {
 std::string_view layer_of_event(std::string_view type) {
   // Read from the rank's process on the host, but about the path its data
   // takes: the network's layer.
-  if (type == "host.tcp_retrans") return "fabric";
+  if (type == "host.tcp_retrans" || type == "host.tcp_rtt") return "fabric";
   if (type.starts_with("host.")) return "host";
   if (type == "xid" || type == "sxid") return "gpu";
   if (type == "aer" || type == "link.downtrained" || type == "link.recovered" || type == "link.down" ||

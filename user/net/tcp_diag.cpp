@@ -25,6 +25,11 @@ std::string endpoint(uint8_t family, const __be32 (&addr)[4], __be16 port) {
   std::array<char, INET6_ADDRSTRLEN> text{};
   if (!inet_ntop(family, addr, text.data(), text.size())) return "?";
   std::string host = text.data();
+  // An IPv4 peer of a dual-stack socket ("::ffff:10.0.0.1") is written as
+  // IPv4, as its other end writes it: one connection, one name for each end.
+  constexpr std::string_view kMapped = "::ffff:";
+  if (family == AF_INET6 && host.starts_with(kMapped) && host.find('.') != std::string::npos)
+    return host.substr(kMapped.size()) + ":" + std::to_string(ntohs(port));
   if (family == AF_INET6) host = "[" + host + "]";
   return host + ":" + std::to_string(ntohs(port));
 }

@@ -21,9 +21,11 @@
 
 namespace slowburn {
 
+inline constexpr uint8_t kTcpEstablished = 1;  // TCP_ESTABLISHED (include/net/tcp_states.h)
+
 struct TcpSocket {
   uint64_t inode = 0;
-  uint8_t state = 0;  // TCP_ESTABLISHED is 1 (include/net/tcp_states.h)
+  uint8_t state = 0;  // kTcpEstablished, ...
   std::string local;  // "127.0.0.1:4000", "[::1]:4000"
   std::string remote;
   uint32_t rtt_us = 0;  // smoothed

@@ -68,6 +68,15 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
       r.tcp_bytes_retrans += minus(n.bytes_retrans, before.bytes_retrans);
     }
     r.tcp_retrans = retrans;
+    for (const auto& [inode, n] : to.tcp->by_inode) {
+      if (!n.established) continue;
+      auto was = from.tcp->by_inode.find(inode);
+      const TcpCounts before = was == from.tcp->by_inode.end() ? TcpCounts{} : was->second;
+      // Data acknowledged over the span: its RTT was sampled in it (Linux
+      // 4.1+ counts it; before, no end is fresh and no path is judged).
+      bool fresh = n.bytes_acked > before.bytes_acked;
+      r.tcp_ends.push_back({n.local, n.remote, to.tcp->netns, n.rtt_us, fresh});
+    }
     r.tcp_sockets = to.tcp->by_inode.size();
     r.tcp_max_rtt_us = to.tcp->max_rtt_us;
   }
@@ -203,6 +212,9 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
   const uint64_t refresh_ns = static_cast<uint64_t>(o_.refresh_s * 1e9);
   for (const auto& [job, intervals] : by_job) {
     std::vector<HostCause> causes = judge_host(intervals, o_.thresholds);
+    // Over the whole session a connection with data at its start counts
+    // as fresh with an RTT of its end: its round trips are judged live only.
+    if (whole_session) std::erase_if(causes, [](const HostCause& c) { return c.type == "host.tcp_rtt"; });
     if (!whole_session)
       for (HostCause& c : recent_tcp(job, causes)) causes.push_back(std::move(c));
     for (const HostInterval& interval : intervals)
