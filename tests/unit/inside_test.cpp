@@ -407,6 +407,39 @@ TEST(StragglerDetectorInside, ARankLeavingLaterThanTheStallsHoldItKeepsItsFlag) 
   EXPECT_TRUE(culprits(v.stragglers).contains(1));
 }
 
+TEST(StragglerDetectorInside, ARankLateBeforeIsNamedInsideOnceItsDataPathHoldsEveryoneUp) {
+  // As in the guest's TCP-delay job (tests/kernels/guest/tcp_delay.sh):
+  // rank 1 is late first (here 1 ms more compute a step), then on time
+  // while its link delays its frames, the collective 3x slower. Its late
+  // finding stood when the inside evidence came, and the inside finding
+  // was never raised: the verdict had a late spell and no data path.
+  StragglerDetector d = make_detector(4);
+  SyntheticJob job;
+  job.compute_ns = [](int rank, int step) { return rank == 1 && step < 1400 ? 1.5e6 : 0.5e6; };
+  job.collective_ns = 3e6;
+  std::vector<CallEvent> events = job.run(1500);
+  uint64_t slow_from_ns = events.back().exit_ns;
+  job.collective_ns = 9e6;
+  std::vector<CallEvent> slower = job.run(600, 1500);
+  events.insert(events.end(), slower.begin(), slower.end());
+  set_cpu_waits(events, [](int) { return 0.02; });
+  d.transport_evidence(SyntheticJob::pid(1), {slow_from_ns, "its TCP connections took 50 ms a round trip"});
+  Feed run = feed(d, events);
+  auto late = std::find_if(run.findings.begin(), run.findings.end(),
+                           [](const Finding& f) { return f.culprit.rank == 1 && f.where == "arrival"; });
+  ASSERT_NE(late, run.findings.end()) << "the premise: named late first";
+  EXPECT_LT(late->detected_ns, slow_from_ns);
+  auto inside = std::find_if(run.findings.begin(), run.findings.end(),
+                             [](const Finding& f) { return f.culprit.rank == 1 && f.where == "inside"; });
+  ASSERT_NE(inside, run.findings.end());
+  ASSERT_TRUE(inside->inside.has_value());
+  EXPECT_EQ(inside->inside->transport, "its TCP connections took 50 ms a round trip");
+  EXPECT_GT(inside->detected_ns, slow_from_ns);
+  SessionVerdict v = d.verdict(run.windows.back().end_ns);
+  EXPECT_TRUE(std::any_of(v.stragglers.begin(), v.stragglers.end(),
+                          [](const Finding& f) { return f.culprit.rank == 1 && f.where == "inside"; }));
+}
+
 TEST(StragglerDetectorInside, TwoRanksWhoseDataPathsAreSetApartAreBothNamed) {
   StragglerDetector d = make_detector(4);
   Feed run = with_transport_evidence(d, {1, 2});

@@ -282,6 +282,11 @@ class StragglerDetector {
   // longer than theirs); nullopt where it is the rank's own. Judged live
   // and at the verdict alike.
   std::optional<RunqShares> schedulers_choice_of(const Finding& f) const;
+  // A late finding the verdict withholds as held inside by another rank's
+  // data path (verdict.h withhold_held_by_data_path), while that rank's
+  // inside finding stands on its communicator: no live line of its own
+  // either.
+  bool held_inside_by_path(const Finding& f) const;
   // A finding of a pair judged with no z (no third rank): the share of its
   // blame on its lane over the session from leaving its previous
   // collective late, and its cost net of that, what the scheduler's rule

@@ -166,4 +166,28 @@ void StragglerDetector::judge_slow_for_all(Lane& lane, const WindowReport& repor
       *report.after_last_arrival_ratio));
 }
 
+bool StragglerDetector::held_inside_by_path(const Finding& f) const {
+  // As the verdict judges it (verdict.cpp withhold_held_by_data_path), live:
+  // rank 1 of the guest's TCP-delay job, receiving the delayed rank's data,
+  // was raised "late" in the same window as that rank's inside finding.
+  if (f.type != "straggler" || f.where == "inside" || f.blame_leaving_share < kMostlyLeaving) return false;
+  auto held = held_by_path_.find(f.culprit.pid);
+  if (held == held_by_path_.end() || held->second.held <= held->second.flagged_beside) return false;
+  auto same_comm = [&f](const Finding& g) {
+    return f.comm && g.comm ? f.comm->key == g.comm->key : !f.comm && !g.comm;
+  };
+  for (const auto& [pid, runs] : runs_) {
+    if (pid == f.culprit.pid) continue;
+    for (const Run& r : runs) {
+      const Finding& g = findings_.at(r.finding);
+      // A run the verdict would name: open, holding, its rank alive (a run
+      // of a rank that ended is closed by no window).
+      bool holding =
+          r.open && alive_.contains(pid) && r.evaluated > 0 && r.flagged >= config_.sustained_fraction * r.evaluated;
+      if (holding && g.where == "inside" && g.inside && !g.inside->transport.empty() && same_comm(g)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace slowburn

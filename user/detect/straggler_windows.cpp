@@ -185,7 +185,13 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   if (judged) ++windows_judged_;
   for (std::string& note : inside_notes_) out.notes.push_back(std::move(note));
   inside_notes_.clear();
-  for (const auto& [pid, best] : ranks) update_persistence(pid, best, now_ns, out);
+  // Ranks held up inside first: a rank late because another's data path
+  // held it (held_inside_by_path) is judged beside that rank's finding,
+  // whichever pid is lower.
+  for (const auto& [pid, best] : ranks)
+    if (best.mark.inside) update_persistence(pid, best, now_ns, out);
+  for (const auto& [pid, best] : ranks)
+    if (!best.mark.inside) update_persistence(pid, best, now_ns, out);
   release_held(now_ns, out);
 }
 
@@ -214,6 +220,20 @@ void StragglerDetector::update_persistence(int32_t pid, const WindowBest& best, 
     return;
   track_runs(pid, mark, cleared);
   if (cleared) active_findings_.erase(pid);
+  // Late before, on time now and holding everyone up inside by its data
+  // path (the node named it): its late spell ends and the inside finding is
+  // raised. Guest tcp_delay.sh: rank 0, late in a healthy stretch on a node
+  // with more spinning ranks than vCPUs, kept that finding open through the
+  // delay on its link, which was never named.
+  if (active_findings_.contains(pid) && best.inside_evidence && !best.inside_evidence->inside_transport.empty() &&
+      inside >= config_.persistence_m && flagged < config_.persistence_m && worst < config_.persistence_m) {
+    auto spells = runs_.find(pid);
+    if (spells != runs_.end() && !spells->second.empty() && spells->second.back().open &&
+        findings_.at(spells->second.back().finding).where != "inside") {
+      spells->second.back().open = false;
+      active_findings_.erase(pid);
+    }
+  }
   if (active_findings_.contains(pid)) return;
 
   if (best.evidence && flagged >= config_.persistence_m) {

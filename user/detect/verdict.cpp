@@ -169,13 +169,13 @@ Withheld withheld_because(Finding f, std::string reason) {
 }  // namespace
 
 void withhold_held_by_data_path(SessionVerdict& v, const std::map<int32_t, HeldByPath>& held_by_path) {
-  auto same_lane = [](const Finding& a, const Finding& b) {
-    return a.probe == b.probe && (a.comm && b.comm ? a.comm->key == b.comm->key : !a.comm && !b.comm);
+  auto same_comm = [](const Finding& a, const Finding& b) {
+    return a.comm && b.comm ? a.comm->key == b.comm->key : !a.comm && !b.comm;
   };
   auto by_path = [&](const Finding& f) {
     return std::find_if(v.stragglers.begin(), v.stragglers.end(), [&](const Finding& g) {
       return g.culprit.pid != f.culprit.pid && g.where == "inside" && g.inside && !g.inside->transport.empty() &&
-             same_lane(f, g);
+             same_comm(f, g);
     });
   };
   // Decided on the whole list first: the path's finding may come before or after.

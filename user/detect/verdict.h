@@ -57,7 +57,9 @@ Withheld pair_noise_withheld(Finding finding, const RunqShares& shares, double l
 Withheld alternating_withheld(Finding finding, int flagged, int rivals_flagged);
 // A late rank's finding withheld where its lateness came mostly from leaving
 // its previous collective late, the verdict names another member of its
-// communicator on the same collective inside by its data path, and `held`
+// communicator inside by its data path (on any of its collectives: the
+// held rank leaves the delayed all-reduce late and is late at the
+// all-gather after it, guest tcp_delay.sh), and `held`
 // says most of its window flags beside that rank were cleared as held (a
 // stall at a window's end holds its receiver in the next window, which may
 // keep the flag): held inside by that path (a lost frame's receiver), named
