@@ -129,6 +129,62 @@ TEST(AggregateDetector, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInside) {
   for (const RankWindowStats& s : reports.front().ranks) EXPECT_TRUE(s.inside_runq_share.has_value());
 }
 
+// Windows of a communication-bound job whose collective takes `times` its
+// usual 8 ms from window `slow_from` on; nobody waits for a CPU. The node
+// says rank 1's path is lossy at the slow stretch's start where `said`.
+std::vector<Finding> slowing_collective(AggregateDetector& d, int slow_from, double times, bool said,
+                                        std::vector<WindowReport>* reports = nullptr) {
+  std::vector<Finding> found;
+  for (int w = 0; w < 10; ++w) {
+    if (w == slow_from && said)
+      d.transport_evidence(rank(1).pid,
+                           {static_cast<uint64_t>(w) * kWindowNs + 1, "its TCP connections took 50 ms a round trip"});
+    std::vector<AggWindowInput> in = inside_window({0.02, 0.02, 0.02, 0.02});
+    if (w >= slow_from)
+      for (AggWindowInput& r : in) {
+        r.wait_ns = r.cpu_wait_ns = static_cast<uint64_t>(static_cast<double>(r.wait_ns) * times);
+        r.runq_ns = static_cast<uint64_t>(0.02 * static_cast<double>(r.wait_ns));
+        r.oncpu_ns = r.wait_ns - r.runq_ns;
+      }
+    auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, in);
+    found.insert(found.end(), out.findings.begin(), out.findings.end());
+    if (reports) reports->insert(reports->end(), out.windows.begin(), out.windows.end());
+  }
+  return found;
+}
+
+TEST(AggregateDetector, ARankWhoseDataPathTheNodeNamedIsNamedInsideWhenTheCollectiveSlows) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  std::vector<WindowReport> reports;
+  std::vector<Finding> found = slowing_collective(d, 4, 3.0, true, &reports);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].culprit.rank, 1);
+  EXPECT_EQ(found[0].where, "inside");
+  ASSERT_TRUE(found[0].inside.has_value());
+  EXPECT_EQ(found[0].inside->transport, "its TCP connections took 50 ms a round trip");
+  EXPECT_NE(found[0].summary.find("data path is set apart"), std::string::npos) << found[0].summary;
+  // Named once the stretch held 3 windows: each charged the whole excess,
+  // 500 calls x 16 ms beyond the usual 8 ms.
+  EXPECT_GE(found[0].detected_ns, 7 * kWindowNs);
+  EXPECT_NEAR(static_cast<double>(found[0].cost_ns), 3 * 500 * 16e6, 3 * 500 * 16e6 * 0.05);
+  // Windows before the node said it weigh none of it.
+  for (const WindowReport& w : reports)
+    for (const RankWindowStats& s : w.ranks)
+      if (w.end_ns <= 4 * kWindowNs) {
+        EXPECT_FALSE(s.inside_flagged);
+      }
+}
+
+TEST(AggregateDetector, ACollectiveSlowerWithoutAWordOnAnyPathNamesNobody) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  EXPECT_TRUE(slowing_collective(d, 4, 3.0, false).empty());
+}
+
+TEST(AggregateDetector, AWordOnAPathWhileTheCollectiveKeepsItsPaceNamesNobody) {
+  AggregateDetector d(DetectorConfig{}, probes());
+  EXPECT_TRUE(slowing_collective(d, 4, 1.1, true).empty()) << "1.1x: under the 1.25x the rule asks";
+}
+
 TEST(AggregateDetector, ARankStarvedWhileTheyAllWaitForALateRankIsNotNamedInside) {
   // The CI failure of stop 50 in the probe service: 4 ranks on 2 CPUs,
   // rank 3 computing 2x (3 ms late a step), rank 2 waiting for a CPU 99%

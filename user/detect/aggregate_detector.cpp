@@ -1,6 +1,7 @@
 #include "detect/aggregate_detector.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "detect/verdict.h"
 #include "slowburn/collagg.h"
@@ -23,12 +24,21 @@ std::vector<double> peers_of(const std::map<int32_t, double>& values, int32_t se
 int comm_size(const CommunicatorRef& comm) { return comm && comm->size ? *comm->size : 0; }
 uint32_t comm_id(const CommunicatorRef& comm) { return comm ? comm->id : 0; }
 
+// The collective slower than its usual, and what the node said of ranks'
+// data paths in the window (detect/inside.h judge_transport).
+struct TransportInput {
+  std::map<int32_t, std::string> evidence;
+  std::optional<double> ratio;
+  double excess_ns = 0;
+};
+
 // The inside test on the kernel's sums (detect/inside.h): each rank's CPU
 // times inside its synchronizing calls against its peers'. The kernel keeps
 // no instance's time after its last arrival, so a rank's cost is its
-// run-queue wait beyond the peers' median, uncapped.
+// run-queue wait beyond the peers' median, uncapped. Where nobody's CPU is
+// set apart, by the data path the node named.
 void judge_inside_window(WindowReport& report, const std::vector<const AggWindowInput*>& ranks, uint64_t elapsed_ns,
-                         const InsideThresholds& thresholds) {
+                         const InsideThresholds& thresholds, const TransportInput& transport) {
   std::map<int32_t, InsideSums> sums;
   for (const AggWindowInput* in : ranks) {
     if (!in->cpu_calls || !in->cpu_wait_ns) continue;
@@ -39,20 +49,52 @@ void judge_inside_window(WindowReport& report, const std::vector<const AggWindow
     s.has_runq = in->runq_calls == in->cpu_calls;
     s.runq_ns = s.has_runq ? std::min(in->runq_ns, in->cpu_wait_ns) : 0;
   }
-  if (sums.size() < 2) return;
-  std::vector<InsideJudgement> judged = judge_inside(sums, UINT64_MAX, elapsed_ns, thresholds);
+  std::vector<InsideJudgement> judged;
+  if (sums.size() >= 2) judged = judge_inside(sums, UINT64_MAX, elapsed_ns, thresholds);
+  bool anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
+  if (!anyone_apart && transport.ratio && !transport.evidence.empty())
+    for (InsideJudgement& t : judge_transport(transport.evidence, ranks.size(), transport.ratio, transport.excess_ns, 0,
+                                              elapsed_ns, thresholds)) {
+      auto cpu = std::find_if(judged.begin(), judged.end(), [&](const InsideJudgement& j) { return j.pid == t.pid; });
+      if (cpu == judged.end()) {
+        judged.push_back(std::move(t));
+        continue;
+      }
+      cpu->cost_ns = t.cost_ns;  // its CPU shares stay said beside what its path did
+      cpu->cost_share = t.cost_share;
+      cpu->apart = true;
+      cpu->transport = std::move(t.transport);
+    }
   outweigh_by_late_arrivals(judged, late_blame_ns(report));
   for (const InsideJudgement& j : judged)
     for (RankWindowStats& stats : report.ranks) {
       if (stats.identity.pid != j.pid) continue;
-      stats.inside_oncpu_share = j.oncpu_share;
-      stats.inside_runq_share = j.runq_share;
-      stats.inside_peers_oncpu_share = j.peers_oncpu_share;
-      stats.inside_peers_runq_share = j.peers_runq_share;
+      if (j.cpu_read) {
+        stats.inside_oncpu_share = j.oncpu_share;
+        stats.inside_runq_share = j.runq_share;
+        stats.inside_peers_oncpu_share = j.peers_oncpu_share;
+        stats.inside_peers_runq_share = j.peers_runq_share;
+      }
       stats.inside_cost_ns = static_cast<double>(j.cost_ns);
       stats.inside_cost_share = j.cost_share;
       stats.inside_flagged = j.apart;
+      stats.inside_transport = j.apart ? j.transport : std::string();
     }
+}
+
+// The collective's own time in a window, from the kernel's sums: the least
+// mean wait of its ranks (the rank that arrives last waits for the
+// collective alone; where arrivals take turns, a little more, alike in
+// every window). Unlike trace's median instance it is a mean: a few
+// instances stalled for a retransmission raise it.
+std::optional<double> least_mean_wait(const std::vector<const AggWindowInput*>& ranks, uint64_t min_calls) {
+  std::optional<double> least;
+  for (const AggWindowInput* in : ranks)
+    if (in->calls >= min_calls) {
+      double w = mean(in->wait_ns, in->calls);
+      if (!least || w < *least) least = w;
+    }
+  return least;
 }
 }  // namespace
 
@@ -260,8 +302,17 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     for (const RankWindowStats& s : report.ranks) aligned += s.lateness_median_ns.has_value();
     if (aligned < 2) continue;
     flag_straggler(report, config_, pool.lateness_ns.size());
-    if (config_.inside)
-      judge_inside_window(report, ranks, end_ns - std::min(end_ns, start_ns), config_.inside_thresholds);
+    if (config_.inside) {
+      TransportInput transport;
+      if (auto least = least_mean_wait(ranks, config_.min_instances)) {
+        transport.ratio = inside_baselines_[key].observe(*least);
+        if (transport.ratio && *transport.ratio > 0)
+          transport.excess_ns =
+              std::max(0.0, *least - *least / *transport.ratio) * static_cast<double>(report.instances);
+        transport.evidence = transport_in(ranks, start_ns, end_ns);
+      }
+      judge_inside_window(report, ranks, end_ns - std::min(end_ns, start_ns), config_.inside_thresholds, transport);
+    }
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const RankWindowStats& s = report.ranks[i];
       evaluated.insert(s.identity.pid);
@@ -326,7 +377,30 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
   return out;
 }
 
+void AggregateDetector::transport_evidence(int32_t pid, TransportEvidence evidence) {
+  uint64_t ts = evidence.ts_ns;
+  transport_[pid].emplace(ts, std::move(evidence));
+}
+
+std::map<int32_t, std::string> AggregateDetector::transport_in(const std::vector<const AggWindowInput*>& ranks,
+                                                               uint64_t start_ns, uint64_t end_ns) {
+  const uint64_t after = config_.inside_thresholds.transport_after_ns;
+  std::map<int32_t, std::string> out;
+  for (const AggWindowInput* in : ranks) {
+    auto kept = transport_.find(in->identity.pid);
+    if (kept == transport_.end()) continue;
+    std::multimap<uint64_t, TransportEvidence>& said = kept->second;
+    // Windows close in order: what was said before this one by more than
+    // its hold is past (said again every 30 s while it holds).
+    while (!said.empty() && said.begin()->first + after < start_ns) said.erase(said.begin());
+    auto judged = said.upper_bound(end_ns);
+    if (judged != said.begin()) out[in->identity.pid] = std::prev(judged)->second.summary;
+  }
+  return out;
+}
+
 void AggregateDetector::remove_rank(int32_t pid) {
+  transport_.erase(pid);
   slow_burn_.remove_rank(pid);
   slow_burn_said_.erase(pid);
   withheld_said_.erase(pid);

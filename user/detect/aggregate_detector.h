@@ -23,6 +23,7 @@
 #include "core/rank_identity.h"
 #include "detect/agg_window_input.h"
 #include "detect/aggregate_slow_burn.h"
+#include "detect/inside.h"
 #include "detect/report.h"
 #include "detect/straggler.h"
 #include "stats/sequential.h"
@@ -44,6 +45,11 @@ class AggregateDetector {
   DetectorOutput observe_interval(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs);
   // The process exited: its history and standing finding go; findings stay.
   void remove_rank(int32_t pid);
+  // What the node said of a rank's data path (detect/inside.h), weighed in
+  // the windows judged after it as trace does: where no rank's CPU is set
+  // apart and the communicator's collective is slower than its usual, the
+  // ranks it names are judged inside by their data path.
+  void transport_evidence(int32_t pid, TransportEvidence evidence);
 
   // Standing findings by culprit pid (cleared once no window flags it, or
   // no window judged the rank for persistence_n windows).
@@ -85,6 +91,12 @@ class AggregateDetector {
   std::map<int32_t, Finding> active_;
   std::map<int32_t, uint64_t> last_evaluated_;                         // pid -> window_index_ when last judged
   std::map<std::pair<GroupKey, int32_t>, BernoulliCusum> sequential_;  // per (group, pid)
+  // The collective's own time per (job, communicator, probe): the least
+  // mean wait of its ranks, against its earlier windows'.
+  std::map<GroupKey, InsideBaseline> inside_baselines_;
+  std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;  // pid -> what the node said, by ts
+  std::map<int32_t, std::string> transport_in(const std::vector<const AggWindowInput*>& ranks, uint64_t start_ns,
+                                              uint64_t end_ns);
   AggregateSlowBurn slow_burn_;
   std::set<int32_t> slow_burn_said_;  // ranks whose slow-burn finding was said while the rule names them
   std::set<int32_t> withheld_said_;   // ranks whose withheld slow burn was said (once a rank)

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "detect/aggregate_detector.h"
+#include "detect/causes.h"
 #include "engine/finding_explainer.h"
 #include "engine/node_sources.h"
 #include "engine/periodic.h"
@@ -350,6 +351,13 @@ void ProbeService::poll_sources(uint64_t now_ns) {
 void ProbeService::add_device_event(DeviceEvent e) {
   totals_.device_events[{e.type, e.device.empty() ? e.label : e.device, e.role, std::string(event_severity(e))}] += 1;
   if (log_) log_->sink().device_event(e);
+  // What slows a rank's own data (detect/causes.h): the detector judges it
+  // inside by its path where the collective slows, as trace does.
+  if (data_path_cause(e)) {
+    ConcernsCulprit concerns = concerns_through(sources_->topology());
+    for (const RankIdentity& rank : tracker_->identities())
+      if (concerns(e, rank)) detector_->transport_evidence(rank.pid, {e.ts_ns, event_about_rank(e, rank)});
+  }
   explainer_.add(std::move(e));
 }
 
