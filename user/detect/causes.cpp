@@ -58,6 +58,16 @@ std::string event_about_rank(const DeviceEvent& e, const RankIdentity& rank) {
   return e.summary;
 }
 
+std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const DeviceEvent& e, uint64_t ts_ns,
+                                                                         const std::vector<RankIdentity>& ranks,
+                                                                         const ConcernsCulprit& concerns) {
+  std::vector<std::pair<int32_t, TransportEvidence>> out;
+  if (!data_path_cause(e)) return out;
+  for (const RankIdentity& rank : ranks)
+    if (concerns(e, rank)) out.emplace_back(rank.pid, TransportEvidence{ts_ns, event_about_rank(e, rank)});
+  return out;
+}
+
 std::string_view event_severity(const DeviceEvent& event) {
   if (event.type == "aer" && event.severity) return event_severity_name(*event.severity);
   int rank = cause_rank(event);

@@ -7,8 +7,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "detect/inside.h"
 #include "detect/report.h"
 #include "events/device_event.h"
 
@@ -46,6 +48,13 @@ bool data_path_cause(const DeviceEvent& event);
 // The event's summary as said of the rank: "rank 1 (pid 7)'s TCP sockets
 // ..." becomes "its TCP sockets ..."; another event's summary as it is.
 std::string event_about_rank(const DeviceEvent& event, const RankIdentity& rank);
+
+// What a data-path cause says of each rank it concerns, for the inside
+// rule (detect/inside.h): trace's and probe's detectors alike. Nothing for
+// any other event.
+std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const DeviceEvent& event, uint64_t ts_ns,
+                                                                         const std::vector<RankIdentity>& ranks,
+                                                                         const ConcernsCulprit& concerns);
 
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).

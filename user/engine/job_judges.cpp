@@ -69,10 +69,8 @@ void JobJudges::on_named_call(const CallEvent& call, const CallComm& comm) {
 }
 
 void JobJudges::device_event(const DeviceEvent& event, uint64_t ts_ns, const ConcernsCulprit& concerns) {
-  if (!data_path_cause(event)) return;
-  for (const RankIdentity& rank : ranks_)
-    if (StragglerDetector* d = for_pid(static_cast<uint32_t>(rank.pid)); d && concerns(event, rank))
-      d->transport_evidence(rank.pid, {ts_ns, event_about_rank(event, rank)});
+  for (auto& [pid, evidence] : transport_evidence_of(event, ts_ns, ranks_, concerns))
+    if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->transport_evidence(pid, std::move(evidence));
 }
 
 void JobJudges::set_instance_tap(const StragglerDetector::InstanceTap& tap) {

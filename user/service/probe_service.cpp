@@ -8,7 +8,6 @@
 
 #include "core/clock.h"
 #include "detect/aggregate_detector.h"
-#include "detect/causes.h"
 #include "engine/finding_explainer.h"
 #include "engine/node_sources.h"
 #include "engine/periodic.h"
@@ -351,13 +350,10 @@ void ProbeService::poll_sources(uint64_t now_ns) {
 void ProbeService::add_device_event(DeviceEvent e) {
   totals_.device_events[{e.type, e.device.empty() ? e.label : e.device, e.role, std::string(event_severity(e))}] += 1;
   if (log_) log_->sink().device_event(e);
-  // What slows a rank's own data (detect/causes.h): the detector judges it
-  // inside by its path where the collective slows, as trace does.
-  if (data_path_cause(e)) {
-    ConcernsCulprit concerns = concerns_through(sources_->topology());
-    for (const RankIdentity& rank : tracker_->identities())
-      if (concerns(e, rank)) detector_->transport_evidence(rank.pid, {e.ts_ns, event_about_rank(e, rank)});
-  }
+  // What slows a rank's own data: judged inside by its path, as trace does.
+  for (auto& [pid, evidence] :
+       transport_evidence_of(e, e.ts_ns, tracker_->identities(), concerns_through(sources_->topology())))
+    detector_->transport_evidence(pid, std::move(evidence));
   explainer_.add(std::move(e));
 }
 
@@ -476,10 +472,9 @@ void ProbeService::publish(const std::vector<AggStats>& stats) {
 MetricsView ProbeService::view(const std::vector<AggStats>& stats) {
   // Standing findings, with the causes known now.
   std::map<int32_t, Finding> active;
-  for (const auto& [pid, f] : detector_->active()) {
-    Finding with_cause = f;
-    explainer_.explain(with_cause, monotonic_ns());
-    active.emplace(pid, std::move(with_cause));
+  for (auto [pid, f] : detector_->active()) {  // copies, given their causes
+    explainer_.explain(f, monotonic_ns());
+    active.emplace(pid, std::move(f));
   }
   ServiceParts parts{host_,          kVersion,       start_unix_,    budget_.get(), tracker_.get(),
                      comms_.get(),   program_.get(), sources_.get(), log_.get(),    &health_,
@@ -499,8 +494,7 @@ DetectorConfig ProbeServiceOptions::probe_detector_defaults() {
 
 Result<void> run_probe_service(const ProbeServiceOptions& options, const std::atomic<bool>& stop,
                                std::atomic<bool>& reopen_log, std::ostream& console) {
-  ProbeService service(options, console);
-  return service.run(stop, reopen_log);
+  return ProbeService(options, console).run(stop, reopen_log);
 }
 
 }  // namespace slowburn
