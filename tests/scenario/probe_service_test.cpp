@@ -24,6 +24,7 @@
 #include "loader/uprobe_links.h"
 #include "loader/uprobe_multi.h"
 #include "support/cpu_quota.h"
+#include "support/rank_network.h"
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
@@ -357,6 +358,66 @@ TEST(ProbeService, NamesTheSlowRankOfAPytorchJobOnItsProcessGroup) {
   EXPECT_NE(metrics.find("probe=\"gloo.allreduce\",communicator=\"gloo world\",communicator_size=\"4\""),
             std::string::npos)
       << metrics;
+}
+
+TEST(ProbeService, ARankWhoseLinkLosesFramesIsNamedInsideByItsDataPath) {
+  // As InsideCollective's test of the same name, under the service: PyTorch
+  // DDP on gloo, 4 ranks each in a network namespace of its own, linked to
+  // a bridge; once the collective's pace is known, rank 1's link loses 1
+  // in 10 of the frames it sends. The kernel's sums keep no instance: the
+  // collective's own time is the least mean wait of its ranks.
+  SKIP_UNLESS_ROOT();
+  if (access("/usr/lib/python3/dist-packages/torch/__init__.py", R_OK) != 0)
+    GTEST_SKIP() << "Debian's python3-torch is not installed (apt-get install python3-torch, or make deps)";
+  std::string why;
+  auto net = testing::RankNetwork::create(4, why);
+  if (!net) GTEST_SKIP() << why;
+  ASSERT_EQ(access(testing::target_path("lossy_link").c_str(), X_OK), 0) << "lossy_link is not built (make tests)";
+  Service service;
+  // 1 s windows: the usual pace after 3, the finding 3 of 5 after the loss.
+  ASSERT_NO_FATAL_FAILURE(service.start({"--window", "1", "--no-hardware", "--probe", "gloo.*"}));
+  TorchJobOptions options;
+  options.script = testing::workload_path("slowburn-ddp-workload.py");
+  options.args = {"--seconds", "90"};
+  options.ranks = 4;
+  options.log_dir = service.dir.path().string();
+  options.master_addr = testing::RankNetwork::address(0);
+  options.extra_env = {fmt::format("GLOO_SOCKET_IFNAME={}", testing::RankNetwork::kDevice)};
+  options.prefix = [&](int rank) { return std::vector<std::string>{"nsenter", "--net=" + net->netns(rank)}; };
+  auto job = TorchJob::launch(options);
+  ASSERT_TRUE(job) << job.error().message;
+  // Its ranks traced: their all-reduce in the metrics, then 6 windows of pace.
+  bool traced = false;
+  for (int i = 0; i < 300 && !traced; ++i) {
+    traced = service.metrics().find("probe=\"gloo.allreduce\"") != std::string::npos;
+    if (!traced) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(traced) << "the ranks' all-reduce never reached the metrics:\n" << service.output();
+  std::this_thread::sleep_for(6s);
+  auto fault = Subprocess::spawn(
+      {testing::target_path("lossy_link").string(), net->hub_netns(), testing::RankNetwork::bridge_port(1), "10"},
+      {(service.dir / "lossy.out").string(), {}});
+  ASSERT_TRUE(fault) << fault.error().message;
+  auto fault_at = std::chrono::steady_clock::now();
+  std::vector<json> findings;
+  for (int i = 0; i < 400; ++i) {
+    findings.clear();
+    for (const json& line : log_lines(service.log_dir()))
+      if (line.value("kind", "") == "finding") findings.push_back(line);
+    if (!findings.empty() && findings.back()["evidence"].value("where", "") == "inside") break;
+    std::this_thread::sleep_for(100ms);
+  }
+  double after_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_at).count();
+  fault->terminate();
+  job->stop();
+  std::string said;
+  for (const json& f : findings) said += "\n" + f.value("summary", "");
+  ASSERT_FALSE(findings.empty()) << "no finding in 40 s of loss:\n" << service.output();
+  for (const json& f : findings) EXPECT_EQ(f["rank"], 1) << said;
+  const json& inside = findings.back();
+  EXPECT_EQ(inside["evidence"]["where"], "inside") << said;
+  EXPECT_NE(inside["evidence"].value("transport", "").find("TCP"), std::string::npos) << inside.dump();
+  std::cout << "named inside by its data path " << after_s << " s into the loss\n";
 }
 
 // The first finding in the service's log, waiting up to timeout for it.
