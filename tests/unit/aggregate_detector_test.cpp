@@ -130,22 +130,25 @@ TEST(AggregateDetector, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInside) {
 }
 
 // Windows of a communication-bound job whose collective takes `times` its
-// usual 8 ms from window `slow_from` on; nobody waits for a CPU. The node
-// says rank 1's path is lossy at the slow stretch's start where `said`.
-std::vector<Finding> slowing_collective(AggregateDetector& d, int slow_from, double times, bool said,
+// usual 8 ms from window `slow_from` on (fewer calls a window, as a job
+// makes); nobody waits for a CPU. From window `said_at` (-1: never) the
+// node says rank 1's connections are slow.
+std::vector<Finding> slowing_collective(AggregateDetector& d, int slow_from, double times, int said_at,
                                         std::vector<WindowReport>* reports = nullptr) {
   std::vector<Finding> found;
   for (int w = 0; w < 10; ++w) {
-    if (w == slow_from && said)
+    if (w == said_at)
       d.transport_evidence(rank(1).pid,
                            {static_cast<uint64_t>(w) * kWindowNs + 1, "its TCP connections took 50 ms a round trip"});
-    std::vector<AggWindowInput> in = inside_window({0.02, 0.02, 0.02, 0.02});
-    if (w >= slow_from)
-      for (AggWindowInput& r : in) {
-        r.wait_ns = r.cpu_wait_ns = static_cast<uint64_t>(static_cast<double>(r.wait_ns) * times);
-        r.runq_ns = static_cast<uint64_t>(0.02 * static_cast<double>(r.wait_ns));
-        r.oncpu_ns = r.wait_ns - r.runq_ns;
-      }
+    double slower = w >= slow_from ? times : 1.0;
+    auto calls = static_cast<uint64_t>(500 / slower);
+    std::vector<AggWindowInput> in = window(std::vector<double>(4, 1e6), calls);
+    for (AggWindowInput& r : in) {
+      r.wait_ns = r.cpu_wait_ns = static_cast<uint64_t>(static_cast<double>(calls) * 8e6 * slower);
+      r.cpu_calls = r.runq_calls = calls;
+      r.runq_ns = static_cast<uint64_t>(0.02 * static_cast<double>(r.wait_ns));
+      r.oncpu_ns = r.wait_ns - r.runq_ns;
+    }
     auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, in);
     found.insert(found.end(), out.findings.begin(), out.findings.end());
     if (reports) reports->insert(reports->end(), out.windows.begin(), out.windows.end());
@@ -156,33 +159,32 @@ std::vector<Finding> slowing_collective(AggregateDetector& d, int slow_from, dou
 TEST(AggregateDetector, ARankWhoseDataPathTheNodeNamedIsNamedInsideWhenTheCollectiveSlows) {
   AggregateDetector d(DetectorConfig{}, probes());
   std::vector<WindowReport> reports;
-  std::vector<Finding> found = slowing_collective(d, 4, 3.0, true, &reports);
+  // Slower from window 4, said at window 6: weighed from then on only.
+  std::vector<Finding> found = slowing_collective(d, 4, 3.0, 6, &reports);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].culprit.rank, 1);
   EXPECT_EQ(found[0].where, "inside");
   ASSERT_TRUE(found[0].inside.has_value());
   EXPECT_EQ(found[0].inside->transport, "its TCP connections took 50 ms a round trip");
   EXPECT_NE(found[0].summary.find("data path is set apart"), std::string::npos) << found[0].summary;
-  // Named once the stretch held 3 windows: each charged the whole excess,
-  // 500 calls x 16 ms beyond the usual 8 ms.
-  EXPECT_GE(found[0].detected_ns, 7 * kWindowNs);
-  EXPECT_NEAR(static_cast<double>(found[0].cost_ns), 3 * 500 * 16e6, 3 * 500 * 16e6 * 0.05);
-  // Windows before the node said it weigh none of it.
+  // Named once flagged in 3 windows (6, 7, 8): each charged the whole
+  // excess, 166 calls x 16 ms beyond the usual 8 ms.
+  EXPECT_EQ(found[0].detected_ns, 9 * kWindowNs);
+  EXPECT_NEAR(static_cast<double>(found[0].cost_ns), 3 * 166 * 16e6, 3 * 166 * 16e6 * 0.05);
   for (const WindowReport& w : reports)
     for (const RankWindowStats& s : w.ranks)
-      if (w.end_ns <= 4 * kWindowNs) {
-        EXPECT_FALSE(s.inside_flagged);
-      }
+      EXPECT_EQ(s.inside_flagged, s.identity.rank == 1 && w.start_ns >= 6 * kWindowNs)
+          << "window at " << w.start_ns / kWindowNs << ", rank " << s.identity.rank;
 }
 
 TEST(AggregateDetector, ACollectiveSlowerWithoutAWordOnAnyPathNamesNobody) {
   AggregateDetector d(DetectorConfig{}, probes());
-  EXPECT_TRUE(slowing_collective(d, 4, 3.0, false).empty());
+  EXPECT_TRUE(slowing_collective(d, 4, 3.0, -1).empty());
 }
 
 TEST(AggregateDetector, AWordOnAPathWhileTheCollectiveKeepsItsPaceNamesNobody) {
   AggregateDetector d(DetectorConfig{}, probes());
-  EXPECT_TRUE(slowing_collective(d, 4, 1.1, true).empty()) << "1.1x: under the 1.25x the rule asks";
+  EXPECT_TRUE(slowing_collective(d, 4, 1.1, 4).empty()) << "1.1x: under the 1.25x the rule asks";
 }
 
 TEST(AggregateDetector, ARankStarvedWhileTheyAllWaitForALateRankIsNotNamedInside) {

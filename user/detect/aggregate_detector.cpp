@@ -11,6 +11,7 @@ namespace slowburn {
 
 namespace {
 constexpr size_t kKeptFindings = 1000;
+constexpr uint64_t kBaselineIdle = 720;  // windows: an hour of 5 s windows
 
 double mean(uint64_t sum, uint64_t count) { return static_cast<double>(sum) / static_cast<double>(count); }
 
@@ -305,10 +306,14 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
     if (config_.inside) {
       TransportInput transport;
       if (auto least = least_mean_wait(ranks, config_.min_instances)) {
-        transport.ratio = inside_baselines_[key].observe(*least);
+        auto& [baseline, seen] = inside_baselines_[key];
+        seen = window_index_;
+        transport.ratio = baseline.observe(*least);
+        // No more than the window: what the collective waited beyond its usual.
         if (transport.ratio && *transport.ratio > 0)
           transport.excess_ns =
-              std::max(0.0, *least - *least / *transport.ratio) * static_cast<double>(report.instances);
+              std::min(std::max(0.0, *least - *least / *transport.ratio) * static_cast<double>(report.instances),
+                       static_cast<double>(end_ns - std::min(end_ns, start_ns)));
         transport.evidence = transport_in(ranks, start_ns, end_ns);
       }
       judge_inside_window(report, ranks, end_ns - std::min(end_ns, start_ns), config_.inside_thresholds, transport);
@@ -334,6 +339,9 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
   // checkpointing, or gone without remove_rank) is stale: cleared, and its
   // history restarts.
   ++window_index_;
+  // A communicator not judged for an hour of windows (its job ended: ids
+  // are not reused) takes its baseline with it; a service runs for months.
+  std::erase_if(inside_baselines_, [this](const auto& kv) { return window_index_ - kv.second.second > kBaselineIdle; });
   for (int32_t pid : evaluated) last_evaluated_[pid] = window_index_;
   for (auto it = last_evaluated_.begin(); it != last_evaluated_.end();) {
     if (window_index_ - it->second < static_cast<uint64_t>(config_.persistence_n)) {
@@ -378,8 +386,14 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
 }
 
 void AggregateDetector::transport_evidence(int32_t pid, TransportEvidence evidence) {
+  if (!config_.inside) return;
   uint64_t ts = evidence.ts_ns;
-  transport_[pid].emplace(ts, std::move(evidence));
+  std::multimap<uint64_t, TransportEvidence>& said = transport_[pid];
+  // Kept for the windows it weighs in only: a node says a standing cause
+  // again every 30 s, for as long as the rank runs.
+  uint64_t keep_ns = config_.inside_thresholds.transport_after_ns + 2 * config_.window_ns;
+  while (!said.empty() && said.begin()->first + keep_ns < ts) said.erase(said.begin());
+  said.emplace(ts, std::move(evidence));
 }
 
 std::map<int32_t, std::string> AggregateDetector::transport_in(const std::vector<const AggWindowInput*>& ranks,

@@ -93,8 +93,8 @@ class AggregateDetector {
   std::map<std::pair<GroupKey, int32_t>, BernoulliCusum> sequential_;  // per (group, pid)
   // The collective's own time per (job, communicator, probe): the least
   // mean wait of its ranks, against its earlier windows'.
-  std::map<GroupKey, InsideBaseline> inside_baselines_;
-  std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;  // pid -> what the node said, by ts
+  std::map<GroupKey, std::pair<InsideBaseline, uint64_t>> inside_baselines_;  // and window_index_ when last fed
+  std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;   // pid -> what the node said, by ts
   std::map<int32_t, std::string> transport_in(const std::vector<const AggWindowInput*>& ranks, uint64_t start_ns,
                                               uint64_t end_ns);
   AggregateSlowBurn slow_burn_;

@@ -260,6 +260,9 @@ class StragglerDetector {
   // Per rank: windows its flag was cleared as held by another's data path,
   // and windows it stayed flagged beside a rank flagged so (its own).
   std::map<int32_t, HeldByPath> held_by_path_;
+  // Per communicator key: the end of the latest window a rank was flagged
+  // inside by its data path in (held_inside_by_path).
+  std::map<std::string, uint64_t> path_flagged_end_ns_;
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
   bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane
@@ -286,7 +289,7 @@ class StragglerDetector {
   // data path (verdict.h withhold_held_by_data_path), while that rank's
   // inside finding stands on its communicator: no live line of its own
   // either.
-  bool held_inside_by_path(const Finding& f) const;
+  bool held_inside_by_path(const Finding& f, uint64_t now_ns) const;
   // A finding of a pair judged with no z (no third rank): the share of its
   // blame on its lane over the session from leaving its previous
   // collective late, and its cost net of that, what the scheduler's rule

@@ -136,6 +136,7 @@ struct StragglerDetector::Run {
   int flagged = 0;
   double cost_ns = 0;  // its blame in the windows of the run
   bool open = true;
+  uint64_t tracked_end_ns = 0;  // the end of the last window it counted
 };
 
 }  // namespace slowburn

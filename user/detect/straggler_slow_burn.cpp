@@ -313,7 +313,7 @@ void StragglerDetector::emit_or_hold(size_t index, const Finding& f, DetectorOut
   // Live as at the verdict: a finding there would withhold is no `finding`
   // line yet (CI, MpiRamp: a victim of the other triple raised live "late
   // in bursts" at 3.5% before the ramping rank, then an episode).
-  if (schedulers_choice_of(f) || held_inside_by_path(f)) {
+  if (schedulers_choice_of(f) || held_inside_by_path(f, f.detected_ns)) {
     held_back_.push_back(index);
   } else {
     emitted_.push_back(index);
@@ -335,7 +335,7 @@ void StragglerDetector::release_held(uint64_t now_ns, DetectorOutput& out) {
       return true;
     if (!alive_.contains(pid)) return false;  // a rank that ended is not raised now; the verdict judges it
     Finding f = current(i);
-    if (schedulers_choice_of(f) || held_inside_by_path(f)) return false;
+    if (schedulers_choice_of(f) || held_inside_by_path(f, now_ns)) return false;
     findings_[i].detected_ns = f.detected_ns = now_ns;
     emitted_.push_back(i);
     out.findings.push_back(std::move(f));

@@ -260,8 +260,14 @@ void StragglerDetector::raise_finding(Finding finding, int32_t pid, DetectorOutp
   const std::deque<Mark>& history = history_[pid];
   Run run;
   run.finding = findings_.size();
-  // The run begins at the first window of the evidence.
-  auto marked = [](const Mark& m) { return m.flagged || m.cusum_worst || m.inside; };
+  // The run begins at the first window of the evidence, after the windows
+  // a run of the rank before it counted (a late spell that became an inside
+  // one: its windows' cost is that run's).
+  const auto& before = runs_[pid];
+  uint64_t counted_ns = before.empty() ? 0 : before.back().tracked_end_ns;
+  auto marked = [counted_ns](const Mark& m) {
+    return (m.flagged || m.cusum_worst || m.inside) && m.start_ns >= counted_ns;
+  };
   auto first = std::find_if(history.begin(), history.end(), marked);
   for (auto it = first; it != history.end(); ++it) {
     ++run.evaluated;
@@ -270,6 +276,7 @@ void StragglerDetector::raise_finding(Finding finding, int32_t pid, DetectorOutp
     if (marked(*it)) run.last_flagged_end_ns = it->start_ns + config_.window_ns;
   }
   run.start_ns = first != history.end() ? first->start_ns : history.back().start_ns;
+  run.tracked_end_ns = history.back().start_ns + config_.window_ns;
   runs_[pid].push_back(run);
   findings_.push_back(std::move(finding));
   // Cost and summary as of now; current() refreshes both later.
@@ -280,6 +287,7 @@ void StragglerDetector::track_runs(int32_t pid, const Mark& mark, bool cleared) 
   auto it = runs_.find(pid);
   if (it == runs_.end() || it->second.empty() || !it->second.back().open) return;
   Run& run = it->second.back();
+  run.tracked_end_ns = mark.start_ns + config_.window_ns;
   ++run.evaluated;
   run.cost_ns += mark.blame_ns + mark.inside_cost_ns;
   if (mark.flagged || mark.cusum_worst || mark.sequential || mark.inside) {
