@@ -438,6 +438,14 @@ TEST(StragglerDetectorInside, ARankLateBeforeIsNamedInsideOnceItsDataPathHoldsEv
   SessionVerdict v = d.verdict(run.windows.back().end_ns);
   EXPECT_TRUE(std::any_of(v.stragglers.begin(), v.stragglers.end(),
                           [](const Finding& f) { return f.culprit.rank == 1 && f.where == "inside"; }));
+  // The late spell, said live, is an episode of the session, ended where
+  // the inside one began: no window counted by both.
+  auto spell = std::find_if(v.episodes.begin(), v.episodes.end(), [](const Episode& e) {
+    return e.finding.culprit.rank == 1 && e.finding.where == "arrival";
+  });
+  ASSERT_NE(spell, v.episodes.end());
+  EXPECT_LE(spell->end_ns, inside->detected_ns);
+  EXPECT_GT(spell->windows_evaluated, 0);
 }
 
 TEST(StragglerDetectorInside, TwoRanksWhoseDataPathsAreSetApartAreBothNamed) {

@@ -260,9 +260,9 @@ class StragglerDetector {
   // Per rank: windows its flag was cleared as held by another's data path,
   // and windows it stayed flagged beside a rank flagged so (its own).
   std::map<int32_t, HeldByPath> held_by_path_;
-  // Per communicator key: the end of the latest window a rank was flagged
-  // inside by its data path in (held_inside_by_path).
-  std::map<std::string, uint64_t> path_flagged_end_ns_;
+  // Per communicator key and rank: the end of the latest window it was
+  // flagged inside by its data path in (held_inside_by_path).
+  std::map<std::string, std::map<int32_t, uint64_t>> path_flagged_end_ns_;
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
   bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane

@@ -218,22 +218,21 @@ void StragglerDetector::update_persistence(int32_t pid, const WindowBest& best, 
   if (runs != runs_.end() && !runs->second.empty() && runs->second.back().open &&
       runs->second.back().start_ns >= mark.start_ns + config_.window_ns)
     return;
+  // Late before, on time now and holding everyone up inside by its data
+  // path (the node named it): its late spell ends before this window, and
+  // the inside finding is raised with this window its first. Guest
+  // tcp_delay.sh: rank 0, late in a healthy stretch on a node with more
+  // spinning ranks than vCPUs, kept that finding open through the delay on
+  // its link, which was never named.
+  if (active_findings_.contains(pid) && best.inside_evidence && !best.inside_evidence->inside_transport.empty() &&
+      inside >= config_.persistence_m && flagged < config_.persistence_m && worst < config_.persistence_m &&
+      runs != runs_.end() && !runs->second.empty() && runs->second.back().open &&
+      findings_.at(runs->second.back().finding).where != "inside") {
+    runs->second.back().open = false;
+    active_findings_.erase(pid);
+  }
   track_runs(pid, mark, cleared);
   if (cleared) active_findings_.erase(pid);
-  // Late before, on time now and holding everyone up inside by its data
-  // path (the node named it): its late spell ends and the inside finding is
-  // raised. Guest tcp_delay.sh: rank 0, late in a healthy stretch on a node
-  // with more spinning ranks than vCPUs, kept that finding open through the
-  // delay on its link, which was never named.
-  if (active_findings_.contains(pid) && best.inside_evidence && !best.inside_evidence->inside_transport.empty() &&
-      inside >= config_.persistence_m && flagged < config_.persistence_m && worst < config_.persistence_m) {
-    auto spells = runs_.find(pid);
-    if (spells != runs_.end() && !spells->second.empty() && spells->second.back().open &&
-        findings_.at(spells->second.back().finding).where != "inside") {
-      spells->second.back().open = false;
-      active_findings_.erase(pid);
-    }
-  }
   if (active_findings_.contains(pid)) return;
 
   if (best.evidence && flagged >= config_.persistence_m) {
@@ -347,18 +346,21 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
   for (const auto& [comm_id, pending] : pending_) v.pending_hangs.push_back(pending);
   for (const auto& [pid, runs] : runs_) {
     const Run* held = nullptr;
-    for (const Run& run : runs) {
-      if (run.evaluated > 0 && run.flagged >= config_.sustained_fraction * run.evaluated) {
-        held = &run;  // the latest that held
-        continue;
+    for (const Run& spell : runs) {
+      const Run* run = &spell;
+      if (run->evaluated > 0 && run->flagged >= config_.sustained_fraction * run->evaluated) {
+        // The latest that held is judged below; one before it is a spell of
+        // the session (a late spell that turned into an inside one).
+        std::swap(held, run);
+        if (!run) continue;
       }
       Episode e;
-      e.finding = all[run.finding];
-      e.start_ns = run.start_ns;
-      e.end_ns = run.last_flagged_end_ns ? run.last_flagged_end_ns : now_ns;
-      e.windows_flagged = run.flagged;
-      e.windows_evaluated = run.evaluated;
-      e.cost_ns = static_cast<uint64_t>(run.cost_ns);
+      e.finding = all[run->finding];
+      e.start_ns = run->start_ns;
+      e.end_ns = run->last_flagged_end_ns ? run->last_flagged_end_ns : now_ns;
+      e.windows_flagged = run->flagged;
+      e.windows_evaluated = run->evaluated;
+      e.cost_ns = static_cast<uint64_t>(run->cost_ns);
       v.episodes.push_back(std::move(e));
     }
     // Who is late alternates: the node's (a scheduler, a shared CPU), not

@@ -56,7 +56,12 @@ echo "trace up, job released at $(cut -d' ' -f1 /proc/uptime)"
 # windows (3 ranks' lines each): a fixed sleep left 3 noisy windows in one
 # run of 10, whose usual already held the delay's start.
 healthy() { [ "$(grep -c '"kind":"window".*"probe":"mpi.allreduce"' "$OUT/tcp_delay.trace.jsonl")" -ge 15 ]; }
-wait_for 60 healthy || echo "fewer than 5 windows of the all-reduce in 60 s: $(tail -2 "$OUT/tcp_delay.trace.err")"
+if ! wait_for 60 healthy; then
+	fail tcp.delay "fewer than 5 windows of the all-reduce in 60 s: $(tail -2 "$OUT/tcp_delay.trace.err")"
+	kill $job $tracer 2>/dev/null
+	wait
+	return 0
+fi
 ss -tni >"$OUT/tcp_delay.ss.before"
 if ! tc qdisc add dev "$nic1_dev" root netem delay 50ms 2>"$OUT/tcp_delay.netem.err"; then
 	fail tcp.delay "netem on $nic1_dev: $(cat "$OUT/tcp_delay.netem.err")"
