@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "stats/robust.h"
+
 namespace slowburn {
 
 namespace {
@@ -23,12 +25,6 @@ ConnectionKey key_of(const TcpEnd& e) {
 std::string host_of(const std::string& endpoint) {
   size_t colon = endpoint.rfind(':');
   return colon == std::string::npos ? endpoint : endpoint.substr(0, colon);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
@@ -71,7 +67,7 @@ std::vector<TcpPathJudgement> judge_tcp_paths(const std::vector<std::vector<TcpE
     std::vector<double> others;
     for (const auto& [j, g] : fastest)
       if (j != i) others.push_back(g.us);
-    double peers = median(std::move(others));
+    double peers = median(others).value_or(0);  // others: at least one (2+ ranks)
     double us = f.us;
     if (us < t.versus_peers * peers || us - peers < t.min_excess_us) continue;
     // Told by a rank at the other end of one of its connections, here, that
