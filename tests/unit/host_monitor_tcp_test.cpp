@@ -54,20 +54,19 @@ std::vector<TcpSocket> sockets_at(double t) {
   return out;
 }
 
-// The second (since the first reading) at which host.tcp_retrans was first
-// said of rank 1, reading once a second for 20 s; fails on any other rank's.
-std::optional<double> said_at(double tcp_window_s) {
-  TempDir dir;
-  make_proc(dir.path());
-  double t = 0;
+// The monitor over the /proc tree at `root`, the three ranks added; the
+// node's TCP sockets are `sockets(t)` at the test's clock `t`.
+HostMonitorOptions options_over(const fs::path& root, const double& t, std::vector<TcpSocket> (*sockets)(double)) {
   HostMonitorOptions o;
   o.sched = false;
-  o.sysfs_root = dir.path();
-  o.files.proc_root = dir.path();
-  o.files.cgroup_root = dir.path() / "cgroup";
-  o.files.tcp_sockets = [&t](const fs::path&) -> Result<std::vector<TcpSocket>> { return sockets_at(t); };
-  o.tcp_window_s = tcp_window_s;
-  HostMonitor monitor(o);
+  o.sysfs_root = root;
+  o.files.proc_root = root;
+  o.files.cgroup_root = root / "cgroup";
+  o.files.tcp_sockets = [&t, sockets](const fs::path&) -> Result<std::vector<TcpSocket>> { return sockets(t); };
+  return o;
+}
+
+void add_ranks(HostMonitor& monitor) {
   for (int r = 0; r < 3; ++r) {
     RankIdentity id;
     id.pid = kPids[r];
@@ -75,6 +74,18 @@ std::optional<double> said_at(double tcp_window_s) {
     id.job = "job";
     monitor.add_rank(id);
   }
+}
+
+// The second (since the first reading) at which host.tcp_retrans was first
+// said of rank 1, reading once a second for 20 s; fails on any other rank's.
+std::optional<double> said_at(double tcp_window_s) {
+  TempDir dir;
+  make_proc(dir.path());
+  double t = 0;
+  HostMonitorOptions o = options_over(dir.path(), t, sockets_at);
+  o.tcp_window_s = tcp_window_s;
+  HostMonitor monitor(o);
+  add_ranks(monitor);
   std::optional<double> first;
   const uint64_t base_ns = 1'000'000'000'000;
   for (t = 0; t <= 20; t += 1) {
@@ -131,20 +142,8 @@ TEST(HostMonitorTcp, ARankWhoseEveryConnectionSlowsIsSaidByItsRoundTrips) {
         fs::create_symlink("socket:[" + std::to_string(10 * a + b) + "]",
                            dir.path() / std::to_string(kPids[a]) / "fd" / std::to_string(10 + b));
   double t = 0;
-  HostMonitorOptions o;
-  o.sched = false;
-  o.sysfs_root = dir.path();
-  o.files.proc_root = dir.path();
-  o.files.cgroup_root = dir.path() / "cgroup";
-  o.files.tcp_sockets = [&t](const fs::path&) -> Result<std::vector<TcpSocket>> { return mesh_at(t); };
-  HostMonitor monitor(o);
-  for (int r = 0; r < 3; ++r) {
-    RankIdentity id;
-    id.pid = kPids[r];
-    id.rank = r;
-    id.job = "job";
-    monitor.add_rank(id);
-  }
+  HostMonitor monitor(options_over(dir.path(), t, mesh_at));
+  add_ranks(monitor);
   std::optional<double> first;
   const uint64_t base_ns = 1'000'000'000'000;
   for (t = 0; t <= 20; t += 1)
