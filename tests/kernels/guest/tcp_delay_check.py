@@ -6,29 +6,21 @@ host.tcp_rtt event for rank 0) are what names it: its evidence.transport,
 or among its likely causes.
 
   tcp_delay_check.py OUT JOB_EXIT"""
-import json
 import sys
 
-from results import result
+from results import brief, job_failed, result, trace_lines
 
 out, job_rc = sys.argv[1], int(sys.argv[2])
-lines = [json.loads(l) for l in open(out + "/tcp_delay.trace.jsonl") if l.startswith("{")]
+lines = trace_lines(out + "/tcp_delay.trace.jsonl")
 events = [l for l in lines if l.get("kind") == "event"]
 verdicts = [l for l in lines if l.get("kind") == "verdict"]
 named = verdicts[-1]["stragglers"] if verdicts else []
 rtt = [e for e in events if e["type"] == "host.tcp_rtt"]
 
 
-def brief(f):
-    e = f.get("evidence", {})
-    return "rank %s %s where %s transport %s causes %s" % (
-        f.get("rank"), e.get("detector"), e.get("where"), e.get("transport"), f.get("likely_causes"))
-
-
 problems = []
-if job_rc != 0:
-    tail = open(out + "/tcp_delay.job.log", errors="replace").read().splitlines()[-3:]
-    problems.append("mpirun exited %d: %s" % (job_rc, " | ".join(tail)))
+if job_failed(out, "tcp_delay", job_rc):
+    problems.append(job_failed(out, "tcp_delay", job_rc))
 if not rtt or any(e.get("ranks") != [0] for e in rtt):
     problems.append("host.tcp_rtt events: %s (want ranks [0] only)" % (
         "; ".join("ranks %s: %s" % (e.get("ranks"), e.get("summary")) for e in rtt) if rtt else "none"))

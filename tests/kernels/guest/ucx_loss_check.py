@@ -5,29 +5,21 @@ for ranks [0]) are what names it: its evidence.transport, or among its
 likely causes.
 
   ucx_loss_check.py OUT JOB_EXIT RXE_NIC1_RETRIES"""
-import json
 import sys
 
-from results import result
+from results import brief, job_failed, result, trace_lines
 
 out, job_rc, retries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-lines = [json.loads(l) for l in open(out + "/ucx_loss.trace.jsonl") if l.startswith("{")]
+lines = trace_lines(out + "/ucx_loss.trace.jsonl")
 events = [l for l in lines if l.get("kind") == "event"]
 verdicts = [l for l in lines if l.get("kind") == "verdict"]
 named = verdicts[-1]["stragglers"] if verdicts else []
 retrans = [e for e in events if e["type"] == "rdma.retrans" and e.get("nic") == "rxe_nic1"]
 
 
-def brief(f):
-    e = f.get("evidence", {})
-    return "rank %s %s where %s transport %s causes %s" % (
-        f.get("rank"), e.get("detector"), e.get("where"), e.get("transport"), f.get("likely_causes"))
-
-
 problems = []
-if job_rc != 0:
-    tail = open(out + "/ucx_loss.job.log", errors="replace").read().splitlines()[-3:]
-    problems.append("mpirun exited %d: %s" % (job_rc, " | ".join(tail)))
+if job_failed(out, "ucx_loss", job_rc):
+    problems.append(job_failed(out, "ucx_loss", job_rc))
 if retries <= 0:
     problems.append("netem loss on nic1 made no rxe_nic1 retransmissions (completer_retry_err did not move)")
 if not retrans or retrans[0].get("ranks") != [0]:
