@@ -367,5 +367,43 @@ TEST(Verdict, ARampIsNamedWhileItGrows) {
   EXPECT_EQ(named(d.verdict(events.back().exit_ns)), std::set<int>{4});
 }
 
+// A deterministic draw in [0, 1) per (rank, step) (splitmix64): the
+// scheduler's choice of whom to delay.
+double draw(int rank, int step) {
+  uint64_t x = (static_cast<uint64_t>(step) << 8 | static_cast<uint64_t>(rank)) * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<double>(x >> 11) / 9007199254740992.0;
+}
+
+TEST(Verdict, ARankStillComputingLongerAtTheEndIsNamedThoughFlaggedInUnderHalfItsWindows) {
+  // A triple on a node whose scheduler delays each rank in 4 steps of 10,
+  // by up to 6 ms of a 10 ms step; from step 1000 rank 1 computes more and
+  // more, up to +0.9 ms (1.3x its 3 ms of work). The window rule flags it
+  // in 10 of the 26 windows of its run, open at the end; the session's
+  // cost is not 2x the next rank's. Its compute-gap CUSUM stands alarmed
+  // and rising: the verdict names it (CI, MpiRamp at 1.4x: the ramping
+  // rank, flagged in 5 of 14 windows, was named by nothing). The same node
+  // without the ramp names nobody.
+  for (double slow_ns : {0.9e6, 0.0}) {
+    SyntheticJob job;
+    job.ranks = 3;
+    job.compute_ns = [slow_ns](int rank, int step) {
+      double c = 10e6 + (draw(rank, step) < 0.4 ? 6e6 * draw(rank + 7, step) : 0);
+      if (rank == 1 && step >= 1000) c += slow_ns * std::min(1.0, (step - 1000) / 1000.0);
+      return c;
+    };
+    Judged j = judge(job, 3000);
+    if (slow_ns == 0) {
+      EXPECT_TRUE(named(j.verdict).empty()) << j.verdict.stragglers.front().summary;
+      continue;
+    }
+    ASSERT_EQ(named(j.verdict), std::set<int>{1});
+    const Finding& f = j.verdict.stragglers.front();
+    EXPECT_FALSE(f.session_cost.has_value()) << "its run holds, not the slow burn: " << f.summary;
+    EXPECT_NE(f.summary.find("sustained compute-gap excess (CUSUM)"), std::string::npos) << f.summary;
+  }
+}
 }  // namespace
 }  // namespace slowburn::verdict_test

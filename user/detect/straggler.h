@@ -266,6 +266,10 @@ class StragglerDetector {
   void raise_finding(Finding finding, int32_t pid, DetectorOutput& out);
   const Lane* lane_of(const Finding& f) const;            // the lane a finding is on, or nullptr
   bool spell_of(const Run& run, const Lane& lane) const;  // its finding is on the lane
+  // A late run still open at the end whose rank still computes longer than
+  // its peers on the finding's lane (its compute-gap CUSUM alarmed and
+  // rising): held though flagged in under half its windows.
+  bool still_slower(const Run& run) const;
   // An episode whose cost the slow burn named on its lane counts, its rank
   // still computing longer than its peers there (slow_burn says why).
   bool in_slow_burn(const Episode& e, const SessionVerdict& v) const;

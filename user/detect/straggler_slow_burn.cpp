@@ -354,6 +354,19 @@ bool StragglerDetector::spell_of(const Run& run, const Lane& lane) const {
   return f.probe == lane.info.name && f.comm == lane.comm;
 }
 
+bool StragglerDetector::still_slower(const Run& run) const {
+  // The window rule flags a window where the rank is the unique worst; on
+  // a node whose scheduler makes its peers late in turn it is that in
+  // fewer windows than not, while its typical step stays longer (CI,
+  // MpiRamp at 1.4x: the ramping rank flagged in 5 of 14 windows of a run
+  // still open at the end, named live, then by nothing). An inside run is
+  // judged by its CPU waits, not its compute gap.
+  const Finding& f = findings_.at(run.finding);
+  const Lane* lane = lane_of(f);
+  return run.open && f.type == "straggler" && f.where != "inside" && lane &&
+         gap_excess_sustained(*lane, f.culprit.pid);
+}
+
 bool StragglerDetector::in_slow_burn(const Episode& e, const SessionVerdict& v) const {
   // Of the whole session only: one named on its latest stretch counts no
   // spell before it, which stays listed.

@@ -348,7 +348,7 @@ SessionVerdict StragglerDetector::verdict(uint64_t now_ns) const {
     const Run* held = nullptr;
     for (const Run& spell : runs) {
       const Run* run = &spell;
-      if (run->evaluated > 0 && run->flagged >= config_.sustained_fraction * run->evaluated) {
+      if (run->evaluated > 0 && (run->flagged >= config_.sustained_fraction * run->evaluated || still_slower(*run))) {
         // The latest that held is judged below; one before it is a spell of
         // the session (a late spell that turned into an inside one).
         std::swap(held, run);
