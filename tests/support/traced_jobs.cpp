@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +23,41 @@ uint64_t runq_wait_ns(int32_t pid) {
   in >> ran >> waited;
   return waited;
 }
+
+NodeTicks node_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  NodeTicks t;
+  t.busy = user + nice + system + irq + softirq + steal;
+  t.total = t.busy + idle + iowait;
+  return t;
+}
+
+uint64_t process_ticks(int32_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(in, line);
+  auto close = line.rfind(')');  // the command may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(line.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return utime + stime;
+}
+
+namespace {
+uint64_t ours_ticks(const std::vector<int32_t>& pids) {
+  uint64_t ticks = process_ticks(getpid());
+  for (int32_t pid : pids) ticks += process_ticks(pid);
+  return ticks;
+}
+}  // namespace
 
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
              uint64_t window_ns) {
@@ -46,9 +82,18 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   std::atomic<bool> stop{false};
   std::map<int32_t, uint64_t> waited_before;
   for (int32_t pid : pids) waited_before[pid] = runq_wait_ns(pid);
+  NodeTicks node_before = node_ticks();
+  uint64_t ours_before = ours_ticks(pids);
   auto began = std::chrono::steady_clock::now();
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
+  NodeTicks node_after = node_ticks();
+  uint64_t ours_after = ours_ticks(pids);
+  uint64_t ours = ours_after - std::min(ours_after, ours_before);
+  uint64_t busy = node_after.busy - node_before.busy;
+  if (node_after.total > node_before.total)
+    out.others_cpu_share =
+        static_cast<double>(busy - std::min(busy, ours)) / static_cast<double>(node_after.total - node_before.total);
   out.span_ns = span_ns;
   out.json = json.str();
   for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;

@@ -27,11 +27,23 @@ struct Traced {
   // read from the kernel's schedstat, not from slowburn.
   std::map<int32_t, double> runq_share;
   double span_ns = 0;  // the trace's wall-clock span those shares are of
-  std::string json;    // every JSON line of the session (window lines too)
+  // The node's CPU time over the trace taken by anything but the traced
+  // ranks and this process (the tracer), and by the hypervisor (steal), as
+  // a share of all of it: how busy the node was beside the job.
+  double others_cpu_share = 0;
+  std::string json;  // every JSON line of the session (window lines too)
 };
 
 // The time `pid` has waited in run queues, in ns (schedstat's second field).
 uint64_t runq_wait_ns(int32_t pid);
+// The node's CPU time from /proc/stat's first line, in clock ticks: busy
+// (steal included: the hypervisor ran something else) and in all.
+struct NodeTicks {
+  uint64_t busy = 0, total = 0;
+};
+NodeTicks node_ticks();
+// A process's CPU time (utime + stime), in clock ticks; 0 once it is gone.
+uint64_t process_ticks(int32_t pid);
 
 // Traces `pids` in this process for `seconds` (hardware and RDMA sources off).
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,

@@ -360,11 +360,14 @@ bool StragglerDetector::still_slower(const Run& run) const {
   // fewer windows than not, while its typical step stays longer (CI,
   // MpiRamp at 1.4x: the ramping rank flagged in 5 of 14 windows of a run
   // still open at the end, named live, then by nothing). An inside run is
-  // judged by its CPU waits, not its compute gap.
-  const Finding& f = findings_.at(run.finding);
+  // judged by its CPU waits, not its compute gap. A rank whose longer step
+  // costs the job little is the job's structure, not a straggler: its
+  // cost over the session passes the slow burn's floor.
+  if (!run.open) return false;
+  Finding f = current(run.finding);
   const Lane* lane = lane_of(f);
-  return run.open && f.type == "straggler" && f.where != "inside" && lane &&
-         gap_excess_sustained(*lane, f.culprit.pid);
+  return f.type == "straggler" && f.where != "inside" && !f.session_cost && lane &&
+         f.cost_share >= config_.session_cost_thresholds.min_cost_share && gap_excess_sustained(*lane, f.culprit.pid);
 }
 
 bool StragglerDetector::in_slow_burn(const Episode& e, const SessionVerdict& v) const {
