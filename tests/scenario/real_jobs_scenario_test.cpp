@@ -227,25 +227,30 @@ TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // (which began at the job's first step) ends at most 24 s after launch.
   RecordProperty("first_finding_after_s", std::to_string(*t.result.first_finding_after_s));
   RecordProperty("named_after_launch_s", std::to_string(trace_began_s + *t.result.first_finding_after_s));
-  RecordProperty("others_cpu_share", std::to_string(t.others_cpu_share));
   // The deadline is an idle node's. Where something beside the job takes
   // the CPUs (other processes, or the hypervisor's steal), the steps
   // stretch, and a ramping rank's lateness passes the windows' 5% floor at
-  // a higher slowdown: named at 1.3-1.37x (docs/detector.md). Measured:
-  // the node idle (0.5% of its CPU to others), 15.6 s after the launch;
-  // one busy loop beside the job (25%), 25.0 s; two (45%), 22.4 s, and
-  // 20.5-25.7 s in 6 runs by hand with two or three. Only the verdict is
-  // asserted then (above). CI's one failure on the deadline (26.0 s, and a
-  // verdict that named nobody: fixed since) came before this share was read.
-  if (t.others_cpu_share >= kBusyNodeShare) {
+  // a higher slowdown: named at 1.3-1.4x (docs/detector.md). Measured:
+  // the node idle (0.5% of its CPU to others), 11.4-22.5 s after the
+  // launch in 11 runs;
+  // one busy loop beside the job (25%), 25.0 s and 21.7 s; two (45%),
+  // 22.4 s, and 20.5-25.7 s in 6 runs by hand with two or three. Only the
+  // verdict is asserted then (above). CI's one failure on the deadline
+  // (26.0 s, and a verdict that named nobody: fixed since) came before this
+  // share was read. Unknown (a rank ended in the trace): asserted.
+  double others = t.others_cpu_share.value_or(0);
+  RecordProperty("others_cpu_share", t.others_cpu_share ? std::to_string(others) : "unknown");
+  bool busy = others >= kBusyNodeShare;
+  RecordProperty("deadline_asserted", busy ? "no" : "yes");
+  if (busy) {
     std::cout << fmt::format(
         "the ramp's deadline not asserted: {:.0f}% of the node's CPU went to other processes or steal during the "
         "trace (named {:.1f} s after the launch)\n",
-        t.others_cpu_share * 100, trace_began_s + *t.result.first_finding_after_s);
+        others * 100, trace_began_s + *t.result.first_finding_after_s);
     return;
   }
   EXPECT_LT(trace_began_s + *t.result.first_finding_after_s, 24.0)
-      << "named only after the ramp was complete (" << t.others_cpu_share * 100
+      << "named only after the ramp was complete (" << others * 100
       << "% of the node's CPU to other processes or steal)\n"
       << t.summaries;
 }

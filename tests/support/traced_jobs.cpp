@@ -52,10 +52,28 @@ uint64_t process_ticks(int32_t pid) {
 }
 
 namespace {
-uint64_t ours_ticks(const std::vector<int32_t>& pids) {
-  uint64_t ticks = process_ticks(getpid());
-  for (int32_t pid : pids) ticks += process_ticks(pid);
+// The CPU time of the ranks and of this process (the tracer), per pid.
+std::map<int32_t, uint64_t> ours_ticks(const std::vector<int32_t>& pids) {
+  std::map<int32_t, uint64_t> ticks{{getpid(), process_ticks(getpid())}};
+  for (int32_t pid : pids) ticks[pid] = process_ticks(pid);
   return ticks;
+}
+
+// What went to anything else over the span, or nullopt where a rank ended
+// in it (its time is then unknown). mpirun and its helpers count as
+// others: they idle while the job runs (an idle node reads ~0.5%).
+std::optional<double> others_share(const NodeTicks& before, const NodeTicks& after,
+                                   const std::map<int32_t, uint64_t>& ours_before,
+                                   const std::map<int32_t, uint64_t>& ours_after) {
+  uint64_t ours = 0;
+  for (const auto& [pid, ticks] : ours_after) {
+    uint64_t was = ours_before.at(pid);
+    if (ticks == 0 || ticks < was) return std::nullopt;
+    ours += ticks - was;
+  }
+  if (after.total <= before.total || after.busy < before.busy) return std::nullopt;
+  uint64_t busy = after.busy - before.busy;
+  return static_cast<double>(busy - std::min(busy, ours)) / static_cast<double>(after.total - before.total);
 }
 }  // namespace
 
@@ -83,17 +101,11 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   std::map<int32_t, uint64_t> waited_before;
   for (int32_t pid : pids) waited_before[pid] = runq_wait_ns(pid);
   NodeTicks node_before = node_ticks();
-  uint64_t ours_before = ours_ticks(pids);
+  auto ours_before = ours_ticks(pids);
   auto began = std::chrono::steady_clock::now();
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
-  NodeTicks node_after = node_ticks();
-  uint64_t ours_after = ours_ticks(pids);
-  uint64_t ours = ours_after - std::min(ours_after, ours_before);
-  uint64_t busy = node_after.busy - node_before.busy;
-  if (node_after.total > node_before.total)
-    out.others_cpu_share =
-        static_cast<double>(busy - std::min(busy, ours)) / static_cast<double>(node_after.total - node_before.total);
+  out.others_cpu_share = others_share(node_before, node_ticks(), ours_before, ours_ticks(pids));
   out.span_ns = span_ns;
   out.json = json.str();
   for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;

@@ -29,8 +29,9 @@ struct Traced {
   double span_ns = 0;  // the trace's wall-clock span those shares are of
   // The node's CPU time over the trace taken by anything but the traced
   // ranks and this process (the tracer), and by the hypervisor (steal), as
-  // a share of all of it: how busy the node was beside the job.
-  double others_cpu_share = 0;
+  // a share of all of it: how busy the node was beside the job (nullopt
+  // where a traced process ended during the trace).
+  std::optional<double> others_cpu_share;
   std::string json;  // every JSON line of the session (window lines too)
 };
 

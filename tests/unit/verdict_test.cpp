@@ -380,7 +380,7 @@ double draw(int rank, int step) {
 TEST(Verdict, ARankStillComputingLongerAtTheEndIsNamedThoughFlaggedInUnderHalfItsWindows) {
   // A triple on a node whose scheduler delays each rank in 4 steps of 10,
   // by up to 6 ms of a 10 ms step; from step 1000 rank 1 computes more and
-  // more, up to +0.9 ms (1.3x its 3 ms of work). The window rule flags it
+  // more, up to +0.9 ms (1.09x its step). The window rule flags it
   // in 10 of the 26 windows of its run, open at the end; the session's
   // cost is not 2x the next rank's. Its compute-gap CUSUM stands alarmed
   // and rising: the verdict names it (CI, MpiRamp at 1.4x: the ramping

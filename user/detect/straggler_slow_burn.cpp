@@ -361,13 +361,23 @@ bool StragglerDetector::still_slower(const Run& run) const {
   // MpiRamp at 1.4x: the ramping rank flagged in 5 of 14 windows of a run
   // still open at the end, named live, then by nothing). An inside run is
   // judged by its CPU waits, not its compute gap. A rank whose longer step
-  // costs the job little is the job's structure, not a straggler: its
-  // cost over the session passes the slow burn's floor.
-  if (!run.open) return false;
-  Finding f = current(run.finding);
+  // costs the job little is the job's structure, not a straggler: its own
+  // lateness on the lane over the session (less its part from leaving late)
+  // passes the slow burn's floor. Open at the end, not when its rank
+  // exited: a rank gone mid-session keeps its run open and its CUSUM as
+  // it was, judged no further.
+  if (!run.open || run.tracked_end_ns + config_.persistence_n * config_.window_ns < last_ns_) return false;
+  const Finding& f = findings_.at(run.finding);
   const Lane* lane = lane_of(f);
-  return f.type == "straggler" && f.where != "inside" && !f.session_cost && lane &&
-         f.cost_share >= config_.session_cost_thresholds.min_cost_share && gap_excess_sustained(*lane, f.culprit.pid);
+  if (f.type != "straggler" || f.where == "inside" || f.session_cost || !lane ||
+      !gap_excess_sustained(*lane, f.culprit.pid))
+    return false;
+  auto totals = lane_totals(*lane);
+  auto own = totals.find(f.culprit.pid);
+  uint64_t traced_ns = last_ns_ > first_ns_ ? last_ns_ - first_ns_ : 0;
+  return own != totals.end() && traced_ns > 0 &&
+         static_cast<double>(own->second.own_ns()) >=
+             config_.session_cost_thresholds.min_cost_share * static_cast<double>(traced_ns);
 }
 
 bool StragglerDetector::in_slow_burn(const Episode& e, const SessionVerdict& v) const {
