@@ -212,5 +212,33 @@ TEST(TcpPaths, TheJudgeSaysItAsAHostCauseOfTheFabricsLayer) {
             "5.0 s (smoothed RTT; to 10.77.0.1, 10.77.0.3); the node's other ranks' fastest: median 90.00 us");
 }
 
+TEST(TcpPaths, BesideARankThatLosesSegmentsNoRankIsSaidByItsRoundTrips) {
+  // Rank 2 retransmits 10% of what it sends: its peers' round trips are
+  // its loss's, and rank 1's slow ring is not judged.
+  auto ring = ring_with_slow_rank_1();
+  std::vector<HostInterval> job;
+  for (int r = 0; r < 4; ++r) {
+    HostInterval i;
+    i.rank = rank(r);
+    i.span_ns = 5'000'000'000;
+    i.tcp_ends = ring[r];
+    i.tcp_retrans = r == 2 ? 50 : 0;
+    i.tcp_bytes_sent = 1'000'000;
+    i.tcp_bytes_retrans = r == 2 ? 100'000 : 0;
+    i.tcp_sockets = 2;
+    job.push_back(i);
+  }
+  auto causes = judge_host(job);
+  ASSERT_EQ(causes.size(), 1u) << causes.back().summary;
+  EXPECT_EQ(causes[0].type, "host.tcp_retrans");
+  EXPECT_EQ(causes[0].rank, 2);
+  job[2].tcp_retrans = 0;
+  job[2].tcp_bytes_retrans = 0;
+  causes = judge_host(job);
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].type, "host.tcp_rtt") << "without the loss, rank 1 is said by its round trips";
+  EXPECT_EQ(causes[0].rank, 1);
+}
+
 }  // namespace
 }  // namespace slowburn::tcp_paths_test
