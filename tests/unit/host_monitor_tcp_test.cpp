@@ -114,7 +114,16 @@ TEST(HostMonitorTcp, ALinkThatStartsLosingFramesIsSaidWithinTwoSeconds) {
 // own (inode 10 * rank + peer). From kLossAt rank 1's link adds 20 ms: its
 // two connections take 20 ms a round trip at both ends; 0 <-> 2 stays at
 // 100 us. Every end sends 1 MB/s, acknowledged.
-std::vector<TcpSocket> mesh_at(double t) {
+std::vector<TcpSocket> mesh_at(double t, bool rank_0_loses);
+std::vector<TcpSocket> mesh_at(double t) { return mesh_at(t, false); }
+
+// The same mesh where from kLossAt rank 0's link loses frames (it sends
+// 20 KB/s on each end, 1 KB/s of it again, 15 segments a second) and rank
+// 1's round trips lengthen 3 s later: the loss, said by the last 2 s while
+// the 5 s window's earlier bytes dilute it, is the one cause.
+std::vector<TcpSocket> mesh_lossy_at(double t) { return mesh_at(t, true); }
+
+std::vector<TcpSocket> mesh_at(double t, bool rank_0_loses) {
   std::vector<TcpSocket> out;
   for (int a = 0; a < 3; ++a)
     for (int b = 0; b < 3; ++b) {
@@ -128,9 +137,46 @@ std::vector<TcpSocket> mesh_at(double t) {
       s.remote = fmt::format("10.0.0.{}:{}", b + 1, port_b);
       s.bytes_sent = s.bytes_acked = static_cast<uint64_t>(t * 1e6);
       s.rtt_us = t >= kLossAt && (a == 1 || b == 1) ? 20'000 : 100;
+      if (rank_0_loses) {
+        double before = std::min(t, kLossAt), after = std::max(0.0, t - kLossAt);
+        s.rtt_us = t >= kLossAt + 3 && (a == 1 || b == 1) ? 20'000 : 100;
+        if (a == 0) {
+          s.bytes_sent = s.bytes_acked = static_cast<uint64_t>(before * 1e6 + after * 20e3);
+          s.bytes_retrans = static_cast<uint64_t>(after * 1e3);
+          s.total_retrans = static_cast<uint32_t>(after * 15);
+        }
+      }
       out.push_back(s);
     }
   return out;
+}
+
+void link_mesh(const fs::path& root) {
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      if (a != b)
+        fs::create_symlink("socket:[" + std::to_string(10 * a + b) + "]",
+                           root / std::to_string(kPids[a]) / "fd" / std::to_string(10 + b));
+}
+
+TEST(HostMonitorTcp, BesideALossSaidByTheLastTwoSecondsNoRoundTripIsSaid) {
+  TempDir dir;
+  make_proc(dir.path());
+  link_mesh(dir.path());
+  double t = 0;
+  HostMonitor monitor(options_over(dir.path(), t, mesh_lossy_at));
+  add_ranks(monitor);
+  std::optional<double> loss_said;
+  const uint64_t base_ns = 1'000'000'000'000;
+  for (t = 0; t <= 20; t += 1)
+    for (const DeviceEvent& e : monitor.poll(base_ns + static_cast<uint64_t>(t * 1e9))) {
+      EXPECT_EQ(e.type, "host.tcp_retrans") << "at " << t << " s: " << e.summary;
+      if (e.type != "host.tcp_retrans") continue;
+      EXPECT_EQ(e.ranks, std::vector<int>{0}) << e.summary;
+      if (!loss_said) loss_said = t;
+    }
+  ASSERT_TRUE(loss_said) << "rank 0's retransmissions were never said: the test shows nothing";
+  EXPECT_LE(*loss_said, kLossAt + 3) << "said before rank 1's round trips lengthened";
 }
 
 TEST(HostMonitorTcp, ARankWhoseEveryConnectionSlowsIsSaidByItsRoundTrips) {

@@ -302,15 +302,6 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
 
   // Its every TCP connection slow: the delay is on its link, not a peer's
   // (host/tcp_paths.h). value: its fastest connection's RTT, in seconds.
-  // Not beside a rank that loses segments: the retransmission timeouts on
-  // its connections, and the job's stalls on them (sparse sends whose last
-  // segment waits for a delayed ACK), lengthen its peers' round trips too
-  // (InsideCollective's lossy link on a node with a busy process beside the
-  // job: rank 1 retransmitting 14% of its bytes, and rank 2, a ring
-  // neighbour, named by its connections at 3.8 ms against 86 us).
-  bool losing =
-      std::any_of(causes.begin(), causes.end(), [](const HostCause& c) { return c.type == "host.tcp_retrans"; });
-  if (losing) return causes;
   std::vector<std::vector<TcpEnd>> ends;
   for (const HostInterval& r : ranks) ends.push_back(r.tcp_ends);
   for (const TcpPathJudgement& j : judge_tcp_paths(ends, t.tcp_paths)) {
@@ -324,7 +315,17 @@ std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const 
         fmt::join(j.remotes, ", "), format_ns(j.peers_fastest_us * 1e3));
     causes.push_back(std::move(c));
   }
+  drop_round_trips_beside_loss(causes);
   return causes;
+}
+
+void drop_round_trips_beside_loss(std::vector<HostCause>& causes) {
+  // InsideCollective's lossy link on a node with a busy process beside the
+  // job: rank 1 retransmitting 14% of its bytes, and rank 2, a ring
+  // neighbour, named by its connections at 3.8 ms against 86 us.
+  bool losing =
+      std::any_of(causes.begin(), causes.end(), [](const HostCause& c) { return c.type == "host.tcp_retrans"; });
+  if (losing) std::erase_if(causes, [](const HostCause& c) { return c.type == "host.tcp_rtt"; });
 }
 
 }  // namespace slowburn

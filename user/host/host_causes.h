@@ -85,5 +85,11 @@ struct HostCause {
 // The causes of every rank of one job (on this node) over the same span. A
 // process a rank shares its CPUs with is named by its rank when it is one.
 std::vector<HostCause> judge_host(const std::vector<HostInterval>& ranks, const HostThresholds& thresholds = {});
+// A loss lengthens the round trips of its neighbours' connections too
+// (retransmission timeouts, and the job's sparse sends on its stalls, whose
+// last segment waits for a delayed ACK): no host.tcp_rtt among one job's
+// causes where one is host.tcp_retrans. The cost: a second rank of the job
+// on this node whose link only delays is not said while another loses.
+void drop_round_trips_beside_loss(std::vector<HostCause>& causes);
 
 }  // namespace slowburn

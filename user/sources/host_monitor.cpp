@@ -217,6 +217,7 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
     if (whole_session) std::erase_if(causes, [](const HostCause& c) { return c.type == "host.tcp_rtt"; });
     if (!whole_session)
       for (HostCause& c : recent_tcp(job, causes)) causes.push_back(std::move(c));
+    drop_round_trips_beside_loss(causes);  // a loss the last 2 s said too
     for (const HostInterval& interval : intervals)
       for (HostCause& c : placement(ranks_.at(interval.rank.pid))) causes.push_back(std::move(c));
     for (const HostCause& c : causes) {
