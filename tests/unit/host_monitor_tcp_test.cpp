@@ -151,6 +151,7 @@ std::vector<TcpSocket> mesh_at(double t, bool rank_0_loses) {
   return out;
 }
 
+// Each rank's mesh sockets (inode 10 * rank + peer) among its open files.
 void link_mesh(const fs::path& root) {
   for (int a = 0; a < 3; ++a)
     for (int b = 0; b < 3; ++b)
@@ -182,11 +183,7 @@ TEST(HostMonitorTcp, BesideALossSaidByTheLastTwoSecondsNoRoundTripIsSaid) {
 TEST(HostMonitorTcp, ARankWhoseEveryConnectionSlowsIsSaidByItsRoundTrips) {
   TempDir dir;
   make_proc(dir.path());
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b)
-      if (a != b)
-        fs::create_symlink("socket:[" + std::to_string(10 * a + b) + "]",
-                           dir.path() / std::to_string(kPids[a]) / "fd" / std::to_string(10 + b));
+  link_mesh(dir.path());
   double t = 0;
   HostMonitor monitor(options_over(dir.path(), t, mesh_at));
   add_ranks(monitor);

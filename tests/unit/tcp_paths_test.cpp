@@ -190,7 +190,8 @@ TEST(TcpPaths, HostIntervalKeepsEstablishedEndsAndWhetherTheySentData) {
   EXPECT_TRUE(i.tcp_ends[2].fresh);
 }
 
-TEST(TcpPaths, TheJudgeSaysItAsAHostCauseOfTheFabricsLayer) {
+// The ring's four ranks as the host monitor's intervals over 5 s.
+std::vector<HostInterval> ring_job() {
   auto ring = ring_with_slow_rank_1();
   std::vector<HostInterval> job;
   for (int r = 0; r < 4; ++r) {
@@ -200,7 +201,11 @@ TEST(TcpPaths, TheJudgeSaysItAsAHostCauseOfTheFabricsLayer) {
     i.tcp_ends = ring[r];
     job.push_back(i);
   }
-  auto causes = judge_host(job);
+  return job;
+}
+
+TEST(TcpPaths, TheJudgeSaysItAsAHostCauseOfTheFabricsLayer) {
+  auto causes = judge_host(ring_job());
   ASSERT_EQ(causes.size(), 1u);
   EXPECT_EQ(causes[0].type, "host.tcp_rtt");
   EXPECT_EQ(causes[0].rank, 1);
@@ -215,18 +220,13 @@ TEST(TcpPaths, TheJudgeSaysItAsAHostCauseOfTheFabricsLayer) {
 TEST(TcpPaths, BesideARankThatLosesSegmentsNoRankIsSaidByItsRoundTrips) {
   // Rank 2 retransmits 10% of what it sends: its peers' round trips are
   // its loss's, and rank 1's slow ring is not judged.
-  auto ring = ring_with_slow_rank_1();
-  std::vector<HostInterval> job;
+  std::vector<HostInterval> job = ring_job();
   for (int r = 0; r < 4; ++r) {
-    HostInterval i;
-    i.rank = rank(r);
-    i.span_ns = 5'000'000'000;
-    i.tcp_ends = ring[r];
+    HostInterval& i = job[r];
     i.tcp_retrans = r == 2 ? 50 : 0;
     i.tcp_bytes_sent = 1'000'000;
     i.tcp_bytes_retrans = r == 2 ? 100'000 : 0;
     i.tcp_sockets = 2;
-    job.push_back(i);
   }
   auto causes = judge_host(job);
   ASSERT_EQ(causes.size(), 1u) << causes.size() << " causes";
