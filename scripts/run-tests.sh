@@ -19,6 +19,10 @@ fi
 # $build/test-results/ (gtest XML): where the time of `make test` goes.
 mkdir -p "$build/test-results"
 rm -f "$build"/test-results/*.xml
+# The node's CPU ticks before the tests (/proc/stat): the scenario tests run
+# real jobs on 2 CPUs, and a run that fails on timing is read beside the
+# hypervisor's steal and the idle share over the run (printed at the end).
+cpu_before=$(head -1 /proc/stat)
 status=0
 for suite in unit_tests bpf_tests scenario_tests; do
 	echo "=== $suite"
@@ -46,18 +50,32 @@ if [ $status -eq 0 ]; then
 		echo "$name: $(ls "tests/fuzz/corpus/$name" | wc -l) inputs, $(echo "$out" | sed -n 's/^Done \([0-9]*\) runs.*/\1/p') runs"
 	done
 fi
-python3 - "$build/test-results" <<'PY' || true
+python3 - "$build/test-results" "$cpu_before" "$(head -1 /proc/stat)" <<'PY' || true
 import collections, pathlib, sys, xml.etree.ElementTree as ET
+# /proc/stat's cpu line: user nice system idle iowait irq softirq steal ...
+before, after = ([int(x) for x in line.split()[1:9]] for line in sys.argv[2:4])
+delta = [a - b for a, b in zip(after, before)]
+if sum(delta) > 0:
+    print(f"=== node over the tests: {100 * delta[7] / sum(delta):.1f}% of CPU time stolen by the hypervisor, "
+          f"{100 * (delta[3] + delta[4]) / sum(delta):.0f}% idle")
+busy = []
 times, skips = [], collections.defaultdict(list)
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.xml")):
     for case in ET.parse(f).getroot().iter("testcase"):
         name = f"{case.get('classname')}.{case.get('name')}"
         times.append((float(case.get("time", "0")), name))
+        for prop in case.iter("property"):
+            if prop.get("name") == "others_cpu_share":
+                busy.append(f"{name} {prop.get('value')}")
         skipped = case.find("skipped")
         if skipped is not None:
             # "file:line\nreason": the reason is what a reader acts on.
             reason = skipped.get("message", "").split("\n", 1)[-1].strip() or "(no reason given)"
             skips[reason].append(f"{f.stem}: {name}")
+if busy:
+    # The share of the node's CPU that went to other processes or steal
+    # while a timing-sensitive test traced its job (tests/support).
+    print("=== others' CPU share in timed tests: " + ", ".join(busy))
 times.sort(reverse=True)
 print("=== slowest: " + ", ".join(f"{name} {secs:.0f} s" for secs, name in times[:8]))
 total = sum(len(v) for v in skips.values())

@@ -150,7 +150,7 @@ TEST(MpichHang, ARankStoppedInsideACollectiveIsNamedAndItsWaitingPeersAreNot) {
   for (const char* role : {"waiting_ranks", "blocked_behind"})
     for (const json& r : hang["evidence"][role]) peers.insert(r.get<int>());
   EXPECT_EQ(peers, (std::set<int>{0, 2, 3})) << hang.dump();
-  EXPECT_TRUE(verdict["stragglers"].empty()) << "a hang is not a straggler";
+  EXPECT_TRUE(verdict["stragglers"].empty()) << "a hang is not a straggler\n" << verdict.dump(1);
 }
 
 }  // namespace

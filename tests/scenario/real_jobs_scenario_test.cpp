@@ -192,8 +192,15 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
 }
 
 // A node busy beside the job: at least this share of its CPU time to other
-// processes or steal over the trace (idle: ~0.5%).
+// processes or steal over the trace (idle: ~0.5%). Recorded as a property;
+// unknown (a traced process ended) counts as idle, so the test asserts.
 constexpr double kBusyNodeShare = 0.05;
+
+bool node_was_busy(const Traced& t) {
+  double others = t.others_cpu_share.value_or(0);
+  ::testing::Test::RecordProperty("others_cpu_share", t.others_cpu_share ? std::to_string(others) : "unknown");
+  return others >= kBusyNodeShare;
+}
 
 TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // The seed's Operation Slowburn on a 2-D job, gentler (issue 30 asks for
@@ -238,19 +245,17 @@ TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // verdict is asserted then (above). CI's one failure on the deadline
   // (26.0 s, and a verdict that named nobody: fixed since) came before this
   // share was read. Unknown (a rank ended in the trace): asserted.
-  double others = t.others_cpu_share.value_or(0);
-  RecordProperty("others_cpu_share", t.others_cpu_share ? std::to_string(others) : "unknown");
-  bool busy = others >= kBusyNodeShare;
+  bool busy = node_was_busy(t);
   RecordProperty("deadline_asserted", busy ? "no" : "yes");
   if (busy) {
     std::cout << fmt::format(
         "the ramp's deadline not asserted: {:.0f}% of the node's CPU went to other processes or steal during the "
         "trace (named {:.1f} s after the launch)\n",
-        others * 100, trace_began_s + *t.result.first_finding_after_s);
+        *t.others_cpu_share * 100, trace_began_s + *t.result.first_finding_after_s);
     return;
   }
   EXPECT_LT(trace_began_s + *t.result.first_finding_after_s, 24.0)
-      << "named only after the ramp was complete (" << others * 100
+      << "named only after the ramp was complete (" << t.others_cpu_share.value_or(0) * 100
       << "% of the node's CPU to other processes or steal)\n"
       << t.summaries;
 }
@@ -263,12 +268,23 @@ TEST(MpiMinor, ARankTenPercentSlowerIsNamedMinorWithItsCost) {
   // typical step is longer than its partner's: it is (its compute-gap
   // CUSUM alarms). By hand, 6 runs named it minor at 4.2-7.8%; before the
   // slow burn took the CUSUM's word, 2 of 3 were withheld at 4.4-5.7%.
+  // Beside other processes the steps stretch and who is last is mostly the
+  // scheduler's: with two busy loops (OTHERS) nobody was named in 3 of 3
+  // runs. There only a wrong name fails; CI failed once this way before the
+  // share was read (no finding at all, every rank 50% in run queues).
   SKIP_UNLESS_MPI();
   TempDir dir;
   auto job = mpi_job(4, 2, 1, dir, 1.1);
   ASSERT_TRUE(job);
   Traced t = trace(job->pids(), {"mpi.*"}, 15);
   job->stop();
+  if (node_was_busy(t) && !t.named.contains(1)) {
+    EXPECT_TRUE(t.named.empty()) << "a busy node: rank 1 may go unnamed, nobody else named\n" << t.summaries;
+    std::cout << fmt::format(
+        "rank 1 not named: {:.0f}% of the node's CPU went to other processes or steal during the trace\n{}{}",
+        *t.others_cpu_share * 100, runq_shares(t), t.summaries);
+    return;
+  }
   const Finding* f = expect_named(t, 1, {0});
   ASSERT_NE(f, nullptr) << runq_shares(t) << t.summaries;
   RecordProperty("cost_share", std::to_string(f->cost_share));
