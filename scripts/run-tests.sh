@@ -58,7 +58,7 @@ delta = [a - b for a, b in zip(after, before)]
 if sum(delta) > 0:
     print(f"=== node over the tests: {100 * delta[7] / sum(delta):.1f}% of CPU time stolen by the hypervisor, "
           f"{100 * (delta[3] + delta[4]) / sum(delta):.0f}% idle")
-busy = []
+busy, failed = {}, set()
 times, skips = [], collections.defaultdict(list)
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.xml")):
     for case in ET.parse(f).getroot().iter("testcase"):
@@ -66,16 +66,22 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.xml")):
         times.append((float(case.get("time", "0")), name))
         for prop in case.iter("property"):
             if prop.get("name") == "others_cpu_share":
-                busy.append(f"{name} {prop.get('value')}")
+                busy[name] = prop.get("value")
+        if case.find("failure") is not None:
+            failed.add(name)
         skipped = case.find("skipped")
         if skipped is not None:
             # "file:line\nreason": the reason is what a reader acts on.
             reason = skipped.get("message", "").split("\n", 1)[-1].strip() or "(no reason given)"
             skips[reason].append(f"{f.stem}: {name}")
-if busy:
+known = sorted((float(v), n) for n, v in busy.items() if v != "unknown")
+if known:
     # The share of the node's CPU that went to other processes or steal
-    # while a timing-sensitive test traced its job (tests/support).
-    print("=== others' CPU share in timed tests: " + ", ".join(busy))
+    # while a scenario test traced its job (tests/support, trace()).
+    print(f"=== others' CPU share while {len(known)} tests traced: median {known[len(known) // 2][0]:.3f}, "
+          f"max {known[-1][0]:.3f} ({known[-1][1]})")
+    for name in sorted(failed & busy.keys()):
+        print(f"  failed: {name} {busy[name]}")
 times.sort(reverse=True)
 print("=== slowest: " + ", ".join(f"{name} {secs:.0f} s" for secs, name in times[:8]))
 total = sum(len(v) for v in skips.values())

@@ -192,15 +192,11 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
 }
 
 // A node busy beside the job: at least this share of its CPU time to other
-// processes or steal over the trace (idle: ~0.5%). Recorded as a property;
-// unknown (a traced process ended) counts as idle, so the test asserts.
+// processes or steal over the trace (idle: ~0.5%; trace() records it as a
+// property). Unknown (a traced process ended) counts as idle: asserted.
 constexpr double kBusyNodeShare = 0.05;
 
-bool node_was_busy(const Traced& t) {
-  double others = t.others_cpu_share.value_or(0);
-  ::testing::Test::RecordProperty("others_cpu_share", t.others_cpu_share ? std::to_string(others) : "unknown");
-  return others >= kBusyNodeShare;
-}
+bool node_was_busy(const Traced& t) { return t.others_cpu_share.value_or(0) >= kBusyNodeShare; }
 
 TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // The seed's Operation Slowburn on a 2-D job, gentler (issue 30 asks for
