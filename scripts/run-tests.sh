@@ -74,14 +74,14 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.xml")):
             # "file:line\nreason": the reason is what a reader acts on.
             reason = skipped.get("message", "").split("\n", 1)[-1].strip() or "(no reason given)"
             skips[reason].append(f"{f.stem}: {name}")
-known = sorted((float(v), n) for n, v in busy.items() if v != "unknown")
+known = sorted(float(v) for v in busy.values() if v != "unknown")
 if known:
     # The share of the node's CPU that went to other processes or steal
-    # while a scenario test traced its job (tests/support, trace()).
-    print(f"=== others' CPU share while {len(known)} tests traced: median {known[len(known) // 2][0]:.3f}, "
-          f"max {known[-1][0]:.3f} ({known[-1][1]})")
-    for name in sorted(failed & busy.keys()):
-        print(f"  failed: {name} {busy[name]}")
+    # while a scenario test traced its job (tests/support, trace()); no max:
+    # the CPU-contention tests start busy processes beside their jobs.
+    print(f"=== others' CPU share while {len(known)} tests traced: median {known[len(known) // 2]:.3f}")
+for name in sorted(failed & busy.keys()):
+    print(f"  failed: {name}, others' CPU share {busy[name]}")
 times.sort(reverse=True)
 print("=== slowest: " + ", ".join(f"{name} {secs:.0f} s" for secs, name in times[:8]))
 total = sum(len(v) for v in skips.values())

@@ -191,13 +191,6 @@ TEST(MpiSubCommunicators, AHealthyTwoDimensionalJobNamesNobody) {
   expect_communicators_told_apart(t, 2);
 }
 
-// A node busy beside the job: at least this share of its CPU time to other
-// processes or steal over the trace (idle: ~0.5%; trace() records it as a
-// property). Unknown (a traced process ended) counts as idle: asserted.
-constexpr double kBusyNodeShare = 0.05;
-
-bool node_was_busy(const Traced& t) { return t.others_cpu_share.value_or(0) >= kBusyNodeShare; }
-
 TEST(MpiRamp, ARankSlowingGraduallyIsNamedBeforeItsRampEnds) {
   // The seed's Operation Slowburn on a 2-D job, gentler (issue 30 asks for
   // 1.4x): rank 1's extra work grows from nothing to +40% over 24 s of the
@@ -264,17 +257,21 @@ TEST(MpiMinor, ARankTenPercentSlowerIsNamedMinorWithItsCost) {
   // typical step is longer than its partner's: it is (its compute-gap
   // CUSUM alarms). By hand, 6 runs named it minor at 4.2-7.8%; before the
   // slow burn took the CUSUM's word, 2 of 3 were withheld at 4.4-5.7%.
-  // Beside other processes the steps stretch and who is last is mostly the
-  // scheduler's: with two busy loops (OTHERS) nobody was named in 3 of 3
-  // runs. There only a wrong name fails; CI failed once this way before the
-  // share was read (no finding at all, every rank 50% in run queues).
+  // Beside other processes the steps stretch and who is last is more the
+  // scheduler's: one busy loop (28% of the CPU to others), named at 3.1%
+  // and 3.4%; two (51-54%), not named in 5 of 5 runs (one withheld as the
+  // scheduler's choice). There only a wrong name fails. CI failed once this
+  // way before the share was read (no finding at all; every rank 50% in run
+  // queues, as on an idle node here: the hypervisor's steal is not a run
+  // queue wait).
   SKIP_UNLESS_MPI();
   TempDir dir;
   auto job = mpi_job(4, 2, 1, dir, 1.1);
   ASSERT_TRUE(job);
   Traced t = trace(job->pids(), {"mpi.*"}, 15);
   job->stop();
-  if (node_was_busy(t) && !t.named.contains(1)) {
+  bool busy = node_was_busy(t);
+  if (busy && !t.named.contains(1)) {
     EXPECT_TRUE(t.named.empty()) << "a busy node: rank 1 may go unnamed, nobody else named\n" << t.summaries;
     std::cout << fmt::format(
         "rank 1 not named: {:.0f}% of the node's CPU went to other processes or steal during the trace\n{}{}",
@@ -285,11 +282,15 @@ TEST(MpiMinor, ARankTenPercentSlowerIsNamedMinorWithItsCost) {
   ASSERT_NE(f, nullptr) << runq_shares(t) << t.summaries;
   RecordProperty("cost_share", std::to_string(f->cost_share));
   RecordProperty("detector", f->detector);
-  EXPECT_EQ(f->severity, "minor") << f->summary;
   EXPECT_GE(f->cost_share, 0.01) << f->summary;
-  EXPECT_LT(f->cost_share, 0.10) << f->summary;
   ASSERT_TRUE(f->comm);
   EXPECT_EQ(f->comm->members, (std::vector<int>{0, 1})) << "named on its pair's communicator";
+  // Its cost is the job's wait, which a busy node stretches with the rank's
+  // extra work: beside two processes each taking a quarter of a CPU in
+  // short bursts, named major at 12.8%.
+  if (busy) return;
+  EXPECT_EQ(f->severity, "minor") << f->summary;
+  EXPECT_LT(f->cost_share, 0.10) << f->summary;
 }
 
 // PyTorch DDP on gloo, 4 ranks launched with the torchrun environment.

@@ -106,7 +106,8 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
   out.others_cpu_share = others_share(node_before, node_ticks(), ours_before, ours_ticks(pids));
-  // In the test's XML: scripts/run-tests.sh reads it beside a failure.
+  // In the test's XML: scripts/run-tests.sh prints its median over the
+  // suite and its value for each failed test.
   ::testing::Test::RecordProperty("others_cpu_share",
                                   out.others_cpu_share ? fmt::format("{:.3f}", *out.others_cpu_share) : "unknown");
   out.span_ns = span_ns;

@@ -30,10 +30,17 @@ struct Traced {
   // The node's CPU time over the trace taken by anything but the traced
   // ranks and this process (the tracer), and by the hypervisor (steal), as
   // a share of all of it: how busy the node was beside the job (nullopt
-  // where a traced process ended during the trace).
+  // where a traced process ended during the trace). Recorded as the test's
+  // property others_cpu_share.
   std::optional<double> others_cpu_share;
   std::string json;  // every JSON line of the session (window lines too)
 };
+
+// A node busy beside the job: at least 5% of its CPU time to other processes
+// or steal over the trace (idle: ~0.5%). Unknown (a traced process ended)
+// counts as idle, so a test asserts all it would there.
+constexpr double kBusyNodeShare = 0.05;
+inline bool node_was_busy(const Traced& t) { return t.others_cpu_share.value_or(0) >= kBusyNodeShare; }
 
 // The time `pid` has waited in run queues, in ns (schedstat's second field).
 uint64_t runq_wait_ns(int32_t pid);
