@@ -90,10 +90,12 @@ TEST(InsideCollective, ARankThrottledInACommunicationBoundJobIsNamedForItsCpu) {
   // priority, as a hypervisor's steal takes it), rank 1 waited for a CPU
   // 74% of the trace against its peers' 58-61%, and nobody was named.
   // There only a wrong name fails.
-  if (node_was_busy(t) && t.named.empty()) {
-    std::cout << fmt::format("rank 1 not named: {:.0f}% of the node's CPU went to other processes or steal\n{}{}",
-                             *t.others_cpu_share * 100, runq(t), t.summaries);
-    return;
+  if (node_was_busy(t)) {
+    EXPECT_TRUE(t.named.empty() || t.named == std::set<int>{1}) << "nobody but rank 1 named\n" << t.summaries;
+    GTEST_SKIP() << fmt::format(
+        "other load on the node: {:.0f}% of its CPU went to other processes or steal; the throttled rank named "
+        "inside for its CPU is an idle node's claim (checked: nobody else named)",
+        *t.others_cpu_share * 100);
   }
   EXPECT_EQ(t.named, std::set<int>{1}) << t.summaries << runq(t);
   const Finding* f = named_finding(t, 1);

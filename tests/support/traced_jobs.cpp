@@ -52,30 +52,37 @@ uint64_t process_ticks(int32_t pid) {
 }
 
 namespace {
-// The CPU time of the ranks and of this process (the tracer), per pid.
+// The CPU time of `pids` and of this process, per pid.
 std::map<int32_t, uint64_t> ours_ticks(const std::vector<int32_t>& pids) {
   std::map<int32_t, uint64_t> ticks{{getpid(), process_ticks(getpid())}};
   for (int32_t pid : pids) ticks[pid] = process_ticks(pid);
   return ticks;
 }
+}  // namespace
 
-// What went to anything else over the span, or nullopt where a rank ended
-// in it (its time is then unknown). mpirun and its helpers count as
-// others: they idle while the job runs (an idle node reads ~0.5%).
-std::optional<double> others_share(const NodeTicks& before, const NodeTicks& after,
-                                   const std::map<int32_t, uint64_t>& ours_before,
-                                   const std::map<int32_t, uint64_t>& ours_after) {
+CpuWatch::CpuWatch(std::vector<int32_t> pids) : pids_(std::move(pids)), node_(node_ticks()), ours_(ours_ticks(pids_)) {}
+
+// What went to anything else over the span, or nullopt where a watched
+// process ended in it (its time is then unknown). mpirun and its helpers
+// count as others: they idle while the job runs (an idle node reads ~0.5%).
+std::optional<double> CpuWatch::others_share() const {
+  NodeTicks after = node_ticks();
   uint64_t ours = 0;
-  for (const auto& [pid, ticks] : ours_after) {
-    uint64_t was = ours_before.at(pid);
+  for (const auto& [pid, ticks] : ours_ticks(pids_)) {
+    uint64_t was = ours_.at(pid);
     if (ticks == 0 || ticks < was) return std::nullopt;
     ours += ticks - was;
   }
-  if (after.total <= before.total || after.busy < before.busy) return std::nullopt;
-  uint64_t busy = after.busy - before.busy;
-  return static_cast<double>(busy - std::min(busy, ours)) / static_cast<double>(after.total - before.total);
+  if (after.total <= node_.total || after.busy < node_.busy) return std::nullopt;
+  uint64_t busy = after.busy - node_.busy;
+  return static_cast<double>(busy - std::min(busy, ours)) / static_cast<double>(after.total - node_.total);
 }
-}  // namespace
+
+void record_others_cpu_share(const std::optional<double>& share) {
+  // In the test's XML: scripts/run-tests.sh prints its median over the
+  // suite and its value for each failed test.
+  ::testing::Test::RecordProperty("others_cpu_share", share ? fmt::format("{:.3f}", *share) : "unknown");
+}
 
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
              uint64_t window_ns) {
@@ -100,16 +107,12 @@ Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& p
   std::atomic<bool> stop{false};
   std::map<int32_t, uint64_t> waited_before;
   for (int32_t pid : pids) waited_before[pid] = runq_wait_ns(pid);
-  NodeTicks node_before = node_ticks();
-  auto ours_before = ours_ticks(pids);
+  CpuWatch cpu(pids);
   auto began = std::chrono::steady_clock::now();
   auto result = run_trace(options, sink, stop);
   double span_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
-  out.others_cpu_share = others_share(node_before, node_ticks(), ours_before, ours_ticks(pids));
-  // In the test's XML: scripts/run-tests.sh prints its median over the
-  // suite and its value for each failed test.
-  ::testing::Test::RecordProperty("others_cpu_share",
-                                  out.others_cpu_share ? fmt::format("{:.3f}", *out.others_cpu_share) : "unknown");
+  out.others_cpu_share = cpu.others_share();
+  record_others_cpu_share(out.others_cpu_share);
   out.span_ns = span_ns;
   out.json = json.str();
   for (int32_t pid : pids) out.runq_share[pid] = static_cast<double>(runq_wait_ns(pid) - waited_before[pid]) / span_ns;

@@ -40,7 +40,10 @@ struct Traced {
 // or steal over the trace (idle: ~0.5%). Unknown (a traced process ended)
 // counts as idle, so a test asserts all it would there.
 constexpr double kBusyNodeShare = 0.05;
-inline bool node_was_busy(const Traced& t) { return t.others_cpu_share.value_or(0) >= kBusyNodeShare; }
+inline bool node_was_busy(const std::optional<double>& others_cpu_share) {
+  return others_cpu_share.value_or(0) >= kBusyNodeShare;
+}
+inline bool node_was_busy(const Traced& t) { return node_was_busy(t.others_cpu_share); }
 
 // The time `pid` has waited in run queues, in ns (schedstat's second field).
 uint64_t runq_wait_ns(int32_t pid);
@@ -52,6 +55,22 @@ struct NodeTicks {
 NodeTicks node_ticks();
 // A process's CPU time (utime + stime), in clock ticks; 0 once it is gone.
 uint64_t process_ticks(int32_t pid);
+
+// How busy the node is beside a job: from construction, the share of the
+// node's CPU time (steal included) that went to anything but `pids` and this
+// process; nullopt where one of them ended meanwhile.
+class CpuWatch {
+ public:
+  explicit CpuWatch(std::vector<int32_t> pids);
+  std::optional<double> others_share() const;
+
+ private:
+  std::vector<int32_t> pids_;
+  NodeTicks node_;
+  std::map<int32_t, uint64_t> ours_;
+};
+// Records `share` as the running test's property others_cpu_share.
+void record_others_cpu_share(const std::optional<double>& share);
 
 // Traces `pids` in this process for `seconds` (hardware and RDMA sources off).
 Traced trace(const std::vector<int32_t>& pids, const std::vector<std::string>& probes, double seconds,
