@@ -591,6 +591,12 @@ TEST(ProbeService, ARankThrottledInACommunicationBoundJobIsNamedWithItsWaitInsid
   job->stop();
   ASSERT_FALSE(straggler.empty()) << metrics << service.output();
   EXPECT_NE(straggler.find("rank=\"1\""), std::string::npos) << straggler;
+  // Nobody else standing in the same scrape: a wrong name fails on any node.
+  std::string line;
+  for (std::istringstream in(metrics); std::getline(in, line);)
+    if (line.starts_with("slowburn_straggler{")) {
+      EXPECT_NE(line.find("rank=\"1\""), std::string::npos) << "another rank named: " << line;
+    }
   // Named on time and inside, or late: the probe mode judges per-rank means,
   // where the rank's late departures from a collective it lost its CPU in
   // weigh more than in a trace's per-call medians (seen: where="arrival").
