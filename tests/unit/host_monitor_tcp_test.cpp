@@ -160,42 +160,42 @@ void link_mesh(const fs::path& root) {
                            root / std::to_string(kPids[a]) / "fd" / std::to_string(10 + b));
 }
 
-TEST(HostMonitorTcp, BesideALossSaidByTheLastTwoSecondsNoRoundTripIsSaid) {
+// Every event the monitor says of the mesh over 20 s of 1 s polls, with
+// the second it was said at.
+std::vector<std::pair<double, DeviceEvent>> mesh_events(std::vector<TcpSocket> (*sockets)(double)) {
   TempDir dir;
   make_proc(dir.path());
   link_mesh(dir.path());
   double t = 0;
-  HostMonitor monitor(options_over(dir.path(), t, mesh_lossy_at));
+  HostMonitor monitor(options_over(dir.path(), t, sockets));
   add_ranks(monitor);
-  std::optional<double> loss_said;
+  std::vector<std::pair<double, DeviceEvent>> said;
   const uint64_t base_ns = 1'000'000'000'000;
   for (t = 0; t <= 20; t += 1)
-    for (const DeviceEvent& e : monitor.poll(base_ns + static_cast<uint64_t>(t * 1e9))) {
-      EXPECT_EQ(e.type, "host.tcp_retrans") << "at " << t << " s: " << e.summary;
-      if (e.type != "host.tcp_retrans") continue;
-      EXPECT_EQ(e.ranks, std::vector<int>{0}) << e.summary;
-      if (!loss_said) loss_said = t;
-    }
+    for (DeviceEvent& e : monitor.poll(base_ns + static_cast<uint64_t>(t * 1e9))) said.emplace_back(t, std::move(e));
+  return said;
+}
+
+TEST(HostMonitorTcp, BesideALossSaidByTheLastTwoSecondsNoRoundTripIsSaid) {
+  std::optional<double> loss_said;
+  for (const auto& [t, e] : mesh_events(mesh_lossy_at)) {
+    EXPECT_EQ(e.type, "host.tcp_retrans") << "at " << t << " s: " << e.summary;
+    if (e.type != "host.tcp_retrans") continue;
+    EXPECT_EQ(e.ranks, std::vector<int>{0}) << e.summary;
+    if (!loss_said) loss_said = t;
+  }
   ASSERT_TRUE(loss_said) << "rank 0's retransmissions were never said: the test shows nothing";
   EXPECT_LE(*loss_said, kLossAt + 3) << "said before rank 1's round trips lengthened";
 }
 
 TEST(HostMonitorTcp, ARankWhoseEveryConnectionSlowsIsSaidByItsRoundTrips) {
-  TempDir dir;
-  make_proc(dir.path());
-  link_mesh(dir.path());
-  double t = 0;
-  HostMonitor monitor(options_over(dir.path(), t, mesh_at));
-  add_ranks(monitor);
   std::optional<double> first;
-  const uint64_t base_ns = 1'000'000'000'000;
-  for (t = 0; t <= 20; t += 1)
-    for (const DeviceEvent& e : monitor.poll(base_ns + static_cast<uint64_t>(t * 1e9))) {
-      ASSERT_EQ(e.type, "host.tcp_rtt") << e.summary;
-      EXPECT_EQ(e.ranks, std::vector<int>{1}) << e.summary;
-      EXPECT_EQ(e.fields.at("value"), 0.02) << e.summary;
-      if (!first) first = t;
-    }
+  for (const auto& [t, e] : mesh_events(mesh_at)) {
+    ASSERT_EQ(e.type, "host.tcp_rtt") << e.summary;
+    EXPECT_EQ(e.ranks, std::vector<int>{1}) << e.summary;
+    EXPECT_EQ(e.fields.at("value"), 0.02) << e.summary;
+    if (!first) first = t;
+  }
   ASSERT_TRUE(first) << "rank 1's round trips were never said";
   EXPECT_GE(*first, kLossAt) << "said before its link slowed";
   EXPECT_LE(*first, kLossAt + 1) << "a level, said at the first reading that sees it";
