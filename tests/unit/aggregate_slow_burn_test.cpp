@@ -32,6 +32,9 @@ struct Job {
   // Every rank's time inside its calls waiting for a CPU (unset: the
   // kernel kept no CPU times).
   std::optional<double> runq_share;
+  // A rank's step now and then stalls 100 ms (a collector's pause, a
+  // descheduled step): the chance per rank and step.
+  double stall_chance = 0;
   std::mt19937_64 rng{7};
   std::shared_ptr<CommunicatorInfo> comm = [] {
     auto c = std::make_shared<CommunicatorInfo>();
@@ -61,6 +64,9 @@ struct Job {
       uint64_t t = start_ns + s * static_cast<uint64_t>(kStepNs);
       std::vector<double> arrival(static_cast<size_t>(ranks));
       for (int r = 0; r < ranks; ++r) arrival[static_cast<size_t>(r)] = kStepNs * factor(r, t) + noise(rng);
+      if (stall_chance > 0)
+        for (double& a : arrival)
+          if (std::uniform_real_distribution<double>(0, 1)(rng) < stall_chance) a += 100e6;
       auto order = arrival;
       std::sort(order.begin(), order.end());
       size_t last = static_cast<size_t>(std::max_element(arrival.begin(), arrival.end()) - arrival.begin());
@@ -151,6 +157,20 @@ TEST(AggregateSlowBurn, AHealthyJobAndHealthyStructureNameNobody) {
   EXPECT_TRUE(found.empty()) << (found.empty() ? "" : found.front().finding.summary);
 }
 
+TEST(AggregateSlowBurn, ADayOfAHealthyJobWithStallsAndALeanNamesNobody) {
+  // A day of looks (1,440 of the slow burn's, each with its drift test):
+  // rank 2 last in most steps by a little (1.2% more compute: its gap
+  // CUSUM stands alarmed), and a 100 ms stall on some rank about once a
+  // minute.
+  AggregateDetector d(DetectorConfig{}, probes());
+  Job job = slower_from(2, 1.012);
+  job.stall_chance = 1.0 / (60 * 20 * 8);
+  auto found = run(d, job, 0, 24 * 3600);
+  EXPECT_TRUE(found.empty()) << found.size() << " findings, the first at " << found.front().at_ns / kSecondNs
+                             << " s: " << found.front().finding.summary;
+  EXPECT_GT(d.slow_burn_state().lanes.at(0).gap_cusum.at(2002), 20.0) << "its step is longer than its peers'";
+}
+
 TEST(AggregateSlowBurn, ACostThatBeganLateIsNamedOnTheLatestStretchAndDated) {
   AggregateDetector d(DetectorConfig{}, probes());
   // An hour of healthy baseline, then rank 3 slows 3%.
@@ -222,6 +242,57 @@ TEST(AggregateSlowBurn, WhereEveryRankWaitsForACpuTheMinorCostIsWithheldAndSaidO
   auto found = run(quiet, own, 0, 300);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found.front().finding.culprit.rank, 5);
+}
+
+// Rank 6 in line for `healthy_s`, then its compute ramps by `slope` a
+// minute (1.00x to 1.10x over ten minutes at 0.01).
+Job ramping_after(uint64_t healthy_s, double slope_per_min) {
+  Job job;
+  job.factor = [=](int r, uint64_t t) {
+    if (r != 6 || t < healthy_s * kSecondNs) return 1.0;
+    return 1.0 + slope_per_min * static_cast<double>(t - healthy_s * kSecondNs) / 60e9;
+  };
+  return job;
+}
+
+TEST(AggregateSlowBurn, ARampIsNamedAsADriftBeforeItPassesOnePointZeroFour) {
+  // Five minutes in line, then 1.00x to 1.10x over ten minutes: at 1.04x
+  // (four minutes in) its cost is still under the 1% floor on the latest
+  // stretch; its step, growing against its peers', names it as a drift.
+  AggregateDetector d(DetectorConfig{}, probes());
+  Job job = ramping_after(300, 0.01);
+  auto found = run(d, job, 0, 900);
+  ASSERT_FALSE(found.empty()) << "the ramp was not named";
+  const Finding& f = found.front().finding;
+  const double factor = job.factor(6, found.front().at_ns);
+  std::cout << "named at " << found.front().at_ns / kSecondNs << " s, at " << factor << "x: " << f.summary << "\n";
+  EXPECT_EQ(f.culprit.rank, 6);
+  EXPECT_EQ(f.detector, "session-cost");
+  ASSERT_TRUE(f.session_cost.has_value());
+  EXPECT_TRUE(f.session_cost->drift) << f.summary;
+  EXPECT_LT(factor, 1.04) << "named before it passes 1.04x";
+  EXPECT_LT(f.cost_share, 0.01) << "under the floor: what the drift rule is for";
+  ASSERT_TRUE(f.session_cost->onset.has_value());
+  EXPECT_FALSE(f.session_cost->onset->from_start);
+  EXPECT_GE(f.session_cost->onset->at_ns, 300 * kSecondNs) << "not before the ramp began";
+  EXPECT_NE(f.summary.find("drift"), std::string::npos) << f.summary;
+  for (const Found& other : found) EXPECT_EQ(other.finding.culprit.rank, 6) << other.finding.summary;
+}
+
+TEST(AggregateSlowBurn, ARankSlightlySlowerFromTheStartIsNoDrift) {
+  // 1.5% more compute from the first step: its gap CUSUM alarms and rises,
+  // but its cost has no onset: not a drift. Under the floor, not named.
+  AggregateDetector d(DetectorConfig{}, probes());
+  Job job = slower_from(6, 1.015);
+  auto found = run(d, job, 0, 1200);
+  for (const Found& f : found) {
+    ASSERT_TRUE(f.finding.session_cost.has_value()) << f.finding.summary;
+    EXPECT_FALSE(f.finding.session_cost->drift) << f.finding.summary;
+    EXPECT_GE(f.finding.cost_share, 0.01) << "named under the floor: " << f.finding.summary;
+  }
+  const AggSlowBurnState state = d.slow_burn_state();
+  ASSERT_EQ(state.lanes.size(), 1u);
+  EXPECT_GT(state.lanes[0].gap_cusum.at(2006), 20.0) << "its step is longer than its peers'";
 }
 
 TEST(AggregateSlowBurn, ARankThatExitsLeavesItsLanes) {

@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "core/files.h"
 #include "detect/aggregate_detector.h"
 
 namespace slowburn::probe_state_test {
@@ -64,6 +65,7 @@ ProbeServiceState sample(std::vector<int32_t> pids) {
   lane.kept.push_back(snapshot(540'000'000'000, pids));
   lane.points.push_back({60'000'000'000, 59'000'000'000, {{pids.front(), 777}}});
   lane.stride_ns = 60'000'000'000;
+  for (int32_t pid : pids) lane.gap_cusum[pid] = 20.5 + pid % 3;
   return {"boot-a", {{lane}}, {}};
 }
 
@@ -103,6 +105,21 @@ TEST(ProbeState, TheBaselinesComeBackWholeFromTheFile) {
   EXPECT_EQ(b.kept[0].at_ns, a.kept[0].at_ns);
   ASSERT_EQ(b.points.size(), 1u);
   EXPECT_EQ(b.points[0].own_ns, a.points[0].own_ns);
+  EXPECT_EQ(b.gap_cusum, a.gap_cusum) << "a drift's evidence outlives the restart";
+}
+
+TEST(ProbeState, AFileWrittenBeforeTheDriftsWereKeptIsRead) {
+  TempDir dir;
+  const fs::path file = dir.path / "state.json";
+  ASSERT_TRUE(save_probe_state(file, sample({2000})));
+  nlohmann::json j = nlohmann::json::parse(*read_file(file));
+  j["slow_burn"][0].erase("gap_cusum");
+  write(file, j.dump());
+  auto loaded = load_probe_state(file);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_EQ(loaded->slow_burn.lanes.size(), 1u);
+  EXPECT_TRUE(loaded->slow_burn.lanes[0].gap_cusum.empty());
+  EXPECT_EQ(loaded->slow_burn.lanes[0].totals.ranks.size(), 1u);
 }
 
 TEST(ProbeState, AnAbsentFileIsAFirstStartAndABadOneSaysToRemoveIt) {
@@ -144,6 +161,7 @@ TEST(ProbeState, OnlyTheRanksStillRunningOnThisBootAreRestored) {
   EXPECT_EQ(restored.lanes[0].totals.ranks.count(2001), 0u);
   EXPECT_EQ(restored.lanes[0].totals.ranks.count(2002), 0u) << "a reused pid is not the rank";
   EXPECT_EQ(restored.lanes[0].kept.at(0).ranks.count(2001), 0u);
+  EXPECT_EQ(restored.lanes[0].gap_cusum.size(), 1u) << "the gone ranks' drift statistics go with them";
 
   // After a reboot the pids and monotonic times are another boot's.
   write(proc / "sys/kernel/random/boot_id", "boot-b\n");

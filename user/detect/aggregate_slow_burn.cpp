@@ -4,6 +4,7 @@
 
 #include "detect/cost_onset.h"
 #include "detect/verdict.h"
+#include "stats/cusum.h"
 
 namespace slowburn {
 
@@ -25,6 +26,27 @@ constexpr uint64_t kFirstStrideNs = 60'000'000'000;
 // A lane quiet this long is forgotten: a communicator that is gone (jobs
 // that make and drop them would otherwise grow the state without end).
 constexpr uint64_t kForgetQuietNs = 3600'000'000'000;
+// A drift's floor, as a share of --min-cost (trace's: straggler_slow_burn.cpp).
+constexpr double kDriftFloorShare = 0.5;
+// A drift is judged on a shorter stretch than the latest ten minutes, as
+// trace's on its latest minute: over ten minutes a ramp's early minutes
+// dilute its cost (a ramp to 1.10x over ten minutes, judged on the whole
+// baseline, passed half the floor at 1.041x).
+constexpr uint64_t kDriftStretchNs = 120'000'000'000;
+// A window's gap excess enters the CUSUM where the window holds this many
+// instances (a step of up to half a second in a 5 s window), capped. The
+// statistic grows per second of the job's time, whatever the window (5 s
+// by default, --window-ms): a 4%-of-step excess alarms in 15 s, 2% in 40 s.
+// One wild window can lift it past the decision alone, but not rise in
+// kGapRisesNeeded of the latest windows.
+constexpr uint64_t kGapMinInstances = 10;
+constexpr double kGapInputCap = 5.0;
+constexpr double kGapUnitNs = 1e9;
+// Rising: in 4 of its latest 5 windows (25 s). The statistic drains by the
+// allowance a window only, so a rank back in line stays alarmed for
+// minutes; one noisy window neither makes nor breaks it.
+constexpr size_t kGapRiseWindows = 5;
+constexpr size_t kGapRisesNeeded = 4;
 
 // The kernel keeps run-queue waits for every call or for none of a
 // window's (runq_calls == cpu_calls): a rank's total has them only while
@@ -41,8 +63,9 @@ void add_counts(LaneRankTotals& t, const AggWindowInput& in) {
 }
 }  // namespace
 
-AggregateSlowBurn::AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes)
-    : thresholds_(thresholds) {
+AggregateSlowBurn::AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes,
+                                     GapCusumConfig gap)
+    : thresholds_(thresholds), gap_(gap) {
   for (ProbeInfo& p : probes) probes_.emplace(p.id, std::move(p));
 }
 
@@ -77,8 +100,53 @@ void AggregateSlowBurn::add(uint64_t start_ns, uint64_t end_ns, const std::vecto
       add_counts(at->second, *in);
       s.totals.instances += in->instances;  // each instance is closed by one rank's return
     }
+    add_gap_excess(lane, end_ns > start_ns ? end_ns - start_ns : 0, ranks);
     keep_history(lane);
   }
+}
+
+void AggregateSlowBurn::add_gap_excess(Lane& lane, uint64_t elapsed_ns,
+                                       const std::vector<const AggWindowInput*>& ranks) const {
+  // How much longer each rank computed than its peers this window, as a
+  // share of the step, in units of unit_share: normalised by the step, not
+  // by the peers' spread, as trace's (straggler_windows.cpp).
+  uint64_t instances = 0;
+  std::map<int32_t, double> gap_ns;
+  for (const AggWindowInput* in : ranks) {
+    instances += in->instances;
+    if (in->gaps) gap_ns[in->identity.pid] = static_cast<double>(in->gap_ns) / static_cast<double>(in->gaps);
+  }
+  if (instances < kGapMinInstances || gap_ns.size() < 2 || !elapsed_ns) return;
+  const double step_ns = static_cast<double>(elapsed_ns) / static_cast<double>(instances);
+  for (const auto& [pid, gap] : gap_ns) {
+    std::vector<double> peers;
+    for (const auto& [other, g] : gap_ns)
+      if (other != pid) peers.push_back(g);
+    std::sort(peers.begin(), peers.end());
+    const size_t n = peers.size();
+    const double peer_median = n % 2 ? peers[n / 2] : (peers[n / 2 - 1] + peers[n / 2]) / 2;
+    const double units = (gap - peer_median) / step_ns / gap_.unit_share;
+    double& statistic = lane.saved.gap_cusum[pid];
+    const double seconds = static_cast<double>(elapsed_ns) / kGapUnitNs;
+    Cusum cusum(gap_.allowance * seconds, gap_.decision);
+    cusum.resume(statistic);
+    cusum.add(std::clamp(units, -kGapInputCap, kGapInputCap) * seconds);
+    statistic = cusum.statistic();
+    std::deque<double>& recent = lane.gap_recent[pid];
+    recent.push_back(statistic);
+    if (recent.size() > kGapRiseWindows + 1) recent.pop_front();
+  }
+}
+
+bool AggregateSlowBurn::gap_excess_rising(const Lane& lane, int32_t pid) const {
+  auto statistic = lane.saved.gap_cusum.find(pid);
+  auto recent = lane.gap_recent.find(pid);
+  if (statistic == lane.saved.gap_cusum.end() || statistic->second <= gap_.decision ||
+      recent == lane.gap_recent.end() || recent->second.size() != kGapRiseWindows + 1)
+    return false;
+  size_t rises = 0;
+  for (size_t i = 1; i < recent->second.size(); ++i) rises += recent->second[i] > recent->second[i - 1];
+  return rises >= kGapRisesNeeded;
 }
 
 void AggregateSlowBurn::keep_history(Lane& lane) {
@@ -99,7 +167,7 @@ void AggregateSlowBurn::keep_history(Lane& lane) {
   thin_cost_history(s.points, s.stride_ns, kPointsKept);
 }
 
-std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t pid) const {
+std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t pid, double floor_share) const {
   const AggSlowBurnLane& s = lane.saved;
   std::vector<CumulativeCost> samples{{s.first_ns, 0, 0}};
   for (const AggCostPoint& p : s.points)
@@ -108,7 +176,7 @@ std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t p
   auto rank = s.totals.ranks.find(pid);
   samples.push_back({s.totals.at_ns, s.totals.traced_ns, rank != s.totals.ranks.end() ? rank->second.own_ns() : 0});
   CostOnsetThresholds thresholds;
-  thresholds.floor_share = thresholds_.min_cost_share;
+  thresholds.floor_share = floor_share;
   return cost_onset(samples, thresholds);
 }
 
@@ -136,6 +204,31 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
       latest = true;
     }
   }
+  // Else a drift: on its latest two minutes against half the floor, where
+  // the rank's step grows against its peers' since a dated onset. A rank
+  // as slow from the start, however often last, is no drift; nor is a
+  // cost that is the scheduler's.
+  std::optional<CostOnset> drift_onset;
+  const LaneSnapshot* drift_from = nullptr;
+  for (auto k = s.kept.rbegin(); !j && k != s.kept.rend() && !drift_from; ++k)
+    if (k->at_ns + kDriftStretchNs <= now_ns) drift_from = &*k;
+  if (drift_from) {
+    SessionCostThresholds half = thresholds_;
+    half.min_cost_share *= kDriftFloorShare;
+    LaneSnapshot stretch = totals_since(s.totals, *drift_from);
+    auto d = judge_session_cost(stretch.ranks, stretch.instances, members, stretch.traced_ns, half);
+    // Across a restart or a pause the stretch can be short, as above.
+    if (d && !d->scheduler_noise && stretch.traced_ns >= kDriftStretchNs / 2 && gap_excess_rising(lane, d->pid)) {
+      drift_onset = onset_of(lane, d->pid, half.min_cost_share);
+      if (drift_onset && !drift_onset->from_start) {
+        j = d;
+        judged = std::move(stretch);
+        latest = true;
+      } else {
+        drift_onset.reset();
+      }
+    }
+  }
   // A minor cost where every member waits for a CPU is the scheduler's:
   // withheld, and said so.
   if (!j) return std::nullopt;
@@ -150,7 +243,10 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
   if (auto r = lane.comm_ranks.find(j->pid); r != lane.comm_ranks.end()) f.comm_rank = r->second;
   f = session_cost_finding(std::move(f), *j, judged.traced_ns);
   f.session_cost->latest = latest;
-  f.session_cost->onset = onset_of(lane, j->pid);  // dated on the whole baseline
+  f.session_cost->drift = drift_onset.has_value();
+  // Dated on the whole baseline (a drift against its own floor: the full
+  // one dates no cost that has not reached it).
+  f.session_cost->onset = drift_onset ? drift_onset : onset_of(lane, j->pid, thresholds_.min_cost_share);
   f.severity = severity_of(j->cost_share, thresholds_);
   f.detected_ns = now_ns;
   f.summary = straggler_summary(f);
@@ -193,6 +289,8 @@ void AggregateSlowBurn::remove_rank(int32_t pid) {
     for (LaneSnapshot& k : lane.saved.kept) k.ranks.erase(pid);
     lane.identities.erase(pid);
     lane.comm_ranks.erase(pid);
+    lane.saved.gap_cusum.erase(pid);
+    lane.gap_recent.erase(pid);
     it = lane.saved.totals.ranks.empty() ? lanes_.erase(it) : std::next(it);
   }
 }

@@ -10,7 +10,17 @@
 // late, or a ramp), with the same judgement as trace's; "since when" from
 // the lane's cost history (detect/cost_onset.h). The kernel keeps no
 // "left its previous collective late" part of a blame, so a rank's cost
-// here is its whole blame. Pure: windows in, findings out.
+// here is its whole blame.
+//
+// A drift (issue 30: a ramp named before it passes 1.04x) is named under
+// the floor, down to half of it, as trace names it: on the latest stretch,
+// where the rank's step grows against its peers' (an upper CUSUM of its
+// window's mean compute gap over its peers' median, a share of the step,
+// alarmed and rising) and its cost began at a dated moment. The kernel
+// keeps a window's gap sum, not its median: one long gap (a descheduled
+// step) moves the mean, so the gap evidence here lifts no scheduler's-
+// choice withholding, as trace's median does. Pure: windows in, findings
+// out.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +60,16 @@ struct AggSlowBurnLane {
   std::deque<LaneSnapshot> kept;     // starts of the latest stretch, one a minute while it moves
   std::vector<AggCostPoint> points;  // its cost history, evenly spaced (stride_ns)
   uint64_t stride_ns = 0;
+  // Per pid, the CUSUM statistic of its compute gap over its peers'
+  // (GapCusumConfig's units): a drift's evidence outlives a restart.
+  std::map<int32_t, double> gap_cusum;
+};
+
+// The compute-gap CUSUM's scale (DetectorConfig's cusum_* of trace).
+struct GapCusumConfig {
+  double unit_share = 0.02;  // 1 unit = a gap excess of 2% of the step
+  double allowance = 0.5;
+  double decision = 20.0;
 };
 
 struct AggSlowBurnState {
@@ -58,7 +78,7 @@ struct AggSlowBurnState {
 
 class AggregateSlowBurn {
  public:
-  explicit AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes);
+  AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes, GapCusumConfig gap = {});
 
   // One window: the inputs of synchronizing probes on named communicators
   // are summed into their lanes.
@@ -88,17 +108,21 @@ class AggregateSlowBurn {
     CommunicatorRef comm;
     std::map<int32_t, RankIdentity> identities;
     std::map<int32_t, int> comm_ranks;
+    std::map<int32_t, std::deque<double>> gap_recent;  // its CUSUM after each of its latest windows
   };
   void keep_history(Lane& lane);
+  void add_gap_excess(Lane& lane, uint64_t elapsed_ns, const std::vector<const AggWindowInput*>& ranks) const;
+  bool gap_excess_rising(const Lane& lane, int32_t pid) const;
   struct Judged {
     Finding finding;
     bool withheld = false;  // the scheduler's choice (detect/session_cost.h)
     RunqShares shares;
   };
   std::optional<Judged> judge_lane(const Lane& lane, uint64_t now_ns) const;
-  std::optional<CostOnset> onset_of(const Lane& lane, int32_t pid) const;
+  std::optional<CostOnset> onset_of(const Lane& lane, int32_t pid, double floor_share) const;
 
   SessionCostThresholds thresholds_;
+  GapCusumConfig gap_;
   std::map<uint32_t, ProbeInfo> probes_;
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;

@@ -60,7 +60,8 @@ json lane_json(const AggSlowBurnLane& lane) {
           {"totals", snapshot_json(lane.totals)},
           {"kept", std::move(kept)},
           {"points", std::move(points)},
-          {"stride_ns", lane.stride_ns}};
+          {"stride_ns", lane.stride_ns},
+          {"gap_cusum", lane.gap_cusum}};
 }
 
 AggSlowBurnLane lane_of(const json& j) {
@@ -76,6 +77,9 @@ AggSlowBurnLane lane_of(const json& j) {
                            p.at("own_ns").get<std::vector<std::pair<int32_t, uint64_t>>>()});
   for (AggCostPoint& p : lane.points) std::sort(p.own_ns.begin(), p.own_ns.end());  // looked up by pid
   lane.stride_ns = j.at("stride_ns").get<uint64_t>();
+  // Added at stop 59: a state file written before has none (its drifts
+  // start again from zero).
+  if (j.contains("gap_cusum")) lane.gap_cusum = j.at("gap_cusum").get<std::map<int32_t, double>>();
   return lane;
 }
 }  // namespace
@@ -185,6 +189,7 @@ void ProbeStateKeeper::restore(AggregateDetector& detector, const Note& note) co
     };
     std::erase_if(lane.totals.ranks, dead);
     for (LaneSnapshot& k : lane.kept) std::erase_if(k.ranks, dead);
+    std::erase_if(lane.gap_cusum, [&](const auto& kv) { return !lane.totals.ranks.contains(kv.first); });
     if (!lane.totals.ranks.empty()) usable.lanes.push_back(std::move(lane));
   }
   const size_t lanes = usable.lanes.size();

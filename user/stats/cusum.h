@@ -18,6 +18,8 @@ class Cusum {
   double statistic() const { return sum_; }
   bool alarmed() const { return sum_ > decision_interval_; }
   void reset() { sum_ = 0; }
+  // Goes on from a statistic kept elsewhere (a service's state file).
+  void resume(double statistic) { sum_ = statistic > 0 ? statistic : 0; }
 
  private:
   double allowance_;
