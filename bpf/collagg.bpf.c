@@ -206,7 +206,7 @@ static __always_inline void blame_last(struct sb_agg_instance *inst, __u32 tgid,
 {
 	struct sb_agg_stats *blamed;
 	__u32 last_tgid = inst->last_tgid;
-	__u64 lead_ns, step_ns;
+	__u64 lead_ns, leaving_ns, step_ns;
 
 	if (inst->arrivals < 2)
 		return;
@@ -218,12 +218,12 @@ static __always_inline void blame_last(struct sb_agg_instance *inst, __u32 tgid,
 		return;
 	lead_ns =
 	    sb_self_caused_lead(inst->last_entry_ns, inst->second_entry_ns, inst->last_since_ns, inst->second_since_ns);
+	leaving_ns = sb_lead_from_leaving(lead_ns, inst->last_excess_ns, inst->second_excess_ns);
 	step_ns = inst->prev_closed_ns && exit_ns > inst->prev_closed_ns ? exit_ns - inst->prev_closed_ns : 0;
 	__sync_fetch_and_add(&blamed->lasts, 1);
 	__sync_fetch_and_add(&blamed->blame_ns, lead_ns);
-	if (sb_seq_event(inst->arrivals, lead_ns,
-			 sb_lead_from_leaving(lead_ns, inst->last_excess_ns, inst->second_excess_ns), step_ns,
-			 seq_lead_share_bp))
+	__sync_fetch_and_add(&blamed->blame_leaving_ns, leaving_ns);
+	if (sb_seq_event(inst->arrivals, lead_ns, leaving_ns, step_ns, seq_lead_share_bp))
 		__sync_fetch_and_add(&blamed->seq_events, 1);
 }
 

@@ -74,15 +74,16 @@ struct sb_agg_key {
 /* Cumulative since the process was first seen, per CPU. */
 struct sb_agg_stats {
 	__u64 calls;
-	__u64 wait_ns;	   /* sum of exit - entry */
-	__u64 gaps;	   /* calls with a previous traced return in the process */
-	__u64 gap_ns;	   /* sum of entry - that return */
-	__u64 arrivals;	   /* synchronizing calls placed in an instance */
-	__u64 lateness_ns; /* sum of entry - the instance's first arrival */
-	__u64 lasts;	   /* instances this process arrived last in */
-	__u64 blame_ns;	   /* when last: sum of the lead over the second-to-last its own delay explains */
-	__u64 instances;   /* instances closed by one of this process's returns */
-	__u64 seq_events;  /* instances it arrived last in with the sequential test's event */
+	__u64 wait_ns;		/* sum of exit - entry */
+	__u64 gaps;		/* calls with a previous traced return in the process */
+	__u64 gap_ns;		/* sum of entry - that return */
+	__u64 arrivals;		/* synchronizing calls placed in an instance */
+	__u64 lateness_ns;	/* sum of entry - the instance's first arrival */
+	__u64 lasts;		/* instances this process arrived last in */
+	__u64 blame_ns;		/* when last: sum of the lead over the second-to-last its own delay explains */
+	__u64 blame_leaving_ns; /* of that: what leaving its previous collective later than usual explains */
+	__u64 instances;	/* instances closed by one of this process's returns */
+	__u64 seq_events;	/* instances it arrived last in with the sequential test's event */
 	/* Synchronizing calls with the thread's CPU times (cputimes.bpf.h):
 	 * their count and wait, and the time on a CPU and waiting for one
 	 * inside them (runq_calls: those whose run-queue wait was read). */

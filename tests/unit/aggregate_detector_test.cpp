@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <set>
 
 #include "stats/robust.h"
 
@@ -133,8 +135,12 @@ TEST(AggregateDetector, ARankOnTimeWhoseCpuTheCollectiveWaitsForIsNamedInside) {
 // usual 8 ms from window `slow_from` on (fewer calls a window, as a job
 // makes); nobody waits for a CPU. From window `said_at` (-1: never) the
 // node says rank 1's connections are slow.
+// held_share: from window said_at on, rank 0 (the lossy path's receiver)
+// arrives last at every instance by 20 ms, that share of it from leaving
+// its previous collective late (held inside it until the retransmission).
 std::vector<Finding> slowing_collective(AggregateDetector& d, int slow_from, double times, int said_at,
-                                        std::vector<WindowReport>* reports = nullptr) {
+                                        std::vector<WindowReport>* reports = nullptr,
+                                        std::optional<double> held_share = std::nullopt) {
   std::vector<Finding> found;
   for (int w = 0; w < 10; ++w) {
     if (w == said_at)
@@ -148,6 +154,13 @@ std::vector<Finding> slowing_collective(AggregateDetector& d, int slow_from, dou
       r.cpu_calls = r.runq_calls = calls;
       r.runq_ns = static_cast<uint64_t>(0.02 * static_cast<double>(r.wait_ns));
       r.oncpu_ns = r.wait_ns - r.runq_ns;
+    }
+    if (held_share && said_at >= 0 && w >= said_at) {
+      AggWindowInput& receiver = in[0];
+      receiver.lasts = calls;
+      receiver.lateness_ns = calls * 20'000'000;
+      receiver.blame_ns = calls * 20'000'000;
+      receiver.blame_leaving_ns = static_cast<uint64_t>(*held_share * static_cast<double>(receiver.blame_ns));
     }
     auto out = d.evaluate(w * kWindowNs, (w + 1) * kWindowNs, in);
     found.insert(found.end(), out.findings.begin(), out.findings.end());
@@ -175,6 +188,34 @@ TEST(AggregateDetector, ARankWhoseDataPathTheNodeNamedIsNamedInsideWhenTheCollec
     for (const RankWindowStats& s : w.ranks)
       EXPECT_EQ(s.inside_flagged, s.identity.rank == 1 && w.start_ns >= 6 * kWindowNs)
           << "window at " << w.start_ns / kWindowNs << ", rank " << s.identity.rank;
+}
+
+TEST(AggregateDetector, AReceiverLateOnlyFromBeingHeldByThePathDoesNotOutweighIt) {
+  // CI, stop 52, in trace: a lost frame holds its receiver inside the
+  // collective until the retransmission, and the receiver then arrives
+  // late to the next; that lateness, all of it from leaving late, hid the
+  // lossy rank. The kernel now says which part of a blame is that.
+  AggregateDetector held(DetectorConfig{}, probes());
+  std::vector<WindowReport> reports;
+  std::set<int> inside;
+  for (const Finding& f : slowing_collective(held, 4, 3.0, 6, &reports, 1.0))
+    if (f.where == "inside") inside.insert(f.culprit.rank);
+  EXPECT_EQ(inside, std::set<int>{1}) << "the lossy rank named inside";
+  bool receiver_flagged = false;
+  for (const WindowReport& w : reports)
+    for (const RankWindowStats& s : w.ranks)
+      if (s.identity.rank == 0 && s.flagged) {
+        receiver_flagged = true;
+        EXPECT_DOUBLE_EQ(s.blame_leaving_share, 1.0);
+      }
+  EXPECT_TRUE(receiver_flagged) << "the premise: the receiver is flagged late";
+
+  // The same lateness of its own outweighs the path, as it should.
+  AggregateDetector own(DetectorConfig{}, probes());
+  std::set<int> inside_own;
+  for (const Finding& f : slowing_collective(own, 4, 3.0, 6, nullptr, 0.0))
+    if (f.where == "inside") inside_own.insert(f.culprit.rank);
+  EXPECT_TRUE(inside_own.empty()) << "a rank late of its own doing is the straggler, not the path";
 }
 
 TEST(AggregateDetector, ACollectiveSlowerWithoutAWordOnAnyPathNamesNobody) {

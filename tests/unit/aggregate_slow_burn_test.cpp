@@ -35,6 +35,14 @@ struct Job {
   // A rank's step now and then stalls 100 ms (a collector's pause, a
   // descheduled step): the chance per rank and step.
   double stall_chance = 0;
+  double noise_share = 0.01;  // of the step, one standard deviation
+  // A rank that computes longer by this share of the step but arrives on
+  // time (its collective lets it go first): healthy structure.
+  int early_leaver = -1;
+  double early_leaver_gap_share = 0;
+  // A rank whose every lead, when last, the kernel says came from leaving
+  // its previous collective later than usual (blame_leaving_ns).
+  int late_leaver = -1;
   std::mt19937_64 rng{7};
   std::shared_ptr<CommunicatorInfo> comm = [] {
     auto c = std::make_shared<CommunicatorInfo>();
@@ -46,7 +54,7 @@ struct Job {
   }();
 
   std::vector<AggWindowInput> window(uint64_t start_ns) {
-    std::normal_distribution<double> noise(0, 0.01 * kStepNs);
+    std::normal_distribution<double> noise(0, noise_share * kStepNs);
     std::vector<AggWindowInput> inputs(static_cast<size_t>(ranks));
     for (int r = 0; r < ranks; ++r) {
       AggWindowInput& in = inputs[static_cast<size_t>(r)];
@@ -77,6 +85,7 @@ struct Job {
         in.lateness_ns += static_cast<uint64_t>(arrival[r] - order.front());
         in.gaps += 1;
         in.gap_ns += static_cast<uint64_t>(arrival[r]);
+        if (static_cast<int>(r) == early_leaver) in.gap_ns += static_cast<uint64_t>(early_leaver_gap_share * kStepNs);
         if (runq_share) {
           auto wait = static_cast<uint64_t>(order.back() - arrival[r]) + 100'000;  // until the last arrival
           in.cpu_calls += 1;
@@ -87,6 +96,8 @@ struct Job {
       }
       inputs[last].lasts += 1;
       inputs[last].blame_ns += static_cast<uint64_t>(order.back() - order[order.size() - 2]);
+      if (static_cast<int>(last) == late_leaver)
+        inputs[last].blame_leaving_ns += static_cast<uint64_t>(order.back() - order[order.size() - 2]);
       inputs[0].instances += 1;
     }
     return inputs;
@@ -141,6 +152,31 @@ TEST(AggregateSlowBurn, ARankThreePercentSlowerIsNamedMinorWithItsCost) {
   EXPECT_GT(standing.cost_ns, f.cost_ns) << "the cost it has grown to since it was said";
   EXPECT_EQ(standing.severity, "minor");
   std::cout << f.summary << "\n";
+}
+
+TEST(AggregateSlowBurn, ALatenessFromLeavingLateIsNoCostOfItsOwn) {
+  // Rank 5 last as above, every lead of it from leaving its previous
+  // collective late (held inside it): its window reports say so, and the
+  // slow burn, which counts a rank's own lateness only, names nobody.
+  AggregateDetector d(DetectorConfig{}, probes());
+  Job job = slower_from(5, 1.03);
+  job.late_leaver = 5;
+  std::vector<Finding> findings;
+  double leaving_share = 0;
+  for (uint64_t t = 0; t < 300 * kSecondNs; t += kWindowNs) {
+    DetectorOutput out = d.evaluate(t, t + kWindowNs, job.window(t));
+    findings.insert(findings.end(), out.findings.begin(), out.findings.end());
+    for (const WindowReport& w : out.windows)
+      for (const RankWindowStats& s : w.ranks)
+        if (s.identity.pid == 2005) leaving_share = s.blame_leaving_share;
+  }
+  EXPECT_TRUE(findings.empty()) << findings.front().summary;
+  EXPECT_DOUBLE_EQ(leaving_share, 1.0);
+  const AggSlowBurnState state = d.slow_burn_state();
+  ASSERT_EQ(state.lanes.size(), 1u);
+  const LaneRankTotals& t = state.lanes[0].totals.ranks.at(2005);
+  EXPECT_GT(t.blame_ns, 0u);
+  EXPECT_EQ(t.blame_leaving_ns, t.blame_ns);
 }
 
 TEST(AggregateSlowBurn, AHealthyJobAndHealthyStructureNameNobody) {
@@ -276,7 +312,30 @@ TEST(AggregateSlowBurn, ARampIsNamedAsADriftBeforeItPassesOnePointZeroFour) {
   EXPECT_FALSE(f.session_cost->onset->from_start);
   EXPECT_GE(f.session_cost->onset->at_ns, 300 * kSecondNs) << "not before the ramp began";
   EXPECT_NE(f.summary.find("drift"), std::string::npos) << f.summary;
+  EXPECT_EQ(found.size(), 1u) << "said once: a drift does not come and go as its step's rises do";
   for (const Found& other : found) EXPECT_EQ(other.finding.culprit.rank, 6) << other.finding.summary;
+}
+
+TEST(AggregateSlowBurn, ARampAfterHoursOfBaselineIsNamedAsSoonAndDated) {
+  // The same ramp six hours into the service's baseline: its history's
+  // points are minutes apart by then (the latest minutes' snapshots date
+  // the change), and the whole baseline dilutes nothing on the stretch.
+  constexpr uint64_t kHealthyS = 6 * 3600;
+  AggregateDetector d(DetectorConfig{}, probes());
+  Job job = ramping_after(kHealthyS, 0.01);
+  auto found = run(d, job, 0, kHealthyS + 600);
+  ASSERT_FALSE(found.empty()) << "the ramp was not named";
+  const Finding& f = found.front().finding;
+  const double factor = job.factor(6, found.front().at_ns);
+  std::cout << "named at " << found.front().at_ns / kSecondNs - kHealthyS << " s into the ramp, at " << factor
+            << "x: " << f.summary << "\n";
+  EXPECT_EQ(f.culprit.rank, 6);
+  ASSERT_TRUE(f.session_cost.has_value());
+  EXPECT_TRUE(f.session_cost->drift) << f.summary;
+  EXPECT_LT(factor, 1.04) << "named before it passes 1.04x";
+  ASSERT_TRUE(f.session_cost->onset.has_value());
+  EXPECT_FALSE(f.session_cost->onset->from_start);
+  EXPECT_NEAR(static_cast<double>(f.session_cost->onset->at_ns) / 1e9, kHealthyS + 60, 90) << f.summary;
 }
 
 TEST(AggregateSlowBurn, ARankSlightlySlowerFromTheStartIsNoDrift) {
@@ -293,6 +352,27 @@ TEST(AggregateSlowBurn, ARankSlightlySlowerFromTheStartIsNoDrift) {
   const AggSlowBurnState state = d.slow_burn_state();
   ASSERT_EQ(state.lanes.size(), 1u);
   EXPECT_GT(state.lanes[0].gap_cusum.at(2006), 20.0) << "its step is longer than its peers'";
+}
+
+TEST(AggregateSlowBurn, ALeanThatStallsOnceIsNoDrift) {
+  // Rank 0 computes 2% longer every step but is let go first, and arrives
+  // 0.2% late (0.1 ms, beside 0.05 ms of noise): last in nearly every step,
+  // at a cost under a quarter of the floor, its gap CUSUM alarmed for
+  // hours. Two hours in, one of its steps stalls a second (a checkpoint):
+  // that second has a dated onset and costs the next two minutes ~0.8%,
+  // but its step did not begin to grow then.
+  AggregateDetector d(DetectorConfig{}, probes());
+  Job job;
+  job.noise_share = 0.001;
+  job.early_leaver = 0;
+  job.early_leaver_gap_share = 0.018;
+  job.factor = [](int r, uint64_t t) { return r != 0 ? 1.0 : t == 7200 * kSecondNs ? 21.0 : 1.002; };
+  auto found = run(d, job, 0, 7500);
+  for (const Found& f : found) {
+    ASSERT_TRUE(f.finding.session_cost.has_value()) << f.finding.summary;
+    EXPECT_FALSE(f.finding.session_cost->drift) << f.at_ns / kSecondNs << " s: " << f.finding.summary;
+  }
+  EXPECT_GT(d.slow_burn_state().lanes.at(0).gap_cusum.at(2000), 20.0) << "its step is longer than its peers'";
 }
 
 TEST(AggregateSlowBurn, ARankThatExitsLeavesItsLanes) {

@@ -66,6 +66,7 @@ ProbeServiceState sample(std::vector<int32_t> pids) {
   lane.points.push_back({60'000'000'000, 59'000'000'000, {{pids.front(), 777}}});
   lane.stride_ns = 60'000'000'000;
   for (int32_t pid : pids) lane.gap_cusum[pid] = 20.5 + pid % 3;
+  lane.gap_alarmed_ns[pids.front()] = 530'000'000'000;
   return {"boot-a", {{lane}}, {}};
 }
 
@@ -106,6 +107,7 @@ TEST(ProbeState, TheBaselinesComeBackWholeFromTheFile) {
   ASSERT_EQ(b.points.size(), 1u);
   EXPECT_EQ(b.points[0].own_ns, a.points[0].own_ns);
   EXPECT_EQ(b.gap_cusum, a.gap_cusum) << "a drift's evidence outlives the restart";
+  EXPECT_EQ(b.gap_alarmed_ns, a.gap_alarmed_ns);
 }
 
 TEST(ProbeState, AFileWrittenBeforeTheDriftsWereKeptIsRead) {
@@ -114,11 +116,13 @@ TEST(ProbeState, AFileWrittenBeforeTheDriftsWereKeptIsRead) {
   ASSERT_TRUE(save_probe_state(file, sample({2000})));
   nlohmann::json j = nlohmann::json::parse(*read_file(file));
   j["slow_burn"][0].erase("gap_cusum");
+  j["slow_burn"][0].erase("gap_alarmed_ns");
   write(file, j.dump());
   auto loaded = load_probe_state(file);
   ASSERT_TRUE(loaded) << loaded.error().message;
   ASSERT_EQ(loaded->slow_burn.lanes.size(), 1u);
   EXPECT_TRUE(loaded->slow_burn.lanes[0].gap_cusum.empty());
+  EXPECT_TRUE(loaded->slow_burn.lanes[0].gap_alarmed_ns.empty());
   EXPECT_EQ(loaded->slow_burn.lanes[0].totals.ranks.size(), 1u);
 }
 
@@ -162,6 +166,8 @@ TEST(ProbeState, OnlyTheRanksStillRunningOnThisBootAreRestored) {
   EXPECT_EQ(restored.lanes[0].totals.ranks.count(2002), 0u) << "a reused pid is not the rank";
   EXPECT_EQ(restored.lanes[0].kept.at(0).ranks.count(2001), 0u);
   EXPECT_EQ(restored.lanes[0].gap_cusum.size(), 1u) << "the gone ranks' drift statistics go with them";
+  EXPECT_EQ(restored.lanes[0].gap_cusum.count(2000), 1u);
+  EXPECT_EQ(restored.lanes[0].gap_alarmed_ns.count(2000), 1u);
 
   // After a reboot the pids and monotonic times are another boot's.
   write(proc / "sys/kernel/random/boot_id", "boot-b\n");

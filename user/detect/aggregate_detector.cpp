@@ -180,6 +180,8 @@ WindowReport AggregateDetector::report_for(uint32_t probe_id, uint64_t start_ns,
     stats.instances = in->arrivals;
     stats.blame_ns = static_cast<double>(in->blame_ns);
     stats.blame_share = elapsed_ns ? stats.blame_ns / static_cast<double>(elapsed_ns) : 0;
+    stats.blame_leaving_share =
+        in->blame_ns ? std::min(1.0, static_cast<double>(in->blame_leaving_ns) / static_cast<double>(in->blame_ns)) : 0;
     stats.last_fraction =
         report.instances ? std::min(1.0, static_cast<double>(in->lasts) / static_cast<double>(report.instances)) : 0;
     lateness.push_back(in->arrivals ? std::optional(mean(in->lateness_ns, in->arrivals)) : std::nullopt);

@@ -36,7 +36,7 @@ constexpr uint64_t kDriftStretchNs = 120'000'000'000;
 // A window's gap excess enters the CUSUM where the window holds this many
 // instances (a step of up to half a second in a 5 s window), capped. The
 // statistic grows per second of the job's time, whatever the window (5 s
-// by default, --window-ms): a 4%-of-step excess alarms in 15 s, 2% in 40 s.
+// by default, --window-ms): a 4%-of-step excess alarms in 15 s, 2% in 45 s.
 // One wild window can lift it past the decision alone, but not rise in
 // kGapRisesNeeded of the latest windows.
 constexpr uint64_t kGapMinInstances = 10;
@@ -54,6 +54,7 @@ constexpr size_t kGapRisesNeeded = 4;
 void add_counts(LaneRankTotals& t, const AggWindowInput& in) {
   t.lasts += in.lasts;
   t.blame_ns += in.blame_ns;
+  t.blame_leaving_ns += in.blame_leaving_ns;
   t.inside_ns += in.cpu_wait_ns;
   if (!in.cpu_calls) return;
   if (t.runq_ns && in.runq_calls == in.cpu_calls)
@@ -100,12 +101,12 @@ void AggregateSlowBurn::add(uint64_t start_ns, uint64_t end_ns, const std::vecto
       add_counts(at->second, *in);
       s.totals.instances += in->instances;  // each instance is closed by one rank's return
     }
-    add_gap_excess(lane, end_ns > start_ns ? end_ns - start_ns : 0, ranks);
+    add_gap_excess(lane, end_ns, end_ns > start_ns ? end_ns - start_ns : 0, ranks);
     keep_history(lane);
   }
 }
 
-void AggregateSlowBurn::add_gap_excess(Lane& lane, uint64_t elapsed_ns,
+void AggregateSlowBurn::add_gap_excess(Lane& lane, uint64_t end_ns, uint64_t elapsed_ns,
                                        const std::vector<const AggWindowInput*>& ranks) const {
   // How much longer each rank computed than its peers this window, as a
   // share of the step, in units of unit_share: normalised by the step, not
@@ -130,20 +131,31 @@ void AggregateSlowBurn::add_gap_excess(Lane& lane, uint64_t elapsed_ns,
     const double seconds = static_cast<double>(elapsed_ns) / kGapUnitNs;
     Cusum cusum(gap_.allowance * seconds, gap_.decision);
     cusum.resume(statistic);
+    const bool was_alarmed = cusum.alarmed();
     cusum.add(std::clamp(units, -kGapInputCap, kGapInputCap) * seconds);
     statistic = cusum.statistic();
+    if (!cusum.alarmed())
+      lane.saved.gap_alarmed_ns.erase(pid);
+    else if (!was_alarmed)
+      lane.saved.gap_alarmed_ns[pid] = end_ns;
     std::deque<double>& recent = lane.gap_recent[pid];
     recent.push_back(statistic);
     if (recent.size() > kGapRiseWindows + 1) recent.pop_front();
   }
 }
 
-bool AggregateSlowBurn::gap_excess_rising(const Lane& lane, int32_t pid) const {
-  auto statistic = lane.saved.gap_cusum.find(pid);
+bool AggregateSlowBurn::gap_grows_since(const Lane& lane, int32_t pid, uint64_t onset_ns, bool named_so) const {
+  // Its step began to grow near the cost's onset: a step longer than its
+  // peers' for hours before (a rank its collective lets go first, that
+  // computes longer and arrives on time) is structure, and a stall of it
+  // then is no drift.
+  auto alarmed = lane.saved.gap_alarmed_ns.find(pid);
+  if (alarmed == lane.saved.gap_alarmed_ns.end() || alarmed->second + kLatestNs < onset_ns) return false;
+  // Still rising (kGapRisesNeeded of the latest windows); once named, still
+  // alarmed: a drift does not come and go with the rises of one window.
+  if (named_so) return true;
   auto recent = lane.gap_recent.find(pid);
-  if (statistic == lane.saved.gap_cusum.end() || statistic->second <= gap_.decision ||
-      recent == lane.gap_recent.end() || recent->second.size() != kGapRiseWindows + 1)
-    return false;
+  if (recent == lane.gap_recent.end() || recent->second.size() != kGapRiseWindows + 1) return false;
   size_t rises = 0;
   for (size_t i = 1; i < recent->second.size(); ++i) rises += recent->second[i] > recent->second[i - 1];
   return rises >= kGapRisesNeeded;
@@ -155,8 +167,10 @@ void AggregateSlowBurn::keep_history(Lane& lane) {
   // The latest stretch's starts: one a minute while the lane moves; a lane
   // that resumes after a pause longer than the stretch starts afresh.
   if (!s.kept.empty() && s.kept.back().instances != now.instances &&
-      s.kept.back().at_ns + kLatestNs + kSnapshotEveryNs <= now.at_ns)
+      s.kept.back().at_ns + kLatestNs + kSnapshotEveryNs <= now.at_ns) {
     s.kept.clear();
+    lane.gap_recent.clear();  // its rises are judged on windows in a row
+  }
   if (s.kept.empty() || now.at_ns >= s.kept.back().at_ns + kSnapshotEveryNs) s.kept.push_back(now);
   while (s.kept.size() >= 2 && s.kept[1].at_ns + kLatestNs <= now.at_ns) s.kept.pop_front();
 
@@ -173,6 +187,16 @@ std::optional<CostOnset> AggregateSlowBurn::onset_of(const Lane& lane, int32_t p
   for (const AggCostPoint& p : s.points)
     if (p.at_ns > s.first_ns && p.at_ns < s.totals.at_ns)
       samples.push_back({p.at_ns, p.traced_ns, own_cost_at(p.own_ns, pid)});
+  // After the history's last point, the latest ten minutes' snapshots (one
+  // a minute): after hours the points are minutes apart, and a change in
+  // the latest of them would be dated at the point before it, its cost
+  // since averaged over the flat minutes between.
+  const uint64_t last_point_ns = samples.back().at_ns;
+  for (const LaneSnapshot& k : s.kept)
+    if (k.at_ns > last_point_ns && k.at_ns < s.totals.at_ns) {
+      auto at = k.ranks.find(pid);
+      samples.push_back({k.at_ns, k.traced_ns, at != k.ranks.end() ? at->second.own_ns() : 0});
+    }
   auto rank = s.totals.ranks.find(pid);
   samples.push_back({s.totals.at_ns, s.totals.traced_ns, rank != s.totals.ranks.end() ? rank->second.own_ns() : 0});
   CostOnsetThresholds thresholds;
@@ -204,8 +228,9 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
       latest = true;
     }
   }
-  // Else a drift: on its latest two minutes against half the floor, where
-  // the rank's step grows against its peers' since a dated onset. A rank
+  // Else a drift: on its latest two to three minutes (the newest snapshot
+  // two minutes old) against half the floor, where the rank's step grows
+  // against its peers' since a dated onset. A rank
   // as slow from the start, however often last, is no drift; nor is a
   // cost that is the scheduler's.
   std::optional<CostOnset> drift_onset;
@@ -218,9 +243,11 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
     LaneSnapshot stretch = totals_since(s.totals, *drift_from);
     auto d = judge_session_cost(stretch.ranks, stretch.instances, members, stretch.traced_ns, half);
     // Across a restart or a pause the stretch can be short, as above.
-    if (d && !d->scheduler_noise && stretch.traced_ns >= kDriftStretchNs / 2 && gap_excess_rising(lane, d->pid)) {
+    if (d && !d->scheduler_noise && stretch.traced_ns >= kDriftStretchNs / 2) {
       drift_onset = onset_of(lane, d->pid, half.min_cost_share);
-      if (drift_onset && !drift_onset->from_start) {
+      auto named = named_.find(d->pid);
+      const bool named_so = named != named_.end() && named->second.session_cost && named->second.session_cost->drift;
+      if (drift_onset && !drift_onset->from_start && gap_grows_since(lane, d->pid, drift_onset->at_ns, named_so)) {
         j = d;
         judged = std::move(stretch);
         latest = true;
@@ -290,6 +317,7 @@ void AggregateSlowBurn::remove_rank(int32_t pid) {
     lane.identities.erase(pid);
     lane.comm_ranks.erase(pid);
     lane.saved.gap_cusum.erase(pid);
+    lane.saved.gap_alarmed_ns.erase(pid);
     lane.gap_recent.erase(pid);
     it = lane.saved.totals.ranks.empty() ? lanes_.erase(it) : std::next(it);
   }

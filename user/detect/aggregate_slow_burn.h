@@ -8,15 +8,16 @@
 // baseline is not lost with the process). Judged once a minute over the
 // lane's whole baseline and over its latest ten minutes (a cost that began
 // late, or a ramp), with the same judgement as trace's; "since when" from
-// the lane's cost history (detect/cost_onset.h). The kernel keeps no
-// "left its previous collective late" part of a blame, so a rank's cost
-// here is its whole blame.
+// the lane's cost history (detect/cost_onset.h). A rank's cost is its own
+// lateness, as trace's: its blame less the part the kernel says leaving
+// its previous collective late explains (blame_leaving_ns).
 //
 // A drift (issue 30: a ramp named before it passes 1.04x) is named under
-// the floor, down to half of it, as trace names it: on the latest stretch,
-// where the rank's step grows against its peers' (an upper CUSUM of its
-// window's mean compute gap over its peers' median, a share of the step,
-// alarmed and rising) and its cost began at a dated moment. The kernel
+// the floor, down to half of it, as trace names it: on the latest two to
+// three minutes, where the rank's step grows against its peers' (an upper
+// CUSUM of its window's mean compute gap over its peers' median, a share
+// of the step, alarmed and rising, its alarm raised within ten minutes of
+// the onset) and its cost began at a dated moment. The kernel
 // keeps a window's gap sum, not its median: one long gap (a descheduled
 // step) moves the mean, so the gap evidence here lifts no scheduler's-
 // choice withholding, as trace's median does. Pure: windows in, findings
@@ -63,6 +64,9 @@ struct AggSlowBurnLane {
   // Per pid, the CUSUM statistic of its compute gap over its peers'
   // (GapCusumConfig's units): a drift's evidence outlives a restart.
   std::map<int32_t, double> gap_cusum;
+  // Per pid, when that statistic last rose past the decision (monotonic;
+  // absent while it is under it).
+  std::map<int32_t, uint64_t> gap_alarmed_ns;
 };
 
 // The compute-gap CUSUM's scale (DetectorConfig's cusum_* of trace).
@@ -111,8 +115,9 @@ class AggregateSlowBurn {
     std::map<int32_t, std::deque<double>> gap_recent;  // its CUSUM after each of its latest windows
   };
   void keep_history(Lane& lane);
-  void add_gap_excess(Lane& lane, uint64_t elapsed_ns, const std::vector<const AggWindowInput*>& ranks) const;
-  bool gap_excess_rising(const Lane& lane, int32_t pid) const;
+  void add_gap_excess(Lane& lane, uint64_t end_ns, uint64_t elapsed_ns,
+                      const std::vector<const AggWindowInput*>& ranks) const;
+  bool gap_grows_since(const Lane& lane, int32_t pid, uint64_t onset_ns, bool named_so) const;
   struct Judged {
     Finding finding;
     bool withheld = false;  // the scheduler's choice (detect/session_cost.h)

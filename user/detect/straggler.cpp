@@ -389,6 +389,10 @@ uint64_t StragglerDetector::blame_ns(uint32_t probe_id, int32_t pid) const {
   return sum_lanes(probe_id, pid, &Lane::total_blame_ns);
 }
 
+uint64_t StragglerDetector::blame_leaving_ns(uint32_t probe_id, int32_t pid) const {
+  return sum_lanes(probe_id, pid, &Lane::total_blame_leaving_ns);
+}
+
 uint64_t StragglerDetector::lasts(uint32_t probe_id, int32_t pid) const {
   return sum_lanes(probe_id, pid, &Lane::total_lasts);
 }

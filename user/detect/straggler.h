@@ -190,6 +190,8 @@ class StragglerDetector {
   const DetectorConfig& config() const { return config_; }
   // Total blame charged to a rank on a probe (every communicator) since tracing began.
   uint64_t blame_ns(uint32_t probe_id, int32_t pid) const;
+  // Of that, what leaving its previous collective late explains (the kernel's blame_leaving_ns).
+  uint64_t blame_leaving_ns(uint32_t probe_id, int32_t pid) const;
   // Instances of a probe (every communicator) the rank arrived last in.
   uint64_t lasts(uint32_t probe_id, int32_t pid) const;
   // Of those, the sequential test's events (the kernel's seq_events, collagg.h).

@@ -33,6 +33,7 @@ AggStats sum_stats(const sb_agg_key& key, const std::vector<sb_agg_stats>& per_c
     s.lateness_ns += v.lateness_ns;
     s.lasts += v.lasts;
     s.blame_ns += v.blame_ns;
+    s.blame_leaving_ns += v.blame_leaving_ns;
     s.instances += v.instances;
     s.seq_events += v.seq_events;
     s.cpu_calls += v.cpu_calls;

@@ -61,7 +61,8 @@ json lane_json(const AggSlowBurnLane& lane) {
           {"kept", std::move(kept)},
           {"points", std::move(points)},
           {"stride_ns", lane.stride_ns},
-          {"gap_cusum", lane.gap_cusum}};
+          {"gap_cusum", lane.gap_cusum},
+          {"gap_alarmed_ns", lane.gap_alarmed_ns}};
 }
 
 AggSlowBurnLane lane_of(const json& j) {
@@ -80,6 +81,7 @@ AggSlowBurnLane lane_of(const json& j) {
   // Added at stop 59: a state file written before has none (its drifts
   // start again from zero).
   if (j.contains("gap_cusum")) lane.gap_cusum = j.at("gap_cusum").get<std::map<int32_t, double>>();
+  if (j.contains("gap_alarmed_ns")) lane.gap_alarmed_ns = j.at("gap_alarmed_ns").get<std::map<int32_t, uint64_t>>();
   return lane;
 }
 }  // namespace
@@ -190,6 +192,7 @@ void ProbeStateKeeper::restore(AggregateDetector& detector, const Note& note) co
     std::erase_if(lane.totals.ranks, dead);
     for (LaneSnapshot& k : lane.kept) std::erase_if(k.ranks, dead);
     std::erase_if(lane.gap_cusum, [&](const auto& kv) { return !lane.totals.ranks.contains(kv.first); });
+    std::erase_if(lane.gap_alarmed_ns, [&](const auto& kv) { return !lane.totals.ranks.contains(kv.first); });
     if (!lane.totals.ranks.empty()) usable.lanes.push_back(std::move(lane));
   }
   const size_t lanes = usable.lanes.size();
