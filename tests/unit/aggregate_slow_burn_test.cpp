@@ -271,6 +271,15 @@ TEST(AggregateSlowBurn, WhereEveryRankWaitsForACpuTheMinorCostIsWithheldAndSaidO
       << notes.front();
   std::cout << notes.front() << "\n";
 
+  // The same, where the node said rank 5's own cgroup throttled it: named.
+  AggregateDetector throttled(DetectorConfig{}, probes());
+  throttled.own_cpu_cause(2005);
+  Job busy = slower_from(5, 1.03);
+  busy.runq_share = 0.66;
+  auto own_cause = run(throttled, busy, 0, 300);
+  ASSERT_EQ(own_cause.size(), 1u);
+  EXPECT_EQ(own_cause.front().finding.culprit.rank, 5);
+
   // The same rank on a node with a CPU for each: named.
   AggregateDetector quiet(DetectorConfig{}, probes());
   Job own = slower_from(5, 1.03);

@@ -37,7 +37,7 @@ struct Call {
 class KernelSide {
  public:
   struct Totals {
-    uint64_t arrivals = 0, instances = 0, lasts = 0, blame_ns = 0, seq_events = 0;
+    uint64_t arrivals = 0, instances = 0, lasts = 0, blame_ns = 0, blame_leaving_ns = 0, seq_events = 0;
   };
 
   explicit KernelSide(double lead_share) : lead_share_bp_(sb_share_bp(lead_share)) {}
@@ -83,12 +83,11 @@ class KernelSide {
                                      instance_.second_since_ns);
     __u64 step =
         instance_.prev_closed_ns && exit_ns > instance_.prev_closed_ns ? exit_ns - instance_.prev_closed_ns : 0;
+    __u64 leaving = sb_lead_from_leaving(lead, instance_.last_excess_ns, instance_.second_excess_ns);
     last.lasts += 1;
     last.blame_ns += lead;
-    if (sb_seq_event(instance_.arrivals, lead,
-                     sb_lead_from_leaving(lead, instance_.last_excess_ns, instance_.second_excess_ns), step,
-                     lead_share_bp_))
-      last.seq_events += 1;
+    last.blame_leaving_ns += leaving;
+    if (sb_seq_event(instance_.arrivals, lead, leaving, step, lead_share_bp_)) last.seq_events += 1;
   }
 
   __u64 lead_share_bp_;
@@ -163,6 +162,7 @@ void expect_agreement(const Job& job) {
     const KernelSide::Totals& k = kernel.totals(pid);
     EXPECT_EQ(k.lasts, user.lasts(kProbe, pid)) << "rank " << r;
     EXPECT_EQ(k.blame_ns, user.blame_ns(kProbe, pid)) << "rank " << r;
+    EXPECT_EQ(k.blame_leaving_ns, user.blame_leaving_ns(kProbe, pid)) << "rank " << r;
     EXPECT_EQ(k.seq_events, user.sequential_events(kProbe, pid)) << "rank " << r;
   }
 }
@@ -221,6 +221,7 @@ TEST(InstanceRules, ALeadOwedToLeavingLateIsNotTheRanksOwnAlike) {
   run_kernel(job, kernel);
   EXPECT_GE(kernel.totals(101).lasts, 29u) << "last after each late exit";
   EXPECT_EQ(kernel.totals(101).seq_events, 0u) << "its lead came from leaving late, not from computing longer";
+  EXPECT_GT(kernel.totals(101).blame_leaving_ns, kernel.totals(101).blame_ns / 2) << "and the kernel says so";
 }
 
 TEST(InstanceRules, AFastRankInTheNextInstanceBeforeASlowOneReturnsAlike) {

@@ -278,6 +278,33 @@ TEST(SchedulersChoice, AMinorBurstFindingWhereEveryRankWaitsForACpuIsWithheld) {
   EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
 }
 
+TEST(SchedulersChoice, ARankItsOwnCgroupThrottledIsNamedOnABusyNode) {
+  // CI, stop 58 (CpuQuota): a rank throttled by its cgroup's quota, the
+  // node busy, was withheld as the scheduler's choice: throttled, it is off
+  // the run queue, so it waited for a CPU no more than its peers. The node
+  // said so (host.cpu_throttled); the detector hears it and names the rank,
+  // by the slow burn and by the burst rule alike.
+  for (bool bursts : {false, true}) {
+    SyntheticJob job = bursts ? eight_ranks_one_late_in_bursts() : eight_ranks_one_descheduled_more_often();
+    StragglerDetector d = make_detector(8);
+    d.own_cpu_cause(SyntheticJob::pid(5));
+    feed(d, waiting_for_cpus(job.run(3000), 0.66, 0.66));
+    SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
+    EXPECT_EQ(culprits(v.stragglers), std::set<int>{5}) << (bursts ? "late in bursts" : "slow burn");
+    EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
+
+    // Said of another rank, it withholds rank 5 as before.
+    SyntheticJob same = bursts ? eight_ranks_one_late_in_bursts() : eight_ranks_one_descheduled_more_often();
+    StragglerDetector other = make_detector(8);
+    other.own_cpu_cause(SyntheticJob::pid(2));
+    feed(other, waiting_for_cpus(same.run(3000), 0.66, 0.66));
+    SessionVerdict w = other.verdict(static_cast<uint64_t>(same.prev_exit[0]));
+    EXPECT_TRUE(w.stragglers.empty()) << w.stragglers.front().summary;
+    ASSERT_EQ(w.withheld.size(), 1u) << (bursts ? "late in bursts" : "slow burn");
+    EXPECT_EQ(w.withheld.front().finding.culprit.rank, 5);
+  }
+}
+
 TEST(SchedulersChoice, LiveAFindingTheVerdictWouldWithholdIsHeldBackUntilItIsTheRanksOwn) {
   // CI, MpiRamp: a victim of the other triple was raised live "late in
   // bursts" at 3.5% before the ramping rank, then became an episode. Live

@@ -389,6 +389,13 @@ DetectorOutput AggregateDetector::evaluate(uint64_t start_ns, uint64_t end_ns,
   return out;
 }
 
+void AggregateDetector::device_event(const DeviceEvent& event, const std::vector<RankIdentity>& ranks,
+                                     const ConcernsCulprit& concerns) {
+  for (auto& [pid, evidence] : transport_evidence_of(event, event.ts_ns, ranks, concerns))
+    transport_evidence(pid, std::move(evidence));
+  for (int32_t pid : own_cpu_cause_of(event, ranks, concerns)) own_cpu_cause(pid);
+}
+
 void AggregateDetector::transport_evidence(int32_t pid, TransportEvidence evidence) {
   if (!config_.inside) return;
   uint64_t ts = evidence.ts_ns;

@@ -23,6 +23,7 @@
 #include "core/rank_identity.h"
 #include "detect/agg_window_input.h"
 #include "detect/aggregate_slow_burn.h"
+#include "detect/causes.h"
 #include "detect/inside.h"
 #include "detect/report.h"
 #include "detect/straggler.h"
@@ -50,6 +51,11 @@ class AggregateDetector {
   // apart and the communicator's collective is slower than its usual, the
   // ranks it names are judged inside by their data path.
   void transport_evidence(int32_t pid, TransportEvidence evidence);
+  // The node said the rank's own cgroup throttled it (causes.h): its minor
+  // cost is not withheld as the scheduler's choice.
+  void own_cpu_cause(int32_t pid) { slow_burn_.own_cpu_cause(pid); }
+  // An event of the node: the two above for each rank it concerns.
+  void device_event(const DeviceEvent& event, const std::vector<RankIdentity>& ranks, const ConcernsCulprit& concerns);
 
   // Standing findings by culprit pid (cleared once no window flags it, or
   // no window judged the rank for persistence_n windows).

@@ -245,8 +245,10 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
     // Across a restart or a pause the stretch can be short, as above.
     if (d && !d->scheduler_noise && stretch.traced_ns >= kDriftStretchNs / 2) {
       drift_onset = onset_of(lane, d->pid, half.min_cost_share);
+      // Named at the last look on this lane (at the floor or as a drift).
       auto named = named_.find(d->pid);
-      const bool named_so = named != named_.end() && named->second.session_cost && named->second.session_cost->drift;
+      const bool named_so = named != named_.end() && named->second.probe == s.probe && named->second.comm &&
+                            named->second.comm->key == s.comm_key;
       if (drift_onset && !drift_onset->from_start && gap_grows_since(lane, d->pid, drift_onset->at_ns, named_so)) {
         j = d;
         judged = std::move(stretch);
@@ -292,7 +294,7 @@ void AggregateSlowBurn::judge(uint64_t now_ns) {
     if (!judged) continue;
     Finding& f = judged->finding;
     int32_t pid = f.culprit.pid;
-    if (judged->withheld) {
+    if (judged->withheld && !own_cpu_cause_.contains(pid)) {
       if (auto at = withheld.find(pid); at == withheld.end() || at->second.finding.cost_ns < f.cost_ns)
         withheld[pid] = scheduler_noise_withheld(std::move(f), judged->shares);
     } else if (auto at = named.find(pid); at == named.end() || at->second.cost_ns < f.cost_ns) {
@@ -309,6 +311,7 @@ void AggregateSlowBurn::judge(uint64_t now_ns) {
 
 void AggregateSlowBurn::remove_rank(int32_t pid) {
   named_.erase(pid);
+  own_cpu_cause_.erase(pid);
   withheld_.erase(pid);
   for (auto it = lanes_.begin(); it != lanes_.end();) {
     Lane& lane = it->second;

@@ -28,6 +28,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -97,6 +98,9 @@ class AggregateSlowBurn {
   const std::map<int32_t, Withheld>& withheld() const { return withheld_; }
   // The process exited: it leaves its lanes, and a lane with none left goes.
   void remove_rank(int32_t pid);
+  // The node said the rank's own cgroup throttled it: off the run queue,
+  // it is not withheld as the scheduler's choice.
+  void own_cpu_cause(int32_t pid) { own_cpu_cause_.insert(pid); }
 
   AggSlowBurnState state() const;
   // A saved baseline (the service keeps only ranks still alive): its lanes
@@ -132,6 +136,7 @@ class AggregateSlowBurn {
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;
   std::map<int32_t, Withheld> withheld_;
+  std::set<int32_t> own_cpu_cause_;
   uint64_t looked_ns_ = 0;
 };
 

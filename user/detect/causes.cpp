@@ -68,6 +68,15 @@ std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const D
   return out;
 }
 
+std::vector<int32_t> own_cpu_cause_of(const DeviceEvent& e, const std::vector<RankIdentity>& ranks,
+                                      const ConcernsCulprit& concerns) {
+  std::vector<int32_t> out;
+  if (e.type != "host.cpu_throttled") return out;
+  for (const RankIdentity& rank : ranks)
+    if (concerns(e, rank)) out.push_back(rank.pid);
+  return out;
+}
+
 std::string_view event_severity(const DeviceEvent& event) {
   if (event.type == "aer" && event.severity) return event_severity_name(*event.severity);
   int rank = cause_rank(event);

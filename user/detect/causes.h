@@ -56,6 +56,13 @@ std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const D
                                                                          const std::vector<RankIdentity>& ranks,
                                                                          const ConcernsCulprit& concerns);
 
+// The ranks an event says their own cgroup throttled (host.cpu_throttled:
+// the host monitor raises it only for a rank set apart from its peers). A
+// throttled rank is off its CPU by a cause of its own, which the run
+// queue does not show: the scheduler's-choice rule must not withhold it.
+std::vector<int32_t> own_cpu_cause_of(const DeviceEvent& event, const std::vector<RankIdentity>& ranks,
+                                      const ConcernsCulprit& concerns);
+
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).
 std::string_view event_severity(const DeviceEvent& event);

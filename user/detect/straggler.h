@@ -167,6 +167,9 @@ class StragglerDetector {
   // for the inside test in the windows the event covers. On the calls'
   // clock.
   void transport_evidence(int32_t pid, TransportEvidence evidence);
+  // The node said the rank's own cgroup throttled it (causes.h,
+  // own_cpu_cause_of): its lateness is not the scheduler's choice.
+  void own_cpu_cause(int32_t pid) { own_cpu_cause_.insert(pid); }
 
   // Closes the windows that ended at least grace_ns before now_ns.
   DetectorOutput advance(uint64_t now_ns);
@@ -259,6 +262,7 @@ class StragglerDetector {
   // Forgets what no later window can weigh.
   std::map<int32_t, std::string> transport_in(const LaneAccum& accum, const WindowReport& report);
   std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;  // per rank, by when said
+  std::set<int32_t> own_cpu_cause_;  // ranks the node said their cgroup throttled
   // Per rank: windows its flag was cleared as held by another's data path,
   // and windows it stayed flagged beside a rank flagged so (its own).
   std::map<int32_t, HeldByPath> held_by_path_;

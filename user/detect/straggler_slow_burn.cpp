@@ -98,7 +98,9 @@ std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const La
     drift_onset = onset_of(key, lane, session, j->pid, thresholds.min_cost_share);
     if (!drift_onset || drift_onset->from_start) return std::nullopt;
   }
-  if (j->scheduler_noise && own_step_longer) j->scheduler_noise = false;
+  // Nor where the node said its cgroup throttled it: throttled time is off
+  // the run queue, and a busy node's peers wait for a CPU as much as it.
+  if (j->scheduler_noise && (own_step_longer || own_cpu_cause_.contains(j->pid))) j->scheduler_noise = false;
   // A spell that ended is an episode, not a slow burn: what it cost
   // outside its episodes (those since since_ns) must pass the floor on its
   // own. A run still open at the end never ended (flagged in under half
@@ -238,6 +240,11 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   // under half the major floor whatever its pattern: a victim on 2 CPUs
   // was also named last in 60% of a triple's instances at 3.5% (CI,
   // MpiRamp); the 2x-slower rank of a triple there costs 10%.
+  // A rank the node said its own cgroup throttled is late of its own cause:
+  // throttled, it is off the run queue, and on a busy node its peers wait
+  // for a CPU as much as it (CI, stop 58: CpuQuota's throttled rank
+  // withheld as the scheduler's choice, 72.5% of the CPU to others).
+  if (own_cpu_cause_.contains(f.culprit.pid)) return std::nullopt;
   bool bursts_or_small = late_in_bursts_or_small(f);
   const Lane* lane = lane_of(f);
   // Or one of a pair, judged with no z (no third rank to tell the rank's

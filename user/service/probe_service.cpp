@@ -350,10 +350,8 @@ void ProbeService::poll_sources(uint64_t now_ns) {
 void ProbeService::add_device_event(DeviceEvent e) {
   totals_.device_events[{e.type, e.device.empty() ? e.label : e.device, e.role, std::string(event_severity(e))}] += 1;
   if (log_) log_->sink().device_event(e);
-  // What slows a rank's own data: judged inside by its path, as trace does.
-  for (auto& [pid, evidence] :
-       transport_evidence_of(e, e.ts_ns, tracker_->identities(), concerns_through(sources_->topology())))
-    detector_->transport_evidence(pid, std::move(evidence));
+  // What slows a rank's own data, or its own cgroup throttling it: judged as trace does.
+  detector_->device_event(e, tracker_->identities(), concerns_through(sources_->topology()));
   explainer_.add(std::move(e));
 }
 
