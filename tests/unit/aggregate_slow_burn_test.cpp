@@ -271,14 +271,20 @@ TEST(AggregateSlowBurn, WhereEveryRankWaitsForACpuTheMinorCostIsWithheldAndSaidO
       << notes.front();
   std::cout << notes.front() << "\n";
 
-  // The same, where the node said rank 5's own cgroup throttled it: named.
+  // The same, where the node said rank 5's own cgroup throttled it all
+  // along: named. Said over its first minute only: withheld as before.
   AggregateDetector throttled(DetectorConfig{}, probes());
-  throttled.own_cpu_cause(2005);
+  throttled.own_cpu_cause({2005, 0, 300 * kSecondNs});
   Job busy = slower_from(5, 1.03);
   busy.runq_share = 0.66;
   auto own_cause = run(throttled, busy, 0, 300);
   ASSERT_EQ(own_cause.size(), 1u);
   EXPECT_EQ(own_cause.front().finding.culprit.rank, 5);
+  AggregateDetector once(DetectorConfig{}, probes());
+  once.own_cpu_cause({2005, 0, 60 * kSecondNs});
+  Job busy_again = slower_from(5, 1.03);
+  busy_again.runq_share = 0.66;
+  EXPECT_TRUE(run(once, busy_again, 0, 300).empty()) << "throttled for its first minute, not its cost's stretch";
 
   // The same rank on a node with a CPU for each: named.
   AggregateDetector quiet(DetectorConfig{}, probes());

@@ -287,21 +287,34 @@ TEST(SchedulersChoice, ARankItsOwnCgroupThrottledIsNamedOnABusyNode) {
   for (bool bursts : {false, true}) {
     SyntheticJob job = bursts ? eight_ranks_one_late_in_bursts() : eight_ranks_one_descheduled_more_often();
     StragglerDetector d = make_detector(8);
-    d.own_cpu_cause(SyntheticJob::pid(5));
+    d.own_cpu_cause({SyntheticJob::pid(5), 0, UINT64_MAX / 2});
     feed(d, waiting_for_cpus(job.run(3000), 0.66, 0.66));
     SessionVerdict v = d.verdict(static_cast<uint64_t>(job.prev_exit[0]));
     EXPECT_EQ(culprits(v.stragglers), std::set<int>{5}) << (bursts ? "late in bursts" : "slow burn");
     EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
 
-    // Said of another rank, it withholds rank 5 as before.
-    SyntheticJob same = bursts ? eight_ranks_one_late_in_bursts() : eight_ranks_one_descheduled_more_often();
-    StragglerDetector other = make_detector(8);
-    other.own_cpu_cause(SyntheticJob::pid(2));
-    feed(other, waiting_for_cpus(same.run(3000), 0.66, 0.66));
-    SessionVerdict w = other.verdict(static_cast<uint64_t>(same.prev_exit[0]));
-    EXPECT_TRUE(w.stragglers.empty()) << w.stragglers.front().summary;
-    ASSERT_EQ(w.withheld.size(), 1u) << (bursts ? "late in bursts" : "slow burn");
-    EXPECT_EQ(w.withheld.front().finding.culprit.rank, 5);
+    // Said of another rank, or of rank 5 over the session's first tenth
+    // only (throttled while it loaded its data), it withholds rank 5 as
+    // before.
+    for (bool early : {false, true}) {
+      SyntheticJob same = bursts ? eight_ranks_one_late_in_bursts() : eight_ranks_one_descheduled_more_often();
+      std::vector<CallEvent> calls = waiting_for_cpus(same.run(3000), 0.66, 0.66);
+      uint64_t first = UINT64_MAX, last = 0;
+      for (const CallEvent& c : calls) {
+        first = std::min(first, c.entry_ns);
+        last = std::max(last, c.exit_ns);
+      }
+      StragglerDetector other = make_detector(8);
+      if (early)
+        other.own_cpu_cause({SyntheticJob::pid(5), first, first + (last - first) / 10});
+      else
+        other.own_cpu_cause({SyntheticJob::pid(2), 0, UINT64_MAX / 2});
+      feed(other, std::move(calls));
+      SessionVerdict w = other.verdict(static_cast<uint64_t>(same.prev_exit[0]));
+      EXPECT_TRUE(w.stragglers.empty()) << w.stragglers.front().summary;
+      ASSERT_EQ(w.withheld.size(), 1u) << (bursts ? "late in bursts" : "slow burn") << (early ? ", early" : "");
+      EXPECT_EQ(w.withheld.front().finding.culprit.rank, 5);
+    }
   }
 }
 

@@ -393,7 +393,7 @@ void AggregateDetector::device_event(const DeviceEvent& event, const std::vector
                                      const ConcernsCulprit& concerns) {
   for (auto& [pid, evidence] : transport_evidence_of(event, event.ts_ns, ranks, concerns))
     transport_evidence(pid, std::move(evidence));
-  for (int32_t pid : own_cpu_cause_of(event, ranks, concerns)) own_cpu_cause(pid);
+  for (const OwnCpuCause& cause : own_cpu_cause_of(event, event.ts_ns, ranks, concerns)) own_cpu_cause(cause);
 }
 
 void AggregateDetector::transport_evidence(int32_t pid, TransportEvidence evidence) {

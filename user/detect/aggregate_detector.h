@@ -52,8 +52,9 @@ class AggregateDetector {
   // ranks it names are judged inside by their data path.
   void transport_evidence(int32_t pid, TransportEvidence evidence);
   // The node said the rank's own cgroup throttled it (causes.h): its minor
-  // cost is not withheld as the scheduler's choice.
-  void own_cpu_cause(int32_t pid) { slow_burn_.own_cpu_cause(pid); }
+  // cost is not withheld as the scheduler's choice where that covers half
+  // of the stretch judged.
+  void own_cpu_cause(const OwnCpuCause& cause) { slow_burn_.own_cpu_cause(cause); }
   // An event of the node: the two above for each rank it concerns.
   void device_event(const DeviceEvent& event, const std::vector<RankIdentity>& ranks, const ConcernsCulprit& concerns);
 

@@ -212,14 +212,22 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
       s.totals.at_ns + 2 * kLookEveryNs < now_ns)
     return std::nullopt;
   const size_t members = s.totals.ranks.size();
+  // Not the scheduler's where the node said the rank's own cgroup
+  // throttled it over at least half of the stretch judged.
+  auto own_cause = [&](std::optional<SessionCostJudgement>& x, uint64_t from_ns) {
+    if (x && x->scheduler_noise && own_cpu_causes_.over_half(x->pid, from_ns, s.totals.at_ns))
+      x->scheduler_noise = false;
+  };
   LaneSnapshot judged = s.totals;
   auto j = judge_session_cost(judged.ranks, judged.instances, members, judged.traced_ns, thresholds_);
+  own_cause(j, s.first_ns);
   bool latest = false;
   // Else its latest stretch: a cost that began late, or grows (a ramp),
   // passes the floor there long before it does over days of baseline.
   if ((!j || j->scheduler_noise) && !s.kept.empty() && s.kept.front().at_ns + kLatestNs <= now_ns) {
     LaneSnapshot stretch = totals_since(s.totals, s.kept.front());
     auto l = judge_session_cost(stretch.ranks, stretch.instances, members, stretch.traced_ns, thresholds_);
+    own_cause(l, s.kept.front().at_ns);
     // Across a restart or a pause its traced time can be short: a spell
     // is then a few percent of it.
     if (l && !l->scheduler_noise && stretch.traced_ns >= kLatestNs / 2) {
@@ -242,6 +250,7 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
     half.min_cost_share *= kDriftFloorShare;
     LaneSnapshot stretch = totals_since(s.totals, *drift_from);
     auto d = judge_session_cost(stretch.ranks, stretch.instances, members, stretch.traced_ns, half);
+    own_cause(d, drift_from->at_ns);
     // Across a restart or a pause the stretch can be short, as above.
     if (d && !d->scheduler_noise && stretch.traced_ns >= kDriftStretchNs / 2) {
       drift_onset = onset_of(lane, d->pid, half.min_cost_share);
@@ -294,7 +303,7 @@ void AggregateSlowBurn::judge(uint64_t now_ns) {
     if (!judged) continue;
     Finding& f = judged->finding;
     int32_t pid = f.culprit.pid;
-    if (judged->withheld && !own_cpu_cause_.contains(pid)) {
+    if (judged->withheld) {
       if (auto at = withheld.find(pid); at == withheld.end() || at->second.finding.cost_ns < f.cost_ns)
         withheld[pid] = scheduler_noise_withheld(std::move(f), judged->shares);
     } else if (auto at = named.find(pid); at == named.end() || at->second.cost_ns < f.cost_ns) {
@@ -311,7 +320,7 @@ void AggregateSlowBurn::judge(uint64_t now_ns) {
 
 void AggregateSlowBurn::remove_rank(int32_t pid) {
   named_.erase(pid);
-  own_cpu_cause_.erase(pid);
+  own_cpu_causes_.forget(pid);
   withheld_.erase(pid);
   for (auto it = lanes_.begin(); it != lanes_.end();) {
     Lane& lane = it->second;

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "detect/agg_window_input.h"
+#include "detect/own_cpu_causes.h"
 #include "detect/report.h"
 #include "detect/session_cost.h"
 #include "detect/straggler.h"
@@ -99,8 +100,9 @@ class AggregateSlowBurn {
   // The process exited: it leaves its lanes, and a lane with none left goes.
   void remove_rank(int32_t pid);
   // The node said the rank's own cgroup throttled it: off the run queue,
-  // it is not withheld as the scheduler's choice.
-  void own_cpu_cause(int32_t pid) { own_cpu_cause_.insert(pid); }
+  // it is not withheld as the scheduler's choice on a stretch the saying
+  // covers half of (detect/own_cpu_causes.h).
+  void own_cpu_cause(const OwnCpuCause& cause) { own_cpu_causes_.said(cause.pid, cause.from_ns, cause.to_ns); }
 
   AggSlowBurnState state() const;
   // A saved baseline (the service keeps only ranks still alive): its lanes
@@ -136,7 +138,7 @@ class AggregateSlowBurn {
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;
   std::map<int32_t, Withheld> withheld_;
-  std::set<int32_t> own_cpu_cause_;
+  OwnCpuCauses own_cpu_causes_;  // not kept across a restart: said again within 30 s
   uint64_t looked_ns_ = 0;
 };
 

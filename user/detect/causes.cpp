@@ -68,12 +68,19 @@ std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const D
   return out;
 }
 
-std::vector<int32_t> own_cpu_cause_of(const DeviceEvent& e, const std::vector<RankIdentity>& ranks,
-                                      const ConcernsCulprit& concerns) {
-  std::vector<int32_t> out;
-  if (e.type != "host.cpu_throttled") return out;
+std::vector<OwnCpuCause> own_cpu_cause_of(const DeviceEvent& e, uint64_t ts_ns, const std::vector<RankIdentity>& ranks,
+                                          const ConcernsCulprit& concerns) {
+  constexpr uint64_t kDefaultSpanNs = 5'000'000'000;  // HostMonitorOptions::window_s
+  constexpr uint64_t kSaidAgainNs = 30'000'000'000;   // HostMonitorOptions::refresh_s
+  std::vector<OwnCpuCause> out;
+  if (e.type != "host.cpu_throttled" || !e.fields.is_object()) return out;
+  auto peers = e.fields.find("peers_value");
+  if (peers == e.fields.end() || peers->is_null()) return out;  // no peer: not set apart
+  uint64_t span_ns = kDefaultSpanNs;
+  if (auto span = e.fields.find("span_ns"); span != e.fields.end() && span->is_number_unsigned())
+    span_ns = span->get<uint64_t>();
   for (const RankIdentity& rank : ranks)
-    if (concerns(e, rank)) out.push_back(rank.pid);
+    if (concerns(e, rank)) out.push_back({rank.pid, ts_ns > span_ns ? ts_ns - span_ns : 0, ts_ns + kSaidAgainNs});
   return out;
 }
 

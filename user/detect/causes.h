@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "detect/inside.h"
+#include "detect/own_cpu_causes.h"
 #include "detect/report.h"
 #include "events/device_event.h"
 
@@ -56,12 +57,16 @@ std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const D
                                                                          const std::vector<RankIdentity>& ranks,
                                                                          const ConcernsCulprit& concerns);
 
-// The ranks an event says their own cgroup throttled (host.cpu_throttled:
-// the host monitor raises it only for a rank set apart from its peers). A
-// throttled rank is off its CPU by a cause of its own, which the run
-// queue does not show: the scheduler's-choice rule must not withhold it.
-std::vector<int32_t> own_cpu_cause_of(const DeviceEvent& event, const std::vector<RankIdentity>& ranks,
-                                      const ConcernsCulprit& concerns);
+// A rank its own cgroup throttled, as the node said it (host.cpu_throttled,
+// set apart from peers of its job on the node: a rank with no peer there
+// to compare is not), and the time the saying covers on the clock of
+// ts_ns: the interval judged before it (fields.span_ns; 5 s without it),
+// and until it is due to be said again while it holds (the host monitor
+// says a standing cause again every 30 s). A throttled rank is off its CPU
+// by a cause of its own, which the run queue does not show: the
+// scheduler's-choice rule must not withhold it (detect/own_cpu_causes.h).
+std::vector<OwnCpuCause> own_cpu_cause_of(const DeviceEvent& event, uint64_t ts_ns,
+                                          const std::vector<RankIdentity>& ranks, const ConcernsCulprit& concerns);
 
 // "fatal" (AER), "error", "warning" or "info": how bad an event is as a cause of slowness
 // (the metrics' severity label; info for types that are not causes).

@@ -55,6 +55,7 @@
 #include "detect/aligner.h"
 #include "detect/cost_onset.h"
 #include "detect/inside.h"
+#include "detect/own_cpu_causes.h"
 #include "detect/report.h"
 #include "detect/session_cost.h"
 #include "events/call_event.h"
@@ -168,8 +169,9 @@ class StragglerDetector {
   // clock.
   void transport_evidence(int32_t pid, TransportEvidence evidence);
   // The node said the rank's own cgroup throttled it (causes.h,
-  // own_cpu_cause_of): its lateness is not the scheduler's choice.
-  void own_cpu_cause(int32_t pid) { own_cpu_cause_.insert(pid); }
+  // own_cpu_cause_of; on the calls' clock): its lateness is not the
+  // scheduler's choice where that covers half of the stretch judged.
+  void own_cpu_cause(const OwnCpuCause& cause) { own_cpu_causes_.said(cause.pid, cause.from_ns, cause.to_ns); }
 
   // Closes the windows that ended at least grace_ns before now_ns.
   DetectorOutput advance(uint64_t now_ns);
@@ -262,7 +264,7 @@ class StragglerDetector {
   // Forgets what no later window can weigh.
   std::map<int32_t, std::string> transport_in(const LaneAccum& accum, const WindowReport& report);
   std::map<int32_t, std::multimap<uint64_t, TransportEvidence>> transport_;  // per rank, by when said
-  std::set<int32_t> own_cpu_cause_;  // ranks the node said their cgroup throttled
+  OwnCpuCauses own_cpu_causes_;  // when the node said each rank's cgroup throttled it
   // Per rank: windows its flag was cleared as held by another's data path,
   // and windows it stayed flagged beside a rank flagged so (its own).
   std::map<int32_t, HeldByPath> held_by_path_;

@@ -100,7 +100,9 @@ std::optional<StragglerDetector::SlowBurn> StragglerDetector::slow_burn(const La
   }
   // Nor where the node said its cgroup throttled it: throttled time is off
   // the run queue, and a busy node's peers wait for a CPU as much as it.
-  if (j->scheduler_noise && (own_step_longer || own_cpu_cause_.contains(j->pid))) j->scheduler_noise = false;
+  if (j->scheduler_noise &&
+      (own_step_longer || own_cpu_causes_.over_half(j->pid, before ? before->at_ns : first_ns_, session.at_ns)))
+    j->scheduler_noise = false;
   // A spell that ended is an episode, not a slow burn: what it cost
   // outside its episodes (those since since_ns) must pass the floor on its
   // own. A run still open at the end never ended (flagged in under half
@@ -240,11 +242,13 @@ std::optional<RunqShares> StragglerDetector::schedulers_choice_of(const Finding&
   // under half the major floor whatever its pattern: a victim on 2 CPUs
   // was also named last in 60% of a triple's instances at 3.5% (CI,
   // MpiRamp); the 2x-slower rank of a triple there costs 10%.
-  // A rank the node said its own cgroup throttled is late of its own cause:
-  // throttled, it is off the run queue, and on a busy node its peers wait
-  // for a CPU as much as it (CI, stop 58: CpuQuota's throttled rank
-  // withheld as the scheduler's choice, 72.5% of the CPU to others).
-  if (own_cpu_cause_.contains(f.culprit.pid)) return std::nullopt;
+  // A rank the node said its own cgroup throttled, over at least half of
+  // the session, is late of its own cause: throttled, it is off the run
+  // queue, and on a busy node its peers wait for a CPU as much as it (CI,
+  // stop 58: CpuQuota's throttled rank withheld as the scheduler's choice,
+  // 72.5% of the CPU to others). A finding's own windows are not kept
+  // here: the session is its stretch, as the slow burn's.
+  if (own_cpu_causes_.over_half(f.culprit.pid, first_ns_, last_ns_)) return std::nullopt;
   bool bursts_or_small = late_in_bursts_or_small(f);
   const Lane* lane = lane_of(f);
   // Or one of a pair, judged with no z (no third rank to tell the rank's

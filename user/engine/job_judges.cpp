@@ -71,8 +71,8 @@ void JobJudges::on_named_call(const CallEvent& call, const CallComm& comm) {
 void JobJudges::device_event(const DeviceEvent& event, uint64_t ts_ns, const ConcernsCulprit& concerns) {
   for (auto& [pid, evidence] : transport_evidence_of(event, ts_ns, ranks_, concerns))
     if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->transport_evidence(pid, std::move(evidence));
-  for (int32_t pid : own_cpu_cause_of(event, ranks_, concerns))
-    if (StragglerDetector* d = for_pid(static_cast<uint32_t>(pid))) d->own_cpu_cause(pid);
+  for (const OwnCpuCause& cause : own_cpu_cause_of(event, ts_ns, ranks_, concerns))
+    if (StragglerDetector* d = for_pid(static_cast<uint32_t>(cause.pid))) d->own_cpu_cause(cause);
 }
 
 void JobJudges::set_instance_tap(const StragglerDetector::InstanceTap& tap) {

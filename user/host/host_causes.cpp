@@ -84,6 +84,7 @@ HostCause cause_of(const HostInterval& r, std::string type, double value, std::o
   c.type = std::move(type);
   c.value = value;
   c.peers_value = peers;
+  c.span_ns = r.span_ns;
   return c;
 }
 

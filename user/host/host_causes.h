@@ -80,6 +80,7 @@ struct HostCause {
   std::optional<double> peers_value;  // the peers' median of it
   std::optional<int32_t> other_pid;   // the process it shares a CPU with
   std::string other_comm;
+  uint64_t span_ns = 0;  // the interval it was judged over
 };
 
 // The causes of every rank of one job (on this node) over the same span. A

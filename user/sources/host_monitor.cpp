@@ -94,7 +94,8 @@ DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns) {
   e.pid = cause.pid;
   e.fields = {{"pid", cause.pid},
               {"value", cause.value},
-              {"peers_value", cause.peers_value ? nlohmann::json(*cause.peers_value) : nlohmann::json(nullptr)}};
+              {"peers_value", cause.peers_value ? nlohmann::json(*cause.peers_value) : nlohmann::json(nullptr)},
+              {"span_ns", cause.span_ns}};
   if (cause.other_pid) {
     e.fields["other_pid"] = *cause.other_pid;
     e.fields["other_comm"] = cause.other_comm;

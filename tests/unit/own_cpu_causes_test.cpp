@@ -1,0 +1,72 @@
+// When a rank's own cgroup throttled it (detect/own_cpu_causes.h,
+// detect/causes.h own_cpu_cause_of): spans merged as a standing cause is
+// said again, a stretch covered half or more, and only an event set apart
+// from peers of the rank's own process counts.
+#include "detect/own_cpu_causes.h"
+
+#include <gtest/gtest.h>
+
+#include "detect/causes.h"
+
+namespace slowburn::own_cpu_causes_test {
+namespace {
+
+constexpr uint64_t kS = 1'000'000'000;
+
+TEST(OwnCpuCauses, AStandingCauseSaidEveryThirtySecondsCoversItsStretch) {
+  OwnCpuCauses c;
+  for (uint64_t t = 100; t <= 400; t += 30) c.said(7, (t - 5) * kS, (t + 30) * kS);
+  EXPECT_TRUE(c.over_half(7, 95 * kS, 430 * kS));
+  EXPECT_TRUE(c.over_half(7, 0, 500 * kS)) << "335 s of 500";
+  EXPECT_FALSE(c.over_half(7, 0, 800 * kS)) << "335 s of 800";
+  EXPECT_FALSE(c.over_half(8, 95 * kS, 430 * kS)) << "another rank";
+  c.forget(7);
+  EXPECT_FALSE(c.over_half(7, 95 * kS, 430 * kS));
+}
+
+TEST(OwnCpuCauses, SaidOnceAtTheStartDoesNotCoverTheRest) {
+  OwnCpuCauses c;
+  c.said(7, 0, 35 * kS);
+  EXPECT_TRUE(c.over_half(7, 0, 60 * kS));
+  EXPECT_FALSE(c.over_half(7, 0, 3600 * kS));
+  EXPECT_FALSE(c.over_half(7, 600 * kS, 3600 * kS));
+}
+
+DeviceEvent throttled(int32_t pid, std::optional<double> peers, std::optional<uint64_t> span_ns) {
+  DeviceEvent e;
+  e.type = "host.cpu_throttled";
+  e.pid = pid;
+  e.fields = {{"pid", pid}, {"value", 1.0}, {"peers_value", peers ? nlohmann::json(*peers) : nlohmann::json(nullptr)}};
+  if (span_ns) e.fields["span_ns"] = *span_ns;
+  return e;
+}
+
+TEST(OwnCpuCauses, OnlyAThrottlingSetApartFromPeersOfTheRanksOwnProcessCounts) {
+  // Two jobs on the node, both with a rank 1: the event is the process's.
+  RankIdentity a, b;
+  a.pid = 100;
+  a.rank = 1;
+  a.job = "a";
+  b.pid = 200;
+  b.rank = 1;
+  b.job = "b";
+  std::vector<RankIdentity> ranks{a, b};
+  auto said = own_cpu_cause_of(throttled(200, 0.0, 5 * kS), 50 * kS, ranks, event_names_rank);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0].pid, 200);
+  EXPECT_EQ(said[0].from_ns, 45 * kS) << "the interval judged before it";
+  EXPECT_EQ(said[0].to_ns, 80 * kS) << "until it is due to be said again";
+  // The whole session's judgement covers the whole session.
+  said = own_cpu_cause_of(throttled(200, 0.0, 40 * kS), 50 * kS, ranks, event_names_rank);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0].from_ns, 10 * kS);
+  // A rank with no peer on its node to compare is not set apart.
+  EXPECT_TRUE(own_cpu_cause_of(throttled(200, std::nullopt, 5 * kS), 50 * kS, ranks, event_names_rank).empty());
+  // Nor is any other event.
+  DeviceEvent other = throttled(200, 0.0, 5 * kS);
+  other.type = "host.cpu_contention";
+  EXPECT_TRUE(own_cpu_cause_of(other, 50 * kS, ranks, event_names_rank).empty());
+}
+
+}  // namespace
+}  // namespace slowburn::own_cpu_causes_test

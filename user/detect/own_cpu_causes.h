@@ -1,0 +1,36 @@
+// When the node said each rank's own cgroup throttled it (detect/causes.h,
+// own_cpu_cause_of), as spans of time, for the scheduler's-choice rule: a
+// minor finding of a rank throttled over at least half of the stretch it
+// was judged on is the rank's own, not the scheduler's choice. A rank
+// throttled once (at its start, loading data) is not exempt for the rest
+// of a session or a service's days. Pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace slowburn {
+
+// The node said the rank's own cgroup throttled it over [from_ns, to_ns].
+struct OwnCpuCause {
+  int32_t pid = 0;
+  uint64_t from_ns = 0;
+  uint64_t to_ns = 0;
+};
+
+class OwnCpuCauses {
+ public:
+  // The cause said of the rank over [from_ns, to_ns]: merged with the spans
+  // it overlaps or touches (a standing cause, said every 30 s, is one span).
+  void said(int32_t pid, uint64_t from_ns, uint64_t to_ns);
+  // Said over at least half of [from_ns, to_ns].
+  bool over_half(int32_t pid, uint64_t from_ns, uint64_t to_ns) const;
+  void forget(int32_t pid) { spans_.erase(pid); }
+
+ private:
+  std::map<int32_t, std::vector<std::pair<uint64_t, uint64_t>>> spans_;  // per rank, disjoint, in order
+};
+
+}  // namespace slowburn
