@@ -14,22 +14,29 @@ namespace {
 constexpr uint64_t kS = 1'000'000'000;
 
 TEST(OwnCpuCauses, AStandingCauseSaidEveryThirtySecondsCoversItsStretch) {
+  // Said at 100 s and every 30 s to 400 s, each over the 5 s before it:
+  // one span, [95 s, 400 s], reaching on to 430 s while not due again.
   OwnCpuCauses c;
-  for (uint64_t t = 100; t <= 400; t += 30) c.said(7, (t - 5) * kS, (t + 30) * kS);
-  EXPECT_TRUE(c.over_half(7, 95 * kS, 430 * kS));
-  EXPECT_TRUE(c.over_half(7, 0, 500 * kS)) << "335 s of 500";
-  EXPECT_FALSE(c.over_half(7, 0, 800 * kS)) << "335 s of 800";
-  EXPECT_FALSE(c.over_half(8, 95 * kS, 430 * kS)) << "another rank";
+  for (uint64_t t = 100; t <= 400; t += 30) c.said(7, (t - 5) * kS, t * kS);
+  EXPECT_TRUE(c.over_half(7, 95 * kS, 420 * kS));
+  EXPECT_TRUE(c.over_half(7, 0, 500 * kS)) << "305 s of 500: it stopped by 432 s";
+  EXPECT_FALSE(c.over_half(7, 0, 700 * kS)) << "305 s of 700";
+  EXPECT_FALSE(c.over_half(8, 95 * kS, 420 * kS)) << "another rank";
   c.forget(7);
-  EXPECT_FALSE(c.over_half(7, 95 * kS, 430 * kS));
+  EXPECT_FALSE(c.over_half(7, 95 * kS, 420 * kS));
 }
 
 TEST(OwnCpuCauses, SaidOnceAtTheStartDoesNotCoverTheRest) {
+  // Throttled while it loaded its data: said once, over [0, 5 s].
   OwnCpuCauses c;
-  c.said(7, 0, 35 * kS);
-  EXPECT_TRUE(c.over_half(7, 0, 60 * kS));
+  c.said(7, 0, 5 * kS);
+  EXPECT_TRUE(c.over_half(7, 0, 15 * kS)) << "a 15 s session: its next saying is not due yet";
+  EXPECT_FALSE(c.over_half(7, 0, 60 * kS)) << "not said again by 37 s: it stopped";
   EXPECT_FALSE(c.over_half(7, 0, 3600 * kS));
   EXPECT_FALSE(c.over_half(7, 600 * kS, 3600 * kS));
+  // Two sayings 100 s apart are two spans, not one.
+  c.said(7, 100 * kS, 105 * kS);
+  EXPECT_FALSE(c.over_half(7, 0, 140 * kS));
 }
 
 DeviceEvent throttled(int32_t pid, std::optional<double> peers, std::optional<uint64_t> span_ns) {
@@ -55,11 +62,14 @@ TEST(OwnCpuCauses, OnlyAThrottlingSetApartFromPeersOfTheRanksOwnProcessCounts) {
   ASSERT_EQ(said.size(), 1u);
   EXPECT_EQ(said[0].pid, 200);
   EXPECT_EQ(said[0].from_ns, 45 * kS) << "the interval judged before it";
-  EXPECT_EQ(said[0].to_ns, 80 * kS) << "until it is due to be said again";
-  // The whole session's judgement covers the whole session.
-  said = own_cpu_cause_of(throttled(200, 0.0, 40 * kS), 50 * kS, ranks, event_names_rank);
+  EXPECT_EQ(said[0].to_ns, 50 * kS);
+  // The whole session's judgement of a rank gone 8 s before the end.
+  DeviceEvent gone = throttled(200, 0.0, 40 * kS);
+  gone.fields["span_ended_before_ns"] = 8 * kS;
+  said = own_cpu_cause_of(gone, 50 * kS, ranks, event_names_rank);
   ASSERT_EQ(said.size(), 1u);
-  EXPECT_EQ(said[0].from_ns, 10 * kS);
+  EXPECT_EQ(said[0].from_ns, 2 * kS);
+  EXPECT_EQ(said[0].to_ns, 42 * kS);
   // A rank with no peer on its node to compare is not set apart.
   EXPECT_TRUE(own_cpu_cause_of(throttled(200, std::nullopt, 5 * kS), 50 * kS, ranks, event_names_rank).empty());
   // Nor is any other event.

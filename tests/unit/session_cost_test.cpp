@@ -293,20 +293,19 @@ TEST(SchedulersChoice, ARankItsOwnCgroupThrottledIsNamedOnABusyNode) {
     EXPECT_EQ(culprits(v.stragglers), std::set<int>{5}) << (bursts ? "late in bursts" : "slow burn");
     EXPECT_TRUE(v.withheld.empty()) << v.withheld.front().summary;
 
-    // Said of another rank, or of rank 5 over the session's first tenth
-    // only (throttled while it loaded its data), it withholds rank 5 as
-    // before.
+    // Said of another rank, or of rank 5 once, over 5 s ending 40 s before
+    // the session's first call (throttled while it loaded its data, and not
+    // said again), it withholds rank 5 as before.
     for (bool early : {false, true}) {
       SyntheticJob same = bursts ? eight_ranks_one_late_in_bursts() : eight_ranks_one_descheduled_more_often();
+      same.prev_exit.assign(8, 100e9);  // the job's clock at 100 s
       std::vector<CallEvent> calls = waiting_for_cpus(same.run(3000), 0.66, 0.66);
-      uint64_t first = UINT64_MAX, last = 0;
-      for (const CallEvent& c : calls) {
-        first = std::min(first, c.entry_ns);
-        last = std::max(last, c.exit_ns);
-      }
+      uint64_t first = UINT64_MAX;
+      for (const CallEvent& c : calls) first = std::min(first, c.entry_ns);
       StragglerDetector other = make_detector(8);
+      const uint64_t s = 1'000'000'000;
       if (early)
-        other.own_cpu_cause({SyntheticJob::pid(5), first, first + (last - first) / 10});
+        other.own_cpu_cause({SyntheticJob::pid(5), first - 45 * s, first - 40 * s});
       else
         other.own_cpu_cause({SyntheticJob::pid(2), 0, UINT64_MAX / 2});
       feed(other, std::move(calls));

@@ -71,6 +71,7 @@ AggregateSlowBurn::AggregateSlowBurn(SessionCostThresholds thresholds, std::vect
 }
 
 void AggregateSlowBurn::add(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs) {
+  if (!watched_from_ns_) watched_from_ns_ = start_ns;  // (optional: a window may start at 0)
   std::map<Key, std::vector<const AggWindowInput*>> windows;
   for (const AggWindowInput& in : inputs) {
     auto probe = probes_.find(in.probe_id);
@@ -213,9 +214,11 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
     return std::nullopt;
   const size_t members = s.totals.ranks.size();
   // Not the scheduler's where the node said the rank's own cgroup
-  // throttled it over at least half of the stretch judged.
+  // throttled it over at least half of the stretch judged, of the part
+  // this process watched (a restored baseline's earlier days were not).
   auto own_cause = [&](std::optional<SessionCostJudgement>& x, uint64_t from_ns) {
-    if (x && x->scheduler_noise && own_cpu_causes_.over_half(x->pid, from_ns, s.totals.at_ns))
+    if (x && x->scheduler_noise &&
+        own_cpu_causes_.over_half(x->pid, std::max(from_ns, watched_from_ns_.value_or(0)), s.totals.at_ns))
       x->scheduler_noise = false;
   };
   LaneSnapshot judged = s.totals;

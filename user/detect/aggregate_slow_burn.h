@@ -138,7 +138,8 @@ class AggregateSlowBurn {
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;
   std::map<int32_t, Withheld> withheld_;
-  OwnCpuCauses own_cpu_causes_;  // not kept across a restart: said again within 30 s
+  OwnCpuCauses own_cpu_causes_;              // not kept across a restart: judged from watched_from_ns_
+  std::optional<uint64_t> watched_from_ns_;  // this process's first window
   uint64_t looked_ns_ = 0;
 };
 

@@ -71,16 +71,19 @@ std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const D
 std::vector<OwnCpuCause> own_cpu_cause_of(const DeviceEvent& e, uint64_t ts_ns, const std::vector<RankIdentity>& ranks,
                                           const ConcernsCulprit& concerns) {
   constexpr uint64_t kDefaultSpanNs = 5'000'000'000;  // HostMonitorOptions::window_s
-  constexpr uint64_t kSaidAgainNs = 30'000'000'000;   // HostMonitorOptions::refresh_s
   std::vector<OwnCpuCause> out;
   if (e.type != "host.cpu_throttled" || !e.fields.is_object()) return out;
   auto peers = e.fields.find("peers_value");
   if (peers == e.fields.end() || peers->is_null()) return out;  // no peer: not set apart
-  uint64_t span_ns = kDefaultSpanNs;
-  if (auto span = e.fields.find("span_ns"); span != e.fields.end() && span->is_number_unsigned())
-    span_ns = span->get<uint64_t>();
+  auto duration = [&](const char* name, uint64_t otherwise) {
+    auto f = e.fields.find(name);
+    return f != e.fields.end() && f->is_number_unsigned() ? f->get<uint64_t>() : otherwise;
+  };
+  const uint64_t ended_before_ns = duration("span_ended_before_ns", 0);
+  const uint64_t to_ns = ts_ns > ended_before_ns ? ts_ns - ended_before_ns : 0;
+  const uint64_t span_ns = duration("span_ns", kDefaultSpanNs);
   for (const RankIdentity& rank : ranks)
-    if (concerns(e, rank)) out.push_back({rank.pid, ts_ns > span_ns ? ts_ns - span_ns : 0, ts_ns + kSaidAgainNs});
+    if (concerns(e, rank)) out.push_back({rank.pid, to_ns > span_ns ? to_ns - span_ns : 0, to_ns});
   return out;
 }
 

@@ -60,9 +60,8 @@ std::vector<std::pair<int32_t, TransportEvidence>> transport_evidence_of(const D
 // A rank its own cgroup throttled, as the node said it (host.cpu_throttled,
 // set apart from peers of its job on the node: a rank with no peer there
 // to compare is not), and the time the saying covers on the clock of
-// ts_ns: the interval judged before it (fields.span_ns; 5 s without it),
-// and until it is due to be said again while it holds (the host monitor
-// says a standing cause again every 30 s). A throttled rank is off its CPU
+// ts_ns: the interval judged (fields.span_ns, 5 s without it, ending
+// fields.span_ended_before_ns before it). A throttled rank is off its CPU
 // by a cause of its own, which the run queue does not show: the
 // scheduler's-choice rule must not withhold it (detect/own_cpu_causes.h).
 std::vector<OwnCpuCause> own_cpu_cause_of(const DeviceEvent& event, uint64_t ts_ns,

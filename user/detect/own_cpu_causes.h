@@ -3,7 +3,10 @@
 // minor finding of a rank throttled over at least half of the stretch it
 // was judged on is the rank's own, not the scheduler's choice. A rank
 // throttled once (at its start, loading data) is not exempt for the rest
-// of a session or a service's days. Pure.
+// of a session or a service's days. The host monitor says a cause that
+// holds again every 30 s (HostMonitorOptions::refresh_s): sayings that far
+// apart are one span, and the latest reaches 30 s on while it may still
+// hold (its next saying not due yet), no further. Pure.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +25,7 @@ struct OwnCpuCause {
 
 class OwnCpuCauses {
  public:
-  // The cause said of the rank over [from_ns, to_ns]: merged with the spans
-  // it overlaps or touches (a standing cause, said every 30 s, is one span).
+  // The cause judged of the rank over [from_ns, to_ns].
   void said(int32_t pid, uint64_t from_ns, uint64_t to_ns);
   // Said over at least half of [from_ns, to_ns].
   bool over_half(int32_t pid, uint64_t from_ns, uint64_t to_ns) const;

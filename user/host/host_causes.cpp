@@ -85,6 +85,7 @@ HostCause cause_of(const HostInterval& r, std::string type, double value, std::o
   c.value = value;
   c.peers_value = peers;
   c.span_ns = r.span_ns;
+  c.end_ns = r.end_ns;
   return c;
 }
 

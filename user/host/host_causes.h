@@ -21,6 +21,7 @@ namespace slowburn {
 struct HostInterval {
   RankIdentity rank;
   uint64_t span_ns = 0;
+  uint64_t end_ns = 0;  // when its later reading was taken (CLOCK_MONOTONIC)
   std::optional<SchedSums> sched;
   std::vector<CpuShare> shares;  // ns in the interval
   std::optional<uint64_t> major_faults;
@@ -80,7 +81,8 @@ struct HostCause {
   std::optional<double> peers_value;  // the peers' median of it
   std::optional<int32_t> other_pid;   // the process it shares a CPU with
   std::string other_comm;
-  uint64_t span_ns = 0;  // the interval it was judged over
+  uint64_t span_ns = 0;  // the interval it was judged over,
+  uint64_t end_ns = 0;   // ending then (CLOCK_MONOTONIC)
 };
 
 // The causes of every rank of one job (on this node) over the same span. A

@@ -27,6 +27,7 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
   HostInterval r;
   r.rank = rank;
   r.span_ns = minus(to.ts_ns, from.ts_ns);
+  r.end_ns = to.ts_ns;
   if (to.sched) r.sched = to.sched->minus(from.sched.value_or(SchedSums{}));
   r.shares = shares;
   if (from.stat && to.stat) r.major_faults = minus(to.stat->majflt, from.stat->majflt);
@@ -95,7 +96,9 @@ DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns) {
   e.fields = {{"pid", cause.pid},
               {"value", cause.value},
               {"peers_value", cause.peers_value ? nlohmann::json(*cause.peers_value) : nlohmann::json(nullptr)},
-              {"span_ns", cause.span_ns}};
+              {"span_ns", cause.span_ns},
+              // An exited rank's whole session ended at its last reading.
+              {"span_ended_before_ns", cause.end_ns && ts_ns > cause.end_ns ? ts_ns - cause.end_ns : 0}};
   if (cause.other_pid) {
     e.fields["other_pid"] = *cause.other_pid;
     e.fields["other_comm"] = cause.other_comm;
