@@ -17,7 +17,7 @@ TEST(OwnCpuCauses, AStandingCauseSaidEveryThirtySecondsCoversItsStretch) {
   // Said at 100 s and every 30 s to 400 s, each over the 5 s before it:
   // one span, [95 s, 400 s], reaching on to 430 s while not due again.
   OwnCpuCauses c;
-  for (uint64_t t = 100; t <= 400; t += 30) c.said(7, (t - 5) * kS, t * kS);
+  for (uint64_t t = 100; t <= 400; t += 30) c.said({7, (t - 5) * kS, t * kS});
   EXPECT_TRUE(c.over_half(7, 95 * kS, 420 * kS));
   EXPECT_TRUE(c.over_half(7, 0, 500 * kS)) << "305 s of 500: it stopped by 432 s";
   EXPECT_FALSE(c.over_half(7, 0, 700 * kS)) << "305 s of 700";
@@ -29,14 +29,55 @@ TEST(OwnCpuCauses, AStandingCauseSaidEveryThirtySecondsCoversItsStretch) {
 TEST(OwnCpuCauses, SaidOnceAtTheStartDoesNotCoverTheRest) {
   // Throttled while it loaded its data: said once, over [0, 5 s].
   OwnCpuCauses c;
-  c.said(7, 0, 5 * kS);
+  c.said({7, 0, 5 * kS});
   EXPECT_TRUE(c.over_half(7, 0, 15 * kS)) << "a 15 s session: its next saying is not due yet";
   EXPECT_FALSE(c.over_half(7, 0, 60 * kS)) << "not said again by 37 s: it stopped";
   EXPECT_FALSE(c.over_half(7, 0, 3600 * kS));
   EXPECT_FALSE(c.over_half(7, 600 * kS, 3600 * kS));
   // Two sayings 100 s apart are two spans, not one.
-  c.said(7, 100 * kS, 105 * kS);
+  c.said({7, 100 * kS, 105 * kS});
   EXPECT_FALSE(c.over_half(7, 0, 140 * kS));
+}
+
+TEST(OwnCpuCauses, TheWholeSessionsSayingPlacesOnlyWhatLiveSayingsDidNot) {
+  // Four minutes; throttled in its first minute, said live then; at the
+  // end the whole session's judgement says it again (a quarter of the
+  // periods). It was not throttled over half of the session.
+  RankIdentity r;
+  r.pid = 7;
+  r.rank = 1;
+  DeviceEvent whole;
+  whole.type = "host.cpu_throttled";
+  whole.pid = 7;
+  whole.fields = {{"pid", 7},
+                  {"value", 0.25},
+                  {"peers_value", 0.0},
+                  {"span_ns", 240 * kS},
+                  {"whole_session", true},
+                  {"span_ended_before_ns", 0}};
+  auto at_end = own_cpu_cause_of(whole, 240 * kS, {r}, event_names_rank);
+  ASSERT_EQ(at_end.size(), 1u);
+  EXPECT_TRUE(at_end[0].whole_session);
+  EXPECT_EQ(at_end[0].from_ns, 180 * kS) << "a quarter of the span, as if at its end";
+  EXPECT_EQ(at_end[0].to_ns, 240 * kS);
+
+  OwnCpuCauses live;
+  live.said({7, 0, 5 * kS});
+  live.said({7, 25 * kS, 30 * kS});
+  live.said({7, 55 * kS, 60 * kS});
+  live.said(at_end[0]);
+  EXPECT_FALSE(live.over_half(7, 0, 240 * kS)) << "placed by its live sayings";
+  EXPECT_TRUE(live.over_half(7, 0, 100 * kS));
+
+  // Not said live (throttled in bursts no 5 s window showed): a quarter.
+  OwnCpuCauses only_at_end;
+  only_at_end.said(at_end[0]);
+  EXPECT_FALSE(only_at_end.over_half(7, 0, 240 * kS));
+  // Throttled in 90% of the session's periods: over half of it.
+  whole.fields["value"] = 0.9;
+  OwnCpuCauses most;
+  most.said(own_cpu_cause_of(whole, 240 * kS, {r}, event_names_rank).at(0));
+  EXPECT_TRUE(most.over_half(7, 0, 240 * kS));
 }
 
 DeviceEvent throttled(int32_t pid, std::optional<double> peers, std::optional<uint64_t> span_ns) {

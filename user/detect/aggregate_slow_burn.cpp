@@ -216,10 +216,14 @@ std::optional<AggregateSlowBurn::Judged> AggregateSlowBurn::judge_lane(const Lan
   // Not the scheduler's where the node said the rank's own cgroup
   // throttled it over at least half of the stretch judged, of the part
   // this process watched (a restored baseline's earlier days were not).
+  // That part must be ten minutes or the whole stretch: a throttling that
+  // began just after a restart does not speak for days of baseline.
   auto own_cause = [&](std::optional<SessionCostJudgement>& x, uint64_t from_ns) {
-    if (x && x->scheduler_noise &&
-        own_cpu_causes_.over_half(x->pid, std::max(from_ns, watched_from_ns_.value_or(0)), s.totals.at_ns))
-      x->scheduler_noise = false;
+    uint64_t from = from_ns;
+    if (watched_from_ns_ && *watched_from_ns_ > from_ns && s.totals.at_ns > *watched_from_ns_ &&
+        s.totals.at_ns - *watched_from_ns_ >= kLatestNs)
+      from = *watched_from_ns_;
+    if (x && x->scheduler_noise && own_cpu_causes_.over_half(x->pid, from, s.totals.at_ns)) x->scheduler_noise = false;
   };
   LaneSnapshot judged = s.totals;
   auto j = judge_session_cost(judged.ranks, judged.instances, members, judged.traced_ns, thresholds_);

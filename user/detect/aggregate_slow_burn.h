@@ -102,7 +102,7 @@ class AggregateSlowBurn {
   // The node said the rank's own cgroup throttled it: off the run queue,
   // it is not withheld as the scheduler's choice on a stretch the saying
   // covers half of (detect/own_cpu_causes.h).
-  void own_cpu_cause(const OwnCpuCause& cause) { own_cpu_causes_.said(cause.pid, cause.from_ns, cause.to_ns); }
+  void own_cpu_cause(const OwnCpuCause& cause) { own_cpu_causes_.said(cause); }
 
   AggSlowBurnState state() const;
   // A saved baseline (the service keeps only ranks still alive): its lanes
@@ -138,7 +138,7 @@ class AggregateSlowBurn {
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;
   std::map<int32_t, Withheld> withheld_;
-  OwnCpuCauses own_cpu_causes_;              // not kept across a restart: judged from watched_from_ns_
+  OwnCpuCauses own_cpu_causes_;              // not kept across a restart: see own_cause in judge_lane
   std::optional<uint64_t> watched_from_ns_;  // this process's first window
   uint64_t looked_ns_ = 0;
 };

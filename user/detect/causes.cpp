@@ -81,9 +81,17 @@ std::vector<OwnCpuCause> own_cpu_cause_of(const DeviceEvent& e, uint64_t ts_ns, 
   };
   const uint64_t ended_before_ns = duration("span_ended_before_ns", 0);
   const uint64_t to_ns = ts_ns > ended_before_ns ? ts_ns - ended_before_ns : 0;
-  const uint64_t span_ns = duration("span_ns", kDefaultSpanNs);
+  uint64_t span_ns = duration("span_ns", kDefaultSpanNs);
+  // Over a whole session it held in `value` of the periods, when is not
+  // known: that much of the span, as if at its end.
+  const bool whole_session = e.fields.value("whole_session", false);
+  if (whole_session) {
+    auto value = e.fields.find("value");
+    double share = value != e.fields.end() && value->is_number() ? std::clamp(value->get<double>(), 0.0, 1.0) : 0.0;
+    span_ns = static_cast<uint64_t>(share * static_cast<double>(span_ns));
+  }
   for (const RankIdentity& rank : ranks)
-    if (concerns(e, rank)) out.push_back({rank.pid, to_ns > span_ns ? to_ns - span_ns : 0, to_ns});
+    if (concerns(e, rank)) out.push_back({rank.pid, to_ns > span_ns ? to_ns - span_ns : 0, to_ns, whole_session});
   return out;
 }
 

@@ -13,10 +13,11 @@ constexpr uint64_t kSaidAgainNs = 30'000'000'000;
 constexpr uint64_t kSlackNs = 2'000'000'000;
 }  // namespace
 
-void OwnCpuCauses::said(int32_t pid, uint64_t from_ns, uint64_t to_ns) {
-  if (to_ns < from_ns) return;
-  std::vector<std::pair<uint64_t, uint64_t>>& spans = spans_[pid];
-  spans.emplace_back(from_ns, to_ns);
+void OwnCpuCauses::said(const OwnCpuCause& cause) {
+  if (cause.to_ns < cause.from_ns) return;
+  if (cause.whole_session && spans_.contains(cause.pid)) return;
+  std::vector<std::pair<uint64_t, uint64_t>>& spans = spans_[cause.pid];
+  spans.emplace_back(cause.from_ns, cause.to_ns);
   std::sort(spans.begin(), spans.end());
   std::vector<std::pair<uint64_t, uint64_t>> merged;
   for (const auto& span : spans)
@@ -35,7 +36,8 @@ bool OwnCpuCauses::over_half(int32_t pid, uint64_t from_ns, uint64_t to_ns) cons
   for (size_t i = 0; i < spans->second.size(); ++i) {
     auto [from, to] = spans->second[i];
     // The latest, while its next saying is not due yet: it may hold still.
-    if (i + 1 == spans->second.size() && to_ns <= to + kSaidAgainNs + kSlackNs) to = std::max(to, to_ns);
+    if (i + 1 == spans->second.size() && to_ns - std::min(to_ns, to) <= kSaidAgainNs + kSlackNs)
+      to = std::max(to, to_ns);
     uint64_t a = std::max(from, from_ns), b = std::min(to, to_ns);
     if (b > a) covered += b - a;
   }

@@ -16,17 +16,22 @@
 
 namespace slowburn {
 
-// The node said the rank's own cgroup throttled it over [from_ns, to_ns].
+// The node said the rank's own cgroup throttled it over [from_ns, to_ns]:
+// live, or at the session's end over the whole of it (whole_session).
 struct OwnCpuCause {
   int32_t pid = 0;
   uint64_t from_ns = 0;
   uint64_t to_ns = 0;
+  bool whole_session = false;
 };
 
 class OwnCpuCauses {
  public:
-  // The cause judged of the rank over [from_ns, to_ns].
-  void said(int32_t pid, uint64_t from_ns, uint64_t to_ns);
+  // The cause judged of the rank over [from_ns, to_ns]. A whole session's
+  // saying of a rank said live already places nothing: the live sayings
+  // placed it in time (a rank throttled for its first minute of four is
+  // throttled in a quarter of the session's periods, and said so at its end).
+  void said(const OwnCpuCause& cause);
   // Said over at least half of [from_ns, to_ns].
   bool over_half(int32_t pid, uint64_t from_ns, uint64_t to_ns) const;
   void forget(int32_t pid) { spans_.erase(pid); }

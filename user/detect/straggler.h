@@ -171,7 +171,7 @@ class StragglerDetector {
   // The node said the rank's own cgroup throttled it (causes.h,
   // own_cpu_cause_of; on the calls' clock): its lateness is not the
   // scheduler's choice where that covers half of the stretch judged.
-  void own_cpu_cause(const OwnCpuCause& cause) { own_cpu_causes_.said(cause.pid, cause.from_ns, cause.to_ns); }
+  void own_cpu_cause(const OwnCpuCause& cause) { own_cpu_causes_.said(cause); }
 
   // Closes the windows that ended at least grace_ns before now_ns.
   DetectorOutput advance(uint64_t now_ns);

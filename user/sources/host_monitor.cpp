@@ -84,7 +84,7 @@ HostInterval host_interval(const RankIdentity& rank, const HostReading& from, co
   return r;
 }
 
-DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns) {
+DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns, bool whole_session) {
   DeviceEvent e;
   e.type = cause.type;
   e.ts_ns = ts_ns;
@@ -98,7 +98,8 @@ DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns) {
               {"peers_value", cause.peers_value ? nlohmann::json(*cause.peers_value) : nlohmann::json(nullptr)},
               {"span_ns", cause.span_ns},
               // An exited rank's whole session ended at its last reading.
-              {"span_ended_before_ns", cause.end_ns && ts_ns > cause.end_ns ? ts_ns - cause.end_ns : 0}};
+              {"span_ended_before_ns", cause.end_ns && ts_ns > cause.end_ns ? ts_ns - cause.end_ns : 0},
+              {"whole_session", whole_session}};
   if (cause.other_pid) {
     e.fields["other_pid"] = *cause.other_pid;
     e.fields["other_comm"] = cause.other_comm;
@@ -230,7 +231,7 @@ std::vector<DeviceEvent> HostMonitor::judge(uint64_t now_ns, bool whole_session)
       auto said = said_.find(key);
       if (whole_session ? said != said_.end() : said != said_.end() && now_ns - said->second < refresh_ns) continue;
       said_[key] = now_ns;
-      events.push_back(host_event(c, now_ns));
+      events.push_back(host_event(c, now_ns, whole_session));
     }
   }
   // A cause that stopped holding is said again when it comes back.

@@ -88,6 +88,6 @@ class HostMonitor {
 HostInterval host_interval(const RankIdentity& rank, const HostReading& from, const HostReading& to,
                            const std::vector<CpuShare>& shares);
 // A cause as the device event that carries it.
-DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns);
+DeviceEvent host_event(const HostCause& cause, uint64_t ts_ns, bool whole_session = false);
 
 }  // namespace slowburn
