@@ -391,7 +391,7 @@ TEST(AggregateSlowBurn, ALeanThatStallsOnceIsNoDrift) {
 }
 
 TEST(AggregateSlowBurn, ARankThatExitsLeavesItsLanes) {
-  AggregateSlowBurn s(SessionCostThresholds{}, probes());
+  AggregateSlowBurn s(DetectorConfig{}, probes());
   Job job;
   s.add(0, kWindowNs, job.window(0));
   ASSERT_EQ(s.state().lanes.size(), 1u);

@@ -100,9 +100,7 @@ std::optional<double> least_mean_wait(const std::vector<const AggWindowInput*>& 
 }  // namespace
 
 AggregateDetector::AggregateDetector(DetectorConfig config, std::vector<ProbeInfo> probes)
-    : config_(config),
-      slow_burn_(config.session_cost_thresholds, probes,
-                 {config.cusum_unit_share, config.cusum_allowance, config.cusum_decision}) {
+    : config_(config), slow_burn_(config, probes) {
   for (ProbeInfo& p : probes) probes_.emplace(p.id, std::move(p));
 }
 

@@ -5,6 +5,7 @@
 #include "detect/cost_onset.h"
 #include "detect/verdict.h"
 #include "stats/cusum.h"
+#include "stats/peer_sample.h"
 
 namespace slowburn {
 
@@ -64,14 +65,16 @@ void add_counts(LaneRankTotals& t, const AggWindowInput& in) {
 }
 }  // namespace
 
-AggregateSlowBurn::AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes,
-                                     GapCusumConfig gap)
-    : thresholds_(thresholds), gap_(gap) {
+AggregateSlowBurn::AggregateSlowBurn(const DetectorConfig& config, std::vector<ProbeInfo> probes)
+    : thresholds_(config.session_cost_thresholds),
+      gap_unit_share_(config.cusum_unit_share),
+      gap_allowance_(config.cusum_allowance),
+      gap_decision_(config.cusum_decision) {
   for (ProbeInfo& p : probes) probes_.emplace(p.id, std::move(p));
 }
 
 void AggregateSlowBurn::add(uint64_t start_ns, uint64_t end_ns, const std::vector<AggWindowInput>& inputs) {
-  if (!watched_from_ns_) watched_from_ns_ = start_ns;  // (optional: a window may start at 0)
+  if (!watched_from_ns_) watched_from_ns_ = start_ns;
   std::map<Key, std::vector<const AggWindowInput*>> windows;
   for (const AggWindowInput& in : inputs) {
     auto probe = probes_.find(in.probe_id);
@@ -113,24 +116,19 @@ void AggregateSlowBurn::add_gap_excess(Lane& lane, uint64_t end_ns, uint64_t ela
   // share of the step, in units of unit_share: normalised by the step, not
   // by the peers' spread, as trace's (straggler_windows.cpp).
   uint64_t instances = 0;
-  std::map<int32_t, double> gap_ns;
+  std::map<int32_t, std::vector<double>> gap_ns;  // one mean a rank
   for (const AggWindowInput* in : ranks) {
     instances += in->instances;
-    if (in->gaps) gap_ns[in->identity.pid] = static_cast<double>(in->gap_ns) / static_cast<double>(in->gaps);
+    if (in->gaps) gap_ns[in->identity.pid] = {static_cast<double>(in->gap_ns) / static_cast<double>(in->gaps)};
   }
   if (instances < kGapMinInstances || gap_ns.size() < 2 || !elapsed_ns) return;
   const double step_ns = static_cast<double>(elapsed_ns) / static_cast<double>(instances);
+  const PeerSample peers(gap_ns);
   for (const auto& [pid, gap] : gap_ns) {
-    std::vector<double> peers;
-    for (const auto& [other, g] : gap_ns)
-      if (other != pid) peers.push_back(g);
-    std::sort(peers.begin(), peers.end());
-    const size_t n = peers.size();
-    const double peer_median = n % 2 ? peers[n / 2] : (peers[n / 2 - 1] + peers[n / 2]) / 2;
-    const double units = (gap - peer_median) / step_ns / gap_.unit_share;
+    const double units = (gap.front() - *peers.peer_median(pid)) / step_ns / gap_unit_share_;
     double& statistic = lane.saved.gap_cusum[pid];
     const double seconds = static_cast<double>(elapsed_ns) / kGapUnitNs;
-    Cusum cusum(gap_.allowance * seconds, gap_.decision);
+    Cusum cusum(gap_allowance_ * seconds, gap_decision_);
     cusum.resume(statistic);
     const bool was_alarmed = cusum.alarmed();
     cusum.add(std::clamp(units, -kGapInputCap, kGapInputCap) * seconds);

@@ -28,7 +28,6 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -64,18 +63,11 @@ struct AggSlowBurnLane {
   std::vector<AggCostPoint> points;  // its cost history, evenly spaced (stride_ns)
   uint64_t stride_ns = 0;
   // Per pid, the CUSUM statistic of its compute gap over its peers'
-  // (GapCusumConfig's units): a drift's evidence outlives a restart.
+  // (DetectorConfig's cusum_* units): a drift's evidence outlives a restart.
   std::map<int32_t, double> gap_cusum;
   // Per pid, when that statistic last rose past the decision (monotonic;
   // absent while it is under it).
   std::map<int32_t, uint64_t> gap_alarmed_ns;
-};
-
-// The compute-gap CUSUM's scale (DetectorConfig's cusum_* of trace).
-struct GapCusumConfig {
-  double unit_share = 0.02;  // 1 unit = a gap excess of 2% of the step
-  double allowance = 0.5;
-  double decision = 20.0;
 };
 
 struct AggSlowBurnState {
@@ -84,7 +76,9 @@ struct AggSlowBurnState {
 
 class AggregateSlowBurn {
  public:
-  AggregateSlowBurn(SessionCostThresholds thresholds, std::vector<ProbeInfo> probes, GapCusumConfig gap = {});
+  // config: its session_cost_thresholds and the compute-gap CUSUM's scale
+  // (cusum_unit_share, cusum_allowance, cusum_decision), trace's own.
+  AggregateSlowBurn(const DetectorConfig& config, std::vector<ProbeInfo> probes);
 
   // One window: the inputs of synchronizing probes on named communicators
   // are summed into their lanes.
@@ -133,7 +127,7 @@ class AggregateSlowBurn {
   std::optional<CostOnset> onset_of(const Lane& lane, int32_t pid, double floor_share) const;
 
   SessionCostThresholds thresholds_;
-  GapCusumConfig gap_;
+  double gap_unit_share_ = 0, gap_allowance_ = 0, gap_decision_ = 0;
   std::map<uint32_t, ProbeInfo> probes_;
   std::map<Key, Lane> lanes_;
   std::map<int32_t, Finding> named_;
