@@ -189,6 +189,7 @@ TARGETS := $(TARGET_DIR)/call_counter $(TARGET_DIR)/mpi_allreduce_loop $(TARGET_
            $(TARGET_DIR)/ncclib/libnccl.so.2 $(TARGET_DIR)/ncclib_driver $(TARGET_DIR)/ncclib-old/libnccl.so.2 \
            $(TARGET_DIR)/debuglink/libsbdebug.so $(TARGET_DIR)/debuglink/libsbdebug-full.so \
            $(TARGET_DIR)/verbs/libibverbs.so.1 $(TARGET_DIR)/verbs_driver $(TARGET_DIR)/verbs_real_caller \
+           $(TARGET_DIR)/verbs_qp_driver \
            $(TARGET_DIR)/rc_peer $(TARGET_DIR)/tcp_loss_peer $(TARGET_DIR)/lossy_link \
            $(TARGET_DIR)/ncclapi/libnccl.so.2 $(TARGET_DIR)/nccl_ranks \
            $(TARGET_DIR)/mpich-workload
@@ -269,6 +270,18 @@ $(TARGET_DIR)/verbs_driver: tests/targets/verbs_driver.c $(TARGET_DIR)/verbs/lib
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/verbs -l:libibverbs.so.1 \
 		-Wl,-rpath,$(abspath $(TARGET_DIR)/verbs)
+
+# A stand-in provider, stripped as Debian's are: found through a context's ops only.
+$(TARGET_DIR)/verbs/libsbprov-rdmav34.so: tests/targets/verbs_provider_standin.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -s -o $@ $<
+
+$(TARGET_DIR)/verbs_qp_driver: tests/targets/verbs_qp_driver.c $(TARGET_DIR)/verbs/libibverbs.so.1 \
+		$(TARGET_DIR)/verbs/libsbprov-rdmav34.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -g -Wall -Wextra -Werror -o $@ $< -L$(TARGET_DIR)/verbs -l:libibverbs.so.1 \
+		-l:libsbprov-rdmav34.so -Wl,-rpath,$(abspath $(TARGET_DIR)/verbs)
 
 # One end of a real RC connection with a set retry count (the kernel matrix's rxe faults).
 $(TARGET_DIR)/rc_peer: tests/targets/rc_peer.c

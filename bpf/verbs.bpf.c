@@ -11,10 +11,26 @@
  * walked RESET -> INIT -> RTR -> RTS once, and destroyed; an async event is
  * an error or a port change. Entry state is kept per thread until return,
  * where the record is written, so a transition that failed says so.
+ *
+ * And the data path, attached by user space once it has read a context's
+ * ops (the provider's functions behind the inline ibv_post_send and
+ * ibv_poll_cq):
+ *
+ *   int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+ *   int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+ *
+ * Each work request posted is stamped by (process, QP, wr_id); a completion
+ * poll_cq returns with that key is timed and summed per (process, QP). A
+ * receive's completion has no post here (its time is the peer's) and is
+ * only counted; a send posted before the probe is counted as unmatched.
+ * poll_cq runs in the polling loop: its entry keeps one pointer, and its
+ * return does nothing more for an empty poll.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "bits.bpf.h"
+#include "maps.bpf.h"
 #include "slowburn/verbs.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -261,5 +277,133 @@ int BPF_KRETPROBE(async_event_return, int result)
 	}
 	bpf_map_delete_elem(&async_event_ptr, &tid);
 	finish(result);
+	return 0;
+}
+
+/* The data path. */
+
+struct sb_wr_key {
+	__u32 tgid;
+	__u32 qp_num;
+	__u64 wr_id;
+};
+
+/* When each work request was posted. LRU: an unsignaled request never
+ * completes on its own, and is pushed out by the newer ones. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sb_wr_key);
+	__type(value, __u64);
+} posted SEC(".maps");
+
+/* poll_cq's completion array from entry to return, per thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} polling SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, SB_VERBS_MAX_QPS);
+	__type(key, struct sb_qp_key);
+	__type(value, struct sb_qp_stats);
+} qp_stats SEC(".maps");
+
+static const struct sb_qp_stats zero_qp_stats = {};
+
+SEC("uprobe")
+int BPF_KPROBE(post_send, void *qp, void *wr)
+{
+	struct sb_wr_key key = {};
+	__u64 now = bpf_ktime_get_ns();
+	__u64 next = (__u64)wr;
+	int i;
+
+	key.tgid = bpf_get_current_pid_tgid() >> 32;
+	key.qp_num = read_u32((__u64)qp, SB_IBV_QP_NUM_OFFSET);
+	for (i = 0; i < SB_VERBS_MAX_CHAIN && next; i++) {
+		key.wr_id = read_ptr(next, 0);
+		bpf_map_update_elem(&posted, &key, &now, BPF_ANY);
+		__sync_fetch_and_add(&verbs_counters.posts, 1);
+		next = read_ptr(next, SB_IBV_SEND_WR_NEXT_OFFSET);
+	}
+	if (next)
+		__sync_fetch_and_add(&verbs_counters.chain_truncated, 1);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(poll_cq, void *cq, int num_entries, void *wc)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 where = (__u64)wc;
+
+	bpf_map_update_elem(&polling, &tid, &where, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(poll_cq_return, int polled)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	__u64 *where = bpf_map_lookup_elem(&polling, &tid);
+	__u64 now = bpf_ktime_get_ns();
+	struct sb_wr_key key = {};
+	__u64 wc;
+	int i;
+
+	if (!where)
+		return 0;
+	wc = *where;
+	bpf_map_delete_elem(&polling, &tid);
+	key.tgid = pid_tgid >> 32;
+	for (i = 0; i < SB_VERBS_MAX_WC && i < polled; i++) {
+		__u64 entry = wc + (__u64)i * SB_IBV_WC_BYTES;
+		struct sb_qp_key qp = {};
+		struct sb_qp_stats *stats;
+		__u32 status = read_u32(entry, SB_IBV_WC_STATUS_OFFSET);
+		__u64 *posted_ns, latency_ns;
+
+		/* The opcode is defined only for a success. */
+		if (!status && read_u32(entry, SB_IBV_WC_OPCODE_OFFSET) >= SB_IBV_WC_RECV) {
+			__sync_fetch_and_add(&verbs_counters.receives, 1);
+			continue;
+		}
+
+		key.wr_id = read_ptr(entry, 0);
+		key.qp_num = read_u32(entry, SB_IBV_WC_QP_NUM_OFFSET);
+		qp.tgid = key.tgid;
+		qp.qp_num = key.qp_num;
+		posted_ns = bpf_map_lookup_elem(&posted, &key);
+		if (!posted_ns && !status) {
+			__sync_fetch_and_add(&verbs_counters.unmatched, 1);
+			continue;
+		}
+		stats = lookup_or_try_init(&qp_stats, &qp, &zero_qp_stats);
+		if (!stats) {
+			__sync_fetch_and_add(&verbs_counters.stats_full, 1);
+			if (posted_ns)
+				bpf_map_delete_elem(&posted, &key);
+			continue;
+		}
+		/* A completion in error says so whichever side it is (its
+		 * opcode is undefined then); a flush is the QP's teardown. */
+		if (status == SB_IBV_WC_WR_FLUSH_ERR)
+			__sync_fetch_and_add(&stats->flushed, 1);
+		else if (status)
+			__sync_fetch_and_add(&stats->errors, 1);
+		if (!posted_ns)
+			continue;
+		latency_ns = now - *posted_ns;
+		bpf_map_delete_elem(&posted, &key);
+		__sync_fetch_and_add(&stats->lat_slots[log2_slot(latency_ns / 1000, SB_VERBS_QP_LAT_SLOTS)], 1);
+		__sync_fetch_and_add(&stats->completions, 1);
+		__sync_fetch_and_add(&stats->total_ns, latency_ns);
+		__sync_fetch_and_add(&verbs_counters.completions, 1);
+	}
 	return 0;
 }

@@ -2,8 +2,10 @@
 /*
  * Records of the libibverbs control-path program (bpf/verbs.bpf.c): QP
  * creation, state changes and destruction, and asynchronous events, one
- * ring-buffer record per call (these calls are rare; the data path is not
- * traced here).
+ * ring-buffer record per call (these calls are rare), and the data path's
+ * completion latency per QP: the provider's post_send and poll_cq, found
+ * through the context's ops (the provider's own functions are static and
+ * Debian strips them), summed in the kernel per (process, QP).
  */
 #ifndef SLOWBURN_VERBS_H
 #define SLOWBURN_VERBS_H
@@ -29,6 +31,17 @@
 #define SB_IBV_CONTEXT_DEVICE_OFFSET	0  /* struct ibv_context.device */
 #define SB_IBV_DEVICE_NAME_OFFSET	24 /* struct ibv_device.name ("mlx5_0") */
 #define SB_IBV_DEVICE_NAME_BYTES	64 /* IBV_SYSFS_NAME_MAX */
+/* The data path: ibv_post_send() and ibv_poll_cq() are inline calls through
+ * these pointers of struct ibv_context.ops into the provider. */
+#define SB_IBV_CONTEXT_POLL_CQ_OFFSET	96  /* struct ibv_context.ops.poll_cq */
+#define SB_IBV_CONTEXT_POST_SEND_OFFSET 208 /* struct ibv_context.ops.post_send */
+#define SB_IBV_SEND_WR_NEXT_OFFSET	8   /* struct ibv_send_wr.next (wr_id is at 0) */
+#define SB_IBV_WC_BYTES			48  /* sizeof(struct ibv_wc) (wr_id is at 0) */
+#define SB_IBV_WC_STATUS_OFFSET		8   /* struct ibv_wc.status */
+#define SB_IBV_WC_OPCODE_OFFSET		12  /* struct ibv_wc.opcode */
+#define SB_IBV_WC_QP_NUM_OFFSET		28  /* struct ibv_wc.qp_num */
+#define SB_IBV_WC_RECV			128 /* IBV_WC_RECV: opcodes from here on are receives */
+#define SB_IBV_WC_WR_FLUSH_ERR		5   /* IBV_WC_WR_FLUSH_ERR: the QP went to ERR, not a fault of this WR */
 
 /* enum ibv_qp_attr_mask bits we read */
 #define SB_IBV_QP_STATE	   (1u << 0)
@@ -70,6 +83,33 @@ struct sb_verbs_counters {
 	__u64 records;
 	__u64 ringbuf_drops;
 	__u64 state_failures; /* an entry whose arguments could not be kept */
+	/* The data path (per-QP completion latency). */
+	__u64 posts;	       /* work requests seen posted */
+	__u64 completions;     /* completions matched to their post */
+	__u64 receives;	       /* receive completions (their time is the peer's): counted only */
+	__u64 unmatched;       /* send completions with no post seen (posted before the probe) */
+	__u64 stats_full;      /* completions with no statistics slot (more than SB_VERBS_MAX_QPS QPs) */
+	__u64 chain_truncated; /* post_send chains longer than SB_VERBS_MAX_CHAIN: the rest not timed */
+};
+
+/* Per (process, QP): its send-side work requests' time from post_send to
+ * the poll_cq that returned their completion. */
+#define SB_VERBS_QP_LAT_SLOTS 32 /* log2 of microseconds */
+#define SB_VERBS_MAX_QPS      4096
+#define SB_VERBS_MAX_CHAIN    8	 /* work requests of one post_send chain timed */
+#define SB_VERBS_MAX_WC	      16 /* completions of one poll_cq matched */
+
+struct sb_qp_key {
+	__u32 tgid;
+	__u32 qp_num;
+};
+
+struct sb_qp_stats {
+	__u64 lat_slots[SB_VERBS_QP_LAT_SLOTS];
+	__u64 completions; /* matched to their post, timed */
+	__u64 total_ns;
+	__u64 errors; /* completions in error, but flushes */
+	__u64 flushed;
 };
 
 #endif /* SLOWBURN_VERBS_H */

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
+#include "core/clock.h"
 #include "core/subprocess.h"
 #include "events/decoder.h"
 #include "loader/ring_buffer.h"
@@ -14,6 +15,7 @@
 #include "probes/resolver.h"
 #include "rdma/qp_inventory.h"
 #include "rdma/verbs_names.h"
+#include "sources/rdma_sources.h"
 #include "support/test_support.h"
 #include "symbols/elf_symbols.h"
 
@@ -186,6 +188,90 @@ TEST(VerbsProgram, AProbeOfAnotherProgramIsRefused) {
   auto ok = (*program)->attach(r, 1);
   ASSERT_FALSE(ok.ok());
   EXPECT_NE(ok.error().message.find("verbs.reg_mr is not a verbs control-path probe"), std::string::npos);
+}
+
+TEST(VerbsDataPath, ASlowQpIsFoundThroughTheContextsOpsAndNamed) {
+  // The provider's post_send and poll_cq are static in a stripped library
+  // (tests/targets/verbs_provider_standin.c), reached only through the
+  // inline ibv_post_send / ibv_poll_cq: the session finds them from the
+  // first QP the control path sees, and times every QP's sends. Six QPs,
+  // one completing in 2 ms where the others take 200 us.
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  auto child =
+      Subprocess::spawn({testing::target_path("verbs_qp_driver").string(), (dir / "go").string(), "6", "3", "4"});
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto maps = read_process_maps("/proc", child->pid());
+    if (maps && find_library(*maps, "libibverbs.so")) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  RankIdentity rank;
+  rank.pid = child->pid();
+  rank.rank = 3;
+  SymbolCache cache;
+  auto sources = RdmaSources::start({rank}, "/proc", cache, nullptr);
+  ASSERT_TRUE(sources.ok()) << sources.error().message;
+  std::unique_ptr<RingBufferReader> reader;
+  auto added = (*sources)->add_to([&](int fd, RingBufferReader::Handler handler) -> Result<void> {
+    auto opened = RingBufferReader::open(fd, std::move(handler));
+    if (!opened) return opened.error();
+    reader = std::move(*opened);
+    return {};
+  });
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  ASSERT_TRUE(reader);
+  testing::touch(dir / "go");
+
+  std::vector<DeviceEvent> events;
+  std::vector<ProbeStatus> statuses;
+  deadline = std::chrono::steady_clock::now() + 60s;
+  while (!child->poll() && std::chrono::steady_clock::now() < deadline) {
+    (void)reader->poll(50);
+    for (DeviceEvent& e : (*sources)->poll(monotonic_ns())) events.push_back(std::move(e));
+    for (ProbeStatus& s : (*sources)->take_new_statuses()) statuses.push_back(std::move(s));
+  }
+  ASSERT_EQ(child->poll(), 0) << "the driver's data path did not go as planned";
+  (void)reader->drain();
+  for (DeviceEvent& e : (*sources)->poll(monotonic_ns(), true)) events.push_back(std::move(e));
+
+  ASSERT_EQ(statuses.size(), 1u) << "attached once, at the first QP";
+  EXPECT_EQ(statuses[0].probe, "verbs.qp_completions");
+  EXPECT_EQ(statuses[0].state, ProbeState::attached) << statuses[0].detail;
+  EXPECT_NE(statuses[0].library.find("libsbprov-rdmav34.so"), std::string::npos) << statuses[0].library;
+
+  std::map<std::string, HistogramReport> by_qp;
+  for (const HistogramReport& h : (*sources)->ib_histograms()) by_qp[h.probe] = h;
+  ASSERT_EQ(by_qp.size(), 6u);
+  auto mean_us = [](const HistogramReport& h) { return h.total_ns / 1e3 / h.hist.count(); };
+  const HistogramReport& slow = by_qp.at("verbs qp 0x105");
+  EXPECT_GE(mean_us(slow), 2000.0);
+  for (const auto& [label, h] : by_qp) {
+    ASSERT_TRUE(h.rank);
+    EXPECT_EQ(h.rank->rank, 3);
+    // The driver runs a round trip per QP in turn: each QP completed in
+    // nearly every round (the first requests go before the probe).
+    EXPECT_GE(h.hist.count(), slow.hist.count() * 9 / 10) << label;
+    if (label != "verbs qp 0x105") {
+      EXPECT_GE(mean_us(h), 200.0) << label;
+      EXPECT_LT(mean_us(h) * 3, mean_us(slow)) << label;
+    }
+  }
+
+  std::vector<const DeviceEvent*> slow_qps;
+  for (const DeviceEvent& e : events)
+    if (e.type == "rdma.slow_qp") slow_qps.push_back(&e);
+  ASSERT_EQ(slow_qps.size(), 1u) << "the one slow QP, said once";
+  EXPECT_EQ(slow_qps[0]->ranks, (std::vector<int>{3}));
+  EXPECT_EQ(slow_qps[0]->fields.at("qp_num"), 0x105);
+  EXPECT_NE(slow_qps[0]->summary.find("rank 3 pid " + std::to_string(child->pid()) + ": QP 0x105's sends complete"),
+            std::string::npos)
+      << slow_qps[0]->summary;
+  std::string lines;
+  for (const std::string& l : (*sources)->qp_lifecycles()) lines += l + "\n";
+  EXPECT_NE(lines.find("1 completion(s) in error"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("6 QP(s)"), std::string::npos) << lines;
 }
 
 }  // namespace

@@ -177,6 +177,22 @@ TEST(Causes, TheCulpritsNicRetransmittingOrPausedIsNamed) {
   EXPECT_EQ(f.likely_causes.front(), "rdma.async on 0000:04:00.0");  // a port error outranks congestion
 }
 
+TEST(DeviceEventBuilder, ASlowQpIsADataPathCauseNamedByItsNumber) {
+  IbSlowConnection c{4242, IbDirection::qp, 2, 0x105, 900, 2'100'000, 250'000, 6.4};
+  DeviceEvent e = DeviceEventBuilder(nullptr).slow_connection(c, 3, 7);
+  EXPECT_EQ(e.type, "rdma.slow_qp");
+  EXPECT_EQ(e.ranks, (std::vector<int>{3}));
+  EXPECT_EQ(e.label, "pid 4242 qp 0x105");
+  EXPECT_EQ(e.fields.at("qp_num"), 0x105);
+  EXPECT_EQ(e.fields.at("direction"), "qp");
+  EXPECT_FALSE(e.fields.contains("comm"));
+  EXPECT_NE(e.summary.find("rank 3 pid 4242: QP 0x105's sends complete 2.10 ms after posting on average over 900 "
+                           "requests, 8.4x the job's median 250.00 us"),
+            std::string::npos)
+      << e.summary;
+  EXPECT_TRUE(data_path_cause(e));
+}
+
 TEST(DeviceEventBuilder, FabricAndQpEventsJoinTheTopology) {
   const std::filesystem::path fixtures = std::filesystem::path(SLOWBURN_SOURCE_DIR) / "tests/fixtures";
   Topology topo = Topology::read(fixtures / "sys", fixtures / "proc-nvidia");

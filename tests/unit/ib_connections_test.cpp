@@ -55,6 +55,27 @@ TEST(IbConnections, HealthySpreadFewRequestsAndEmptyConnections) {
   EXPECT_EQ(views.back().index, 6);
 }
 
+TEST(IbConnections, QpsAreComparedAmongQpsAndLabelledByTheirNumber) {
+  // A verbs QP's send completions (direction qp) are a group of their own:
+  // a QP is not slow for being slower than NCCL's requests, which carry more.
+  std::vector<IbConnectionStats> stats;
+  for (uint32_t i = 0; i < 6; ++i)
+    stats.push_back(connection(200 + i / 2, IbDirection::qp, 0x101 + i, 40, i == 3 ? 2000 : 200 + 5 * i));
+  for (uint32_t i = 0; i < 6; ++i) stats.push_back(connection(200 + i / 2, IbDirection::send, i, 40, 5000));
+  auto views = analyze_ib_connections(stats, [](uint32_t pid) { return std::optional<int>(pid - 200); });
+  int slow = 0;
+  for (const IbConnectionView& v : views) {
+    if (!v.slow) continue;
+    ++slow;
+    EXPECT_EQ(v.stats->direction, IbDirection::qp);
+    EXPECT_EQ(v.stats->comm, 0x104u);
+    EXPECT_EQ(ib_connection_label(v), "qp 0x104");
+    EXPECT_DOUBLE_EQ(v.median_latency_ns, 215'000);  // of the QPs only
+  }
+  EXPECT_EQ(slow, 1);
+  EXPECT_EQ(ib_direction_name(IbDirection::qp), "qp");
+}
+
 TEST(Log2HistogramQuantile, UpperBoundOfTheSlot) {
   Log2Histogram h("usecs");
   EXPECT_FALSE(h.quantile_bound(0.5).has_value());

@@ -60,6 +60,20 @@ TEST(Maps, FindLibraryInFixture) {
   EXPECT_FALSE(find_library(maps, "libcudart.so").has_value());
 }
 
+TEST(Maps, TheMappingHoldingAnAddress) {
+  std::ifstream in(kProc / "101/maps");
+  auto maps = parse_maps(in);
+  ASSERT_FALSE(maps.empty());
+  const MapEntry& first = maps.front();
+  auto at = mapping_at(maps, first.start);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->start, first.start);
+  EXPECT_EQ(mapping_at(maps, first.end - 1)->start, first.start);
+  EXPECT_FALSE(mapping_at(maps, 0).has_value());
+  auto after = mapping_at(maps, maps.back().end);  // the end is exclusive
+  EXPECT_TRUE(!after || after->start == maps.back().end);
+}
+
 TEST(Ranks, IdentifyPrecedence) {
   Environment both{{"OMPI_COMM_WORLD_RANK", "3"}, {"SLURM_PROCID", "7"}, {"SLURM_LOCALID", "1"}};
   auto id = identify_rank(both);

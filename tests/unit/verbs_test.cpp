@@ -28,6 +28,15 @@ static_assert(offsetof(ibv_async_event, event_type) == SB_IBV_ASYNC_EVENT_TYPE_O
 static_assert(offsetof(ibv_context, device) == SB_IBV_CONTEXT_DEVICE_OFFSET);
 static_assert(offsetof(ibv_device, name) == SB_IBV_DEVICE_NAME_OFFSET);
 static_assert(sizeof(ibv_device::name) == SB_IBV_DEVICE_NAME_BYTES);
+static_assert(offsetof(ibv_context, ops) + offsetof(ibv_context_ops, poll_cq) == SB_IBV_CONTEXT_POLL_CQ_OFFSET);
+static_assert(offsetof(ibv_context, ops) + offsetof(ibv_context_ops, post_send) == SB_IBV_CONTEXT_POST_SEND_OFFSET);
+static_assert(offsetof(ibv_send_wr, wr_id) == 0);
+static_assert(offsetof(ibv_send_wr, next) == SB_IBV_SEND_WR_NEXT_OFFSET);
+static_assert(sizeof(ibv_wc) == SB_IBV_WC_BYTES);
+static_assert(offsetof(ibv_wc, wr_id) == 0);
+static_assert(offsetof(ibv_wc, status) == SB_IBV_WC_STATUS_OFFSET);
+static_assert(offsetof(ibv_wc, qp_num) == SB_IBV_WC_QP_NUM_OFFSET);
+static_assert(IBV_WC_WR_FLUSH_ERR == SB_IBV_WC_WR_FLUSH_ERR);
 static_assert(IBV_QP_STATE == SB_IBV_QP_STATE && IBV_QP_AV == SB_IBV_QP_AV && IBV_QP_DEST_QPN == SB_IBV_QP_DEST_QPN);
 static_assert(IBV_QPS_SQE == 5 && IBV_QPS_ERR == 6 && IBV_EVENT_DEVICE_FATAL == 8 && IBV_EVENT_WQ_FATAL == 19);
 

@@ -25,7 +25,7 @@ int cause_rank(const DeviceEvent& e) {
   if (e.type == "rdma.retrans" || e.type == "pfc.pause_storm" || e.type == "host.tcp_retrans") return 3;
   // A connection slower than its peers' (its round trips, not its losses):
   // ranked below a CPU cause, which also slows the ACKs of a starved rank.
-  if (e.type == "ib.slow_connection" || e.type == "host.tcp_rtt") return 4;
+  if (e.type == "ib.slow_connection" || e.type == "rdma.slow_qp" || e.type == "host.tcp_rtt") return 4;
   if (e.type == "link.errors" || e.type == "ecn.cnp_surge") return 4;
   // The host: a process killed for memory, then what took the rank's CPU
   // away, then what blocked it.
@@ -47,8 +47,8 @@ bool data_path_cause(const DeviceEvent& e) {
   // late: the arrival test's), not the host's CPU and memory causes (the
   // kernel's CPU times judge those).
   static const std::set<std::string_view> kDataPath = {
-      "host.tcp_retrans", "rdma.retrans", "rdma.async", "nic.gone",           "link.down",   "link.downtrained",
-      "link.flap",        "link.errors",  "aer",        "ib.slow_connection", "host.tcp_rtt"};
+      "host.tcp_retrans", "rdma.retrans", "rdma.async", "nic.gone",           "link.down",    "link.downtrained",
+      "link.flap",        "link.errors",  "aer",        "ib.slow_connection", "rdma.slow_qp", "host.tcp_rtt"};
   return kDataPath.contains(e.type);
 }
 

@@ -114,8 +114,10 @@ Result<std::vector<DeviceEvent>> NodeSources::poll(int timeout_ms, uint64_t now_
     for (DeviceEvent& e : host_->poll(now_ns)) events.push_back(std::move(e));
     for (std::string& note : host_->take_notes()) notes_.push_back(std::move(note));
   }
-  if (rdma_)
+  if (rdma_) {
     for (DeviceEvent& e : rdma_->poll(now_ns)) events.push_back(std::move(e));
+    for (ProbeStatus& s : rdma_->take_new_statuses()) new_statuses_.push_back(std::move(s));
+  }
   return events;
 }
 

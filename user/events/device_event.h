@@ -21,9 +21,9 @@ struct DeviceEvent {
   // xid, sxid, aer, link.downtrained, link.recovered, link.down, pcie.link_event, pci.hotplug;
   // fabric: pfc.pause_storm, ecn.cnp_surge, rdma.retrans, link.flap, link.errors, nic.gone, nic.back,
   // counters.reset; verbs: qp.error, qp.modify_failed, qp.create_failed, qp.destroy_failed, rdma.async;
-  // NCCL IB: ib.slow_connection; host (host/host_causes.h): host.cpu_throttled, host.cpu_contention,
-  // host.blocked_io, host.page_faults, host.swap, host.numa_placement, host.memory_limit, host.oom_kill,
-  // host.tcp_retrans, host.tcp_rtt
+  // NCCL IB: ib.slow_connection; verbs data path: rdma.slow_qp; host (host/host_causes.h): host.cpu_throttled,
+  // host.cpu_contention, host.blocked_io, host.page_faults, host.swap, host.numa_placement, host.memory_limit,
+  // host.oom_kill, host.tcp_retrans, host.tcp_rtt
   std::string type;
   uint64_t ts_ns = 0;      // CLOCK_MONOTONIC
   std::string device;      // BDF ("0000:3b:00.0"); empty when the source names none we know

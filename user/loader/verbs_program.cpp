@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "loader/bpf_maps.h"
 #include "loader/features.h"
 #include "slowburn/verbs.h"
 
@@ -22,7 +23,8 @@ Result<std::unique_ptr<VerbsProgram>> VerbsProgram::load(std::optional<AttachMod
   if (!skel) return skel.error();
   for (bpf_program* p :
        {(*skel)->progs.modify_qp, (*skel)->progs.create_qp, (*skel)->progs.create_qp_return, (*skel)->progs.destroy_qp,
-        (*skel)->progs.async_event, (*skel)->progs.int_return, (*skel)->progs.async_event_return})
+        (*skel)->progs.async_event, (*skel)->progs.int_return, (*skel)->progs.async_event_return,
+        (*skel)->progs.post_send, (*skel)->progs.poll_cq, (*skel)->progs.poll_cq_return})
     prepare_program(p, *mode);
   if (auto loaded = skel->load(); !loaded) return loaded.error();
   return std::unique_ptr<VerbsProgram>(new VerbsProgram(std::move(*skel), *mode));
@@ -49,12 +51,39 @@ Result<void> VerbsProgram::attach(const ProbeResolution& probe, int32_t pid) {
   return skel_.links().uprobes(uprobes_).attach_pair(entry, exit, probe.attach_path, pid, sites);
 }
 
+Result<void> VerbsProgram::attach_data_path(const std::string& path, int32_t pid, uint64_t post_send_offset,
+                                            uint64_t poll_cq_offset) {
+  UprobeLinks& links = skel_.links().uprobes(uprobes_);
+  const UprobeSite post[] = {{post_send_offset, 0}};
+  const UprobeSite poll[] = {{poll_cq_offset, 0}};
+  if (auto attached = links.attach(skel_->progs.post_send, false, path, pid, post); !attached) return attached;
+  return links.attach_pair(skel_->progs.poll_cq, skel_->progs.poll_cq_return, path, pid, poll);
+}
+
+std::vector<IbConnectionStats> VerbsProgram::qp_stats() const {
+  auto sum = [](const sb_qp_key& key, const std::vector<sb_qp_stats>& values) {
+    IbConnectionStats s;
+    s.tgid = key.tgid;
+    s.direction = IbDirection::qp;
+    s.comm = key.qp_num;
+    for (const sb_qp_stats& cpu : values) {
+      for (size_t i = 0; i < SB_VERBS_QP_LAT_SLOTS; ++i) s.latency.add_slot_count(i, cpu.lat_slots[i]);
+      s.requests += cpu.completions;
+      s.total_ns += cpu.total_ns;
+      s.errors += cpu.errors;
+    }
+    return s;
+  };
+  return sum_percpu_map<sb_qp_key, sb_qp_stats>(bpf_map__fd(skel_->maps.qp_stats), sum);
+}
+
 int VerbsProgram::events_fd() const { return bpf_map__fd(skel_->maps.verbs_events); }
 
 VerbsCounters VerbsProgram::counters() const {
   const auto& c = skel_->bss->verbs_counters;
-  return {__atomic_load_n(&c.records, __ATOMIC_RELAXED), __atomic_load_n(&c.ringbuf_drops, __ATOMIC_RELAXED),
-          __atomic_load_n(&c.state_failures, __ATOMIC_RELAXED)};
+  auto load = [](const __u64& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+  return {load(c.records),  load(c.ringbuf_drops), load(c.state_failures), load(c.posts),          load(c.completions),
+          load(c.receives), load(c.unmatched),     load(c.stats_full),     load(c.chain_truncated)};
 }
 
 }  // namespace slowburn

@@ -49,6 +49,12 @@ bool library_name_matches(std::string_view path, std::string_view soname_stem) {
   return base.size() == soname_stem.size() || base[soname_stem.size()] == '.';
 }
 
+std::optional<MapEntry> mapping_at(const std::vector<MapEntry>& maps, uint64_t address) {
+  for (const MapEntry& entry : maps)
+    if (address >= entry.start && address < entry.end) return entry;
+  return std::nullopt;
+}
+
 std::optional<MapEntry> find_library(const std::vector<MapEntry>& maps, std::string_view soname_stem) {
   for (const MapEntry& entry : maps) {
     if (entry.inode != 0 && !entry.path.empty() && entry.path.front() == '/' &&

@@ -32,6 +32,9 @@ std::vector<MapEntry> parse_maps(std::istream& in);
 // libmpi_cxx.so.
 bool library_name_matches(std::string_view path, std::string_view soname_stem);
 
+// The mapping holding `address`, if any.
+std::optional<MapEntry> mapping_at(const std::vector<MapEntry>& maps, uint64_t address);
+
 // The first file-backed mapping of that library, if any.
 std::optional<MapEntry> find_library(const std::vector<MapEntry>& maps, std::string_view soname_stem);
 

@@ -1,5 +1,7 @@
 #include "rdma/ib_connections.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -16,11 +18,15 @@ std::string_view ib_direction_name(IbDirection direction) {
       return "recv";
     case IbDirection::flush:
       return "flush";
+    case IbDirection::qp:
+      return "qp";
   }
   return "?";
 }
 
 std::string ib_connection_label(const IbConnectionView& view) {
+  // A QP by its number: what `rdma resource show qp` and the NIC's counters name.
+  if (view.stats->direction == IbDirection::qp) return fmt::format("qp {:#x}", view.stats->comm);
   return std::string(ib_direction_name(view.stats->direction)) + " #" + std::to_string(view.index);
 }
 
@@ -47,7 +53,7 @@ std::vector<IbConnectionView> analyze_ib_connections(const std::vector<IbConnect
 
   // Per direction: a connection far slower than the job's others is a slow
   // path to that peer (a degraded link, a congested rail, a retrying QP).
-  for (IbDirection dir : {IbDirection::send, IbDirection::recv, IbDirection::flush}) {
+  for (IbDirection dir : {IbDirection::send, IbDirection::recv, IbDirection::flush, IbDirection::qp}) {
     std::vector<IbConnectionView*> group;
     std::vector<double> means;
     for (IbConnectionView& v : views)

@@ -1,6 +1,8 @@
-// NCCL IB requests per connection (one sendComm / recvComm: one peer), as
-// the kernel aggregated them, and the per-peer view: which connection of
-// the job is slow compared with the others of its direction. Pure.
+// RDMA requests per connection, as the kernel aggregated them: NCCL IB's
+// (one sendComm / recvComm: one peer), or a verbs QP's send completions
+// (bpf/verbs.bpf.c's data path, any library over verbs). And the per-peer
+// view: which connection of the job is slow compared with the others of
+// its direction. Pure.
 #pragma once
 
 #include <cstdint>
@@ -14,18 +16,20 @@
 
 namespace slowburn {
 
-enum class IbDirection { send = 0, recv = 1, flush = 2 };
+// qp: a verbs QP's send-side work requests, post to completion.
+enum class IbDirection { send = 0, recv = 1, flush = 2, qp = 3 };
 std::string_view ib_direction_name(IbDirection direction);
 
 struct IbConnectionStats {
   uint32_t tgid = 0;
   IbDirection direction = IbDirection::send;
-  uint64_t comm = 0;  // NCCL's sendComm / recvComm: one connection to one peer
+  uint64_t comm = 0;  // NCCL's sendComm / recvComm (one connection to one peer), or the QP's number
   Log2Histogram latency{"usecs", 32};
   Log2Histogram size{"bytes", 40};
   uint64_t requests = 0;
   uint64_t bytes = 0;
   uint64_t total_ns = 0;  // sum of post-to-completion times
+  uint64_t errors = 0;    // a QP's completions in error (not flushes)
 };
 
 struct IbConnectionView {
@@ -47,7 +51,8 @@ struct IbSlowness {
   uint64_t min_requests = 8;  // fewer requests say nothing
 };
 
-// "send #0": the direction and the connection's number in its process.
+// "send #0": the direction and the connection's number in its process;
+// "qp 0x11" for a QP.
 std::string ib_connection_label(const IbConnectionView& view);
 
 // A connection found slow: the evidence a finding names as its likely cause.

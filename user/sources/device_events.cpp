@@ -230,9 +230,27 @@ DeviceEvent DeviceEventBuilder::qp(const QpEvent& qp, std::optional<int> rank) c
 DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::optional<int> rank,
                                                 uint64_t ts_ns) const {
   DeviceEvent event;
-  event.type = "ib.slow_connection";
   event.ts_ns = ts_ns;
   if (rank) event.ranks = {*rank};
+  std::string who = rank ? fmt::format("rank {} ", *rank) : "";
+  double times = c.median_latency_ns > 0 ? c.mean_latency_ns / c.median_latency_ns : 0.0;
+  if (c.direction == IbDirection::qp) {
+    // A send completes once the peer's NIC acknowledged it: a slow path to
+    // that peer, retransmissions on it, or a NIC that completes late.
+    event.type = "rdma.slow_qp";
+    event.label = fmt::format("pid {} qp {:#x}", c.pid, c.comm);
+    event.summary = fmt::format(
+        "rdma.slow_qp {}pid {}: QP {:#x}'s sends complete {} after posting on average over {} requests, {:.1f}x "
+        "the job's median {} (z {:.1f}): a slow path to its peer (retransmissions, a degraded link), or a NIC that "
+        "completes late",
+        who, c.pid, c.comm, format_ns(c.mean_latency_ns), c.requests, times, format_ns(c.median_latency_ns), c.z);
+    event.fields = connection_fields(c);
+    event.fields.erase("connection");
+    event.fields.erase("comm");
+    event.fields["qp_num"] = c.comm;
+    return event;
+  }
+  event.type = "ib.slow_connection";
   event.label = fmt::format("pid {} nccl.ib {} #{}", c.pid, ib_direction_name(c.direction), c.connection);
   // A receive waits for its sender too: slow means a slow path from that
   // peer, or a peer that sends late.
@@ -240,8 +258,7 @@ DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::
   event.summary = fmt::format(
       "ib.slow_connection {}pid {}: NCCL IB {} connection #{} averages {} per request over {} "
       "requests, {:.1f}x the job's median {} (z {:.1f}): {}",
-      rank ? fmt::format("rank {} ", *rank) : "", c.pid, ib_direction_name(c.direction), c.connection,
-      format_ns(c.mean_latency_ns), c.requests, c.median_latency_ns > 0 ? c.mean_latency_ns / c.median_latency_ns : 0.0,
+      who, c.pid, ib_direction_name(c.direction), c.connection, format_ns(c.mean_latency_ns), c.requests, times,
       format_ns(c.median_latency_ns), c.z,
       recv ? "a slow path from that peer, or a peer that sends late" : "a slow path to that peer");
   event.fields = connection_fields(c);

@@ -10,6 +10,8 @@
 #include "loader/verbs_program.h"
 #include "procfs/maps.h"
 #include "rdma/ib_connections.h"
+#include "slowburn/verbs.h"
+#include "sources/verbs_data_path.h"
 
 namespace slowburn {
 
@@ -48,6 +50,7 @@ Result<std::unique_ptr<RdmaSources>> RdmaSources::start(const std::vector<RankId
                                                         const std::filesystem::path& proc_root, SymbolCache& symbols,
                                                         const Topology* topology) {
   std::unique_ptr<RdmaSources> sources(new RdmaSources(ranks, topology));
+  sources->proc_root_ = proc_root;
   struct Side {
     const char* patterns;
     ProbeProgram program;
@@ -111,22 +114,64 @@ Result<void> RdmaSources::add_to(const std::function<Result<void>(int fd, RingBu
   return add(verbs_->events_fd(), [this](std::span<const std::byte> record) {
     auto call = decoder_.decode_verbs(record);
     if (!call) return;
+    if (call->object && call->result == 0 &&
+        (call->kind == VerbsCallKind::create_qp || call->kind == VerbsCallKind::modify_qp))
+      trace_data_path(static_cast<int32_t>(call->pid), call->object);
     for (const QpEvent& e : inventory_.apply(*call)) pending_.push_back(builder_.qp(e, rank_of(e.pid)));
   });
 }
 
-std::vector<DeviceEvent> RdmaSources::poll(uint64_t now_ns, bool final) {
-  if (ib_ && (final || now_ns >= next_ib_check_ns_)) {
-    next_ib_check_ns_ = now_ns + 1'000'000'000;
-    auto stats = ib_->stats();
-    for (const IbConnectionView& v : analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); })) {
-      if (!v.slow ||
-          !reported_slow_.insert({v.stats->tgid, static_cast<int>(v.stats->direction), v.stats->comm}).second)
-        continue;
-      IbSlowConnection c{v.stats->tgid,     v.stats->direction,  v.index,        v.stats->comm, v.stats->requests,
-                         v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
-      pending_.push_back(builder_.slow_connection(c, v.rank, now_ns));
+void RdmaSources::trace_data_path(int32_t pid, uint64_t qp) {
+  auto rank = by_pid_.find(pid);
+  if (rank == by_pid_.end() || data_path_given_up_.contains(pid)) return;
+  for (const auto& [traced_pid, address] : data_paths_)
+    if (traced_pid == pid) return;  // one provider per process is what a job loads
+  ProbeStatus status;
+  status.probe = "verbs.qp_completions";
+  status.rank = rank->second;
+  status.pid = pid;
+  auto path = find_verbs_data_path(proc_root_, pid, qp);
+  if (!path) {
+    // A QP freed before it was read (UCX creates and destroys test QPs
+    // while it opens a device) leaves garbage: the next QP is tried.
+    int failures = ++data_path_failures_[pid];
+    if (failures < kDataPathTries) return;
+    data_path_given_up_.insert(pid);
+    status.state = ProbeState::failed;
+    status.detail = fmt::format("{} QPs tried; the last: {}", failures, path.error().message);
+  } else {
+    data_paths_.insert({pid, path->post_send});
+    status.library = path->library;
+    status.sites = {AttachSite{"post_send", "", path->post_send, path->post_send_offset},
+                    AttachSite{"poll_cq", "", path->poll_cq, path->poll_cq_offset}};
+    auto attached =
+        verbs_->attach_data_path(path->file.path.string(), pid, path->post_send_offset, path->poll_cq_offset);
+    status.state = attached ? ProbeState::attached : ProbeState::failed;
+    if (!attached) {
+      data_path_given_up_.insert(pid);
+      status.detail = attached.error().message;
     }
+    attached_ += status.state == ProbeState::attached;
+  }
+  statuses_.push_back(status);
+  new_statuses_.push_back(status);
+}
+
+void RdmaSources::report_slow(const std::vector<IbConnectionStats>& stats, uint64_t now_ns) {
+  for (const IbConnectionView& v : analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); })) {
+    if (!v.slow || !reported_slow_.insert({v.stats->tgid, static_cast<int>(v.stats->direction), v.stats->comm}).second)
+      continue;
+    IbSlowConnection c{v.stats->tgid,     v.stats->direction,  v.index,        v.stats->comm, v.stats->requests,
+                       v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
+    pending_.push_back(builder_.slow_connection(c, v.rank, now_ns));
+  }
+}
+
+std::vector<DeviceEvent> RdmaSources::poll(uint64_t now_ns, bool final) {
+  if ((ib_ || !data_paths_.empty()) && (final || now_ns >= next_ib_check_ns_)) {
+    next_ib_check_ns_ = now_ns + 1'000'000'000;
+    if (ib_) report_slow(ib_->stats(), now_ns);
+    if (!data_paths_.empty()) report_slow(verbs_->qp_stats(), now_ns);
   }
   return std::exchange(pending_, {});
 }
@@ -138,7 +183,7 @@ std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& 
     HistogramReport h;
     if (auto it = ranks.find(static_cast<int32_t>(v.stats->tgid)); it != ranks.end()) h.rank = it->second;
     h.pid = static_cast<int32_t>(v.stats->tgid);
-    h.probe = "nccl.ib " + ib_connection_label(v);
+    h.probe = (v.stats->direction == IbDirection::qp ? "verbs " : "nccl.ib ") + ib_connection_label(v);
     h.hist = v.stats->latency;
     h.total_ns = v.stats->total_ns;
     out.push_back(std::move(h));
@@ -147,8 +192,10 @@ std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& 
 }
 
 std::vector<HistogramReport> RdmaSources::ib_histograms() const {
-  if (!ib_) return {};
-  auto stats = ib_->stats();
+  std::vector<IbConnectionStats> stats;
+  if (ib_) stats = ib_->stats();
+  if (verbs_ && !data_paths_.empty())
+    for (IbConnectionStats& s : verbs_->qp_stats()) stats.push_back(std::move(s));
   return slowburn::ib_histograms(analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); }), by_pid_);
 }
 
@@ -158,6 +205,26 @@ std::vector<std::string> RdmaSources::qp_lifecycles() const {
     auto rank = rank_of(pid);
     lines.push_back(fmt::format("{}pid {} libibverbs: {}", rank ? fmt::format("rank {} ", *rank) : "", pid,
                                 qp_totals_text(totals)));
+  }
+  if (verbs_ && !data_paths_.empty()) {
+    VerbsCounters c = verbs_->counters();
+    std::string line = fmt::format(
+        "libibverbs data path: {} work request(s) posted, {} send completion(s) timed on {} QP(s) (a signaled "
+        "request's: unsignaled ones complete with it), {} receive(s), {} send completion(s) unmatched (posted "
+        "before the probe)",
+        c.posts, c.completions, verbs_->qp_stats().size(), c.receives, c.unmatched);
+    for (const IbConnectionStats& qp : verbs_->qp_stats())
+      if (qp.errors) {
+        auto rank = rank_of(qp.tgid);
+        line += fmt::format("; {} completion(s) in error on {}pid {} QP {:#x}", qp.errors,
+                            rank ? fmt::format("rank {} ", *rank) : "", qp.tgid, qp.comm);
+      }
+    if (c.stats_full)
+      line += fmt::format("; {} completion(s) not counted (more than {} QPs)", c.stats_full, SB_VERBS_MAX_QPS);
+    if (c.chain_truncated)
+      line += fmt::format("; {} post chain(s) longer than {} requests, the rest not timed", c.chain_truncated,
+                          SB_VERBS_MAX_CHAIN);
+    lines.push_back(line);
   }
   return lines;
 }

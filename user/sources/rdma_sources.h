@@ -1,7 +1,9 @@
 // The RDMA side of a trace session, in every rank process that loaded the
-// libraries: libibverbs' control path (QPs moved to ERR, async errors) and
-// NCCL's IB transport (per-connection request latency, and which
-// connection is far slower than the job's others). Both become
+// libraries: libibverbs' control path (QPs moved to ERR, async errors), its
+// data path (per-QP send completion latency, traced from the first QP the
+// control path sees in a process: sources/verbs_data_path.h), and NCCL's
+// IB transport (per-connection request latency). A connection or QP far
+// slower than the job's others, and the control path's events, become
 // DeviceEvents joined to the ranks, so a finding can name them.
 #pragma once
 
@@ -11,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -30,8 +33,9 @@ class VerbsProgram;
 class NcclIbProgram;
 class RingBufferReader;
 
-// Latency histograms of NCCL IB connections, one per connection, labelled
-// "nccl.ib send #0", with the rank of each process that is one.
+// Latency histograms of NCCL IB connections and verbs QPs, one per
+// connection, labelled "nccl.ib send #0" or "verbs qp 0x101", with the rank
+// of each process that is one.
 std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& views,
                                            const std::map<int32_t, RankIdentity>& ranks);
 
@@ -47,11 +51,11 @@ class RdmaSources {
   // Adds the verbs ring buffer to the session's reader.
   Result<void> add_to(const std::function<Result<void>(int fd, RingBufferReader::Handler handler)>& add);
   // Events since the last call: QP events as they were read, slow NCCL IB
-  // connections as they become slow (checked once a second, each
-  // connection reported once).
+  // connections and QPs as they become slow (checked once a second, each
+  // reported once).
   // `final`: check the connections now whatever the period.
   std::vector<DeviceEvent> poll(uint64_t now_ns, bool final = false);
-  // The NCCL IB latency histograms per rank and connection, for the end of the session.
+  // The NCCL IB and QP latency histograms per rank and connection, for the end of the session.
   std::vector<HistogramReport> ib_histograms() const;
   // One line per process whose libibverbs calls were traced: its QPs'
   // lifecycle ("rank 1 pid 42 libibverbs: 2 QP(s) created; moved to INIT 2,
@@ -60,11 +64,16 @@ class RdmaSources {
   std::vector<std::string> qp_lifecycles() const;
   size_t attached() const { return attached_; }
   const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+  // What became of the data path probes since the last call (attached once
+  // a rank's first QP is seen).
+  std::vector<ProbeStatus> take_new_statuses() { return std::exchange(new_statuses_, {}); }
   uint64_t lost() const;  // verbs records lost or undecodable
 
  private:
   RdmaSources(const std::vector<RankIdentity>& ranks, const Topology* topology);
   std::optional<int> rank_of(uint32_t pid) const;
+  void trace_data_path(int32_t pid, uint64_t qp);
+  void report_slow(const std::vector<IbConnectionStats>& stats, uint64_t now_ns);
 
   std::map<int32_t, RankIdentity> by_pid_;
   DeviceEventBuilder builder_;
@@ -75,6 +84,12 @@ class RdmaSources {
   std::vector<DeviceEvent> pending_;
   std::set<std::tuple<uint32_t, int, uint64_t>> reported_slow_;  // (pid, direction, comm)
   std::vector<ProbeStatus> statuses_;
+  std::vector<ProbeStatus> new_statuses_;
+  std::filesystem::path proc_root_;
+  static constexpr int kDataPathTries = 8;             // QPs read before a process's data path is given up
+  std::set<std::pair<int32_t, uint64_t>> data_paths_;  // (pid, post_send's address) attached
+  std::map<int32_t, int> data_path_failures_;          // QPs whose context could not be followed
+  std::set<int32_t> data_path_given_up_;               // said once, not tried again
   size_t attached_ = 0;
   uint64_t next_ib_check_ns_ = 0;
 };

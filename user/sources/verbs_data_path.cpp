@@ -1,0 +1,59 @@
+#include "sources/verbs_data_path.h"
+
+#include <fmt/format.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+
+#include "probes/resolver.h"
+#include "procfs/maps.h"
+#include "slowburn/verbs.h"
+
+namespace slowburn {
+
+namespace {
+
+Result<uint64_t> read_word(int32_t pid, uint64_t address) {
+  uint64_t value = 0;
+  iovec local{&value, sizeof(value)};
+  iovec remote{reinterpret_cast<void*>(address), sizeof(value)};
+  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof(value)))
+    return make_sys_error(errno, fmt::format("cannot read pid {}'s memory at {:#x}", pid, address));
+  return value;
+}
+
+}  // namespace
+
+Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_root, int32_t pid, uint64_t qp) {
+  auto context = read_word(pid, qp + SB_IBV_QP_CONTEXT_OFFSET);
+  if (!context) return context.error();
+  if (*context % alignof(uint64_t))
+    return make_error("pid {}'s QP at {:#x} names no context ({:#x}): freed, or not a struct ibv_qp", pid, qp,
+                      *context);
+  auto post_send = read_word(pid, *context + SB_IBV_CONTEXT_POST_SEND_OFFSET);
+  if (!post_send) return post_send.error();
+  auto poll_cq = read_word(pid, *context + SB_IBV_CONTEXT_POLL_CQ_OFFSET);
+  if (!poll_cq) return poll_cq.error();
+  auto maps = read_process_maps(proc_root, pid);
+  if (!maps) return maps.error();
+  auto post_map = mapping_at(*maps, *post_send);
+  auto poll_map = mapping_at(*maps, *poll_cq);
+  if (!post_map || !poll_map || post_map->path.empty() || post_map->perms.find('x') == std::string::npos ||
+      poll_map->path != post_map->path || poll_map->perms.find('x') == std::string::npos)
+    return make_error(
+        "pid {}'s verbs context (QP {:#x}) has post_send {:#x} and poll_cq {:#x}, not in one executable file "
+        "mapping: its provider's data path is not traced",
+        pid, qp, *post_send, *poll_cq);
+  auto file = open_mapped_file(proc_root, pid, *post_map);
+  if (!file) return file.error();
+  VerbsDataPath out;
+  out.post_send = *post_send;
+  out.poll_cq = *poll_cq;
+  out.library = post_map->path;
+  out.file = std::move(*file);
+  out.post_send_offset = *post_send - post_map->start + post_map->offset;
+  out.poll_cq_offset = *poll_cq - poll_map->start + poll_map->offset;
+  return out;
+}
+
+}  // namespace slowburn
