@@ -408,6 +408,7 @@ BENCH_TARGET := $(BUILD)/bench/call_loop
 BENCH_KMSG   := $(BUILD)/bench/kmsg_cost
 BENCH_IB     := $(BUILD)/bench/ib_cost
 BENCH_IBLOOP := $(BUILD)/bench/ib_poll_loop
+BENCH_QPLOOP := $(BUILD)/bench/qp_loop
 BENCH_SYNTH  := $(BUILD)/bench/synth_recordings
 BENCH_SCHED  := $(BUILD)/bench/sched_cost
 BENCH_TOGGLE := $(BUILD)/bench/toggle_cost
@@ -462,6 +463,11 @@ $(BENCH_IBLOOP): bench/ib_poll_loop.cpp
 	@mkdir -p $(@D)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 -g -Wall -Wextra -Werror -o $@ $<
+
+$(BENCH_QPLOOP): bench/qp_loop.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 $(BENCH_TARGET): bench/call_loop.c
 	@mkdir -p $(@D)
@@ -532,7 +538,7 @@ demo:
 
 bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_SYNTH) $(BENCH_SCHED) $(BENCH_TOGGLE) $(BENCH_TCP)
+	$(Q)$(MAKE) --no-print-directory $(PARALLEL) all $(BENCH_DECODE) $(BENCH_COST) $(BENCH_TARGET) $(BENCH_KMSG) $(BENCH_IB) $(BENCH_IBLOOP) $(BENCH_QPLOOP) $(BENCH_SYNTH) $(BENCH_SCHED) $(BENCH_TOGGLE) $(BENCH_TCP)
 		$(Q)bench/run.sh $(BUILD)
 	$(Q)bench/service.sh $(BUILD) | tee -a $(BUILD)/bench/latest.md
 	$(Q)bench/alternate.py $(BUILD) --cycles 18 --phase-s 12 --settle-s 4 | tee -a $(BUILD)/bench/latest.md

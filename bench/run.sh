@@ -76,6 +76,13 @@ first_findings() {
 	echo
 	"$build/bench/ib_cost" poll "$build/bench/ib_poll_loop" "$rounds" "$calls"
 	echo
+	echo "### 5b. Per-round cost of the verbs data path probes (verbs.qp_completions)"
+	echo
+	echo "\`$build/bench/ib_cost qp $build/bench/qp_loop $rounds $calls\`: a provider's post_send and poll_cq"
+	echo "(the real signatures, called through the context's ops), a post_send uprobe and a poll_cq uprobe"
+	echo "pair against empty uprobe pairs on both functions (perf links all), alternating, $rounds rounds:"
+	"$build/bench/ib_cost" qp "$build/bench/qp_loop" "$rounds" "$calls"
+	echo
 	echo "### 6. Symbol resolution in libnccl.so.2"
 	echo
 	nccl=${NCCL:-/usr/local/cuda/lib64/libnccl.so.2}

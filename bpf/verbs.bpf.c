@@ -283,13 +283,15 @@ int BPF_KRETPROBE(async_event_return, int result)
 /* The data path. */
 
 struct sb_wr_key {
-	__u32 tgid;
-	__u32 qp_num;
+	struct sb_qp_key qp;
 	__u64 wr_id;
 };
 
-/* When each work request was posted. LRU: an unsignaled request never
- * completes on its own, and is pushed out by the newer ones. */
+/* When each work request was posted. A signaled request is stamped over
+ * any stale entry of its key; an unsignaled one only where there is none
+ * (it completes on a QP created with sq_sig_all, else never, and must not
+ * restamp a pending signaled request: NCCL gives every unsignaled request
+ * wr_id 0). LRU: the ones that never complete are pushed out. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -297,12 +299,17 @@ struct {
 	__type(value, __u64);
 } posted SEC(".maps");
 
-/* poll_cq's completion array from entry to return, per thread. */
+/* poll_cq's CQ and completion array from entry to return, per thread. */
+struct poll_args {
+	__u64 cq;
+	__u64 wc;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct poll_args);
 } polling SEC(".maps");
 
 struct {
@@ -322,11 +329,14 @@ int BPF_KPROBE(post_send, void *qp, void *wr)
 	__u64 next = (__u64)wr;
 	int i;
 
-	key.tgid = bpf_get_current_pid_tgid() >> 32;
-	key.qp_num = read_u32((__u64)qp, SB_IBV_QP_NUM_OFFSET);
+	key.qp.tgid = bpf_get_current_pid_tgid() >> 32;
+	key.qp.qp_num = read_u32((__u64)qp, SB_IBV_QP_NUM_OFFSET);
+	key.qp.cq = read_ptr((__u64)qp, SB_IBV_QP_SEND_CQ_OFFSET);
 	for (i = 0; i < SB_VERBS_MAX_CHAIN && next; i++) {
+		__u32 flags = read_u32(next, SB_IBV_SEND_WR_FLAGS_OFFSET);
+
 		key.wr_id = read_ptr(next, 0);
-		bpf_map_update_elem(&posted, &key, &now, BPF_ANY);
+		bpf_map_update_elem(&posted, &key, &now, (flags & SB_IBV_SEND_SIGNALED) ? BPF_ANY : BPF_NOEXIST);
 		__sync_fetch_and_add(&verbs_counters.posts, 1);
 		next = read_ptr(next, SB_IBV_SEND_WR_NEXT_OFFSET);
 	}
@@ -339,9 +349,9 @@ SEC("uprobe")
 int BPF_KPROBE(poll_cq, void *cq, int num_entries, void *wc)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 where = (__u64)wc;
+	struct poll_args args = { (__u64)cq, (__u64)wc };
 
-	bpf_map_update_elem(&polling, &tid, &where, BPF_ANY);
+	bpf_map_update_elem(&polling, &tid, &args, BPF_ANY);
 	return 0;
 }
 
@@ -350,20 +360,22 @@ int BPF_KRETPROBE(poll_cq_return, int polled)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
-	__u64 *where = bpf_map_lookup_elem(&polling, &tid);
+	struct poll_args *args = bpf_map_lookup_elem(&polling, &tid);
 	__u64 now = bpf_ktime_get_ns();
 	struct sb_wr_key key = {};
 	__u64 wc;
 	int i;
 
-	if (!where)
+	if (!args)
 		return 0;
-	wc = *where;
+	wc = args->wc;
+	key.qp.cq = args->cq;
 	bpf_map_delete_elem(&polling, &tid);
-	key.tgid = pid_tgid >> 32;
+	key.qp.tgid = pid_tgid >> 32;
+	if (polled > SB_VERBS_MAX_WC)
+		__sync_fetch_and_add(&verbs_counters.wc_truncated, 1);
 	for (i = 0; i < SB_VERBS_MAX_WC && i < polled; i++) {
 		__u64 entry = wc + (__u64)i * SB_IBV_WC_BYTES;
-		struct sb_qp_key qp = {};
 		struct sb_qp_stats *stats;
 		__u32 status = read_u32(entry, SB_IBV_WC_STATUS_OFFSET);
 		__u64 *posted_ns, latency_ns;
@@ -373,33 +385,32 @@ int BPF_KRETPROBE(poll_cq_return, int polled)
 			__sync_fetch_and_add(&verbs_counters.receives, 1);
 			continue;
 		}
-
 		key.wr_id = read_ptr(entry, 0);
-		key.qp_num = read_u32(entry, SB_IBV_WC_QP_NUM_OFFSET);
-		qp.tgid = key.tgid;
-		qp.qp_num = key.qp_num;
+		key.qp.qp_num = read_u32(entry, SB_IBV_WC_QP_NUM_OFFSET);
 		posted_ns = bpf_map_lookup_elem(&posted, &key);
 		if (!posted_ns && !status) {
 			__sync_fetch_and_add(&verbs_counters.unmatched, 1);
 			continue;
 		}
-		stats = lookup_or_try_init(&qp_stats, &qp, &zero_qp_stats);
+		latency_ns = posted_ns ? now - *posted_ns : 0;
+		if (posted_ns)
+			bpf_map_delete_elem(&posted, &key);
+		stats = lookup_or_try_init(&qp_stats, &key.qp, &zero_qp_stats);
 		if (!stats) {
 			__sync_fetch_and_add(&verbs_counters.stats_full, 1);
-			if (posted_ns)
-				bpf_map_delete_elem(&posted, &key);
 			continue;
 		}
-		/* A completion in error says so whichever side it is (its
-		 * opcode is undefined then); a flush is the QP's teardown. */
-		if (status == SB_IBV_WC_WR_FLUSH_ERR)
+		/* A completion in error (a send's or a receive's: its opcode
+		 * is undefined then) is counted, not timed: a flush comes at
+		 * the QP's teardown, an error's time is not the path's. */
+		if (status == SB_IBV_WC_WR_FLUSH_ERR) {
 			__sync_fetch_and_add(&stats->flushed, 1);
-		else if (status)
-			__sync_fetch_and_add(&stats->errors, 1);
-		if (!posted_ns)
 			continue;
-		latency_ns = now - *posted_ns;
-		bpf_map_delete_elem(&posted, &key);
+		}
+		if (status) {
+			__sync_fetch_and_add(&stats->errors, 1);
+			continue;
+		}
 		__sync_fetch_and_add(&stats->lat_slots[log2_slot(latency_ns / 1000, SB_VERBS_QP_LAT_SLOTS)], 1);
 		__sync_fetch_and_add(&stats->completions, 1);
 		__sync_fetch_and_add(&stats->total_ns, latency_ns);

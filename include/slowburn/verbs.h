@@ -35,7 +35,10 @@
  * these pointers of struct ibv_context.ops into the provider. */
 #define SB_IBV_CONTEXT_POLL_CQ_OFFSET	96  /* struct ibv_context.ops.poll_cq */
 #define SB_IBV_CONTEXT_POST_SEND_OFFSET 208 /* struct ibv_context.ops.post_send */
+#define SB_IBV_QP_SEND_CQ_OFFSET	24  /* struct ibv_qp.send_cq: where its sends complete */
 #define SB_IBV_SEND_WR_NEXT_OFFSET	8   /* struct ibv_send_wr.next (wr_id is at 0) */
+#define SB_IBV_SEND_WR_FLAGS_OFFSET	32  /* struct ibv_send_wr.send_flags */
+#define SB_IBV_SEND_SIGNALED		2   /* IBV_SEND_SIGNALED */
 #define SB_IBV_WC_BYTES			48  /* sizeof(struct ibv_wc) (wr_id is at 0) */
 #define SB_IBV_WC_STATUS_OFFSET		8   /* struct ibv_wc.status */
 #define SB_IBV_WC_OPCODE_OFFSET		12  /* struct ibv_wc.opcode */
@@ -90,25 +93,29 @@ struct sb_verbs_counters {
 	__u64 unmatched;       /* send completions with no post seen (posted before the probe) */
 	__u64 stats_full;      /* completions with no statistics slot (more than SB_VERBS_MAX_QPS QPs) */
 	__u64 chain_truncated; /* post_send chains longer than SB_VERBS_MAX_CHAIN: the rest not timed */
+	__u64 wc_truncated;    /* poll_cq returns of more than SB_VERBS_MAX_WC completions: the rest not seen */
 };
 
 /* Per (process, QP): its send-side work requests' time from post_send to
  * the poll_cq that returned their completion. */
 #define SB_VERBS_QP_LAT_SLOTS 32 /* log2 of microseconds */
 #define SB_VERBS_MAX_QPS      4096
-#define SB_VERBS_MAX_CHAIN    8	 /* work requests of one post_send chain timed */
+#define SB_VERBS_MAX_CHAIN    16 /* work requests of one post_send chain timed (NCCL chains up to 9) */
 #define SB_VERBS_MAX_WC	      16 /* completions of one poll_cq matched */
 
+/* A QP number is unique per device only: a process's QPs on two NICs can
+ * share one. The CQ its sends complete on tells them apart. */
 struct sb_qp_key {
 	__u32 tgid;
 	__u32 qp_num;
+	__u64 cq; /* the struct ibv_cq* (the QP's send_cq; the CQ polled) */
 };
 
 struct sb_qp_stats {
 	__u64 lat_slots[SB_VERBS_QP_LAT_SLOTS];
-	__u64 completions; /* matched to their post, timed */
+	__u64 completions; /* successful, matched to their post, timed */
 	__u64 total_ns;
-	__u64 errors; /* completions in error, but flushes */
+	__u64 errors; /* completions in error, but flushes: counted, not timed */
 	__u64 flushed;
 };
 

@@ -246,7 +246,7 @@ TEST(VerbsDataPath, ASlowQpIsFoundThroughTheContextsOpsAndNamed) {
   ASSERT_EQ(by_qp.size(), 6u);
   auto mean_us = [](const HistogramReport& h) { return h.total_ns / 1e3 / h.hist.count(); };
   const HistogramReport& slow = by_qp.at("verbs qp 0x105");
-  EXPECT_GE(mean_us(slow), 2000.0);
+  EXPECT_GE(mean_us(slow), 4000.0);
   for (const auto& [label, h] : by_qp) {
     ASSERT_TRUE(h.rank);
     EXPECT_EQ(h.rank->rank, 3);
@@ -259,10 +259,16 @@ TEST(VerbsDataPath, ASlowQpIsFoundThroughTheContextsOpsAndNamed) {
     }
   }
 
+  // The slow QP, said once and first. (Another QP can be said too where
+  // the driver stalls for tens of ms early, on a busy node: its mean over
+  // its first second's completions; its mean over the run is checked above.)
   std::vector<const DeviceEvent*> slow_qps;
   for (const DeviceEvent& e : events)
-    if (e.type == "rdma.slow_qp") slow_qps.push_back(&e);
+    if (e.type == "rdma.slow_qp" && e.fields.at("qp_num") == 0x105) slow_qps.push_back(&e);
   ASSERT_EQ(slow_qps.size(), 1u) << "the one slow QP, said once";
+  auto first =
+      std::find_if(events.begin(), events.end(), [](const DeviceEvent& e) { return e.type == "rdma.slow_qp"; });
+  EXPECT_EQ(&*first, slow_qps[0]) << first->summary;
   EXPECT_EQ(slow_qps[0]->ranks, (std::vector<int>{3}));
   EXPECT_EQ(slow_qps[0]->fields.at("qp_num"), 0x105);
   EXPECT_NE(slow_qps[0]->summary.find("rank 3 pid " + std::to_string(child->pid()) + ": QP 0x105's sends complete"),
@@ -270,7 +276,12 @@ TEST(VerbsDataPath, ASlowQpIsFoundThroughTheContextsOpsAndNamed) {
       << slow_qps[0]->summary;
   std::string lines;
   for (const std::string& l : (*sources)->qp_lifecycles()) lines += l + "\n";
-  EXPECT_NE(lines.find("1 completion(s) in error"), std::string::npos) << lines;
+  // The error counted on its QP (not timed), the flush not an error.
+  EXPECT_NE(lines.find("; 1 completion(s) in error on rank 3 pid " + std::to_string(child->pid()) + " QP 0x101"),
+            std::string::npos)
+      << lines;
+  EXPECT_EQ(lines.find("in error on rank 3 pid " + std::to_string(child->pid()) + " QP 0x102"), std::string::npos)
+      << lines;
   EXPECT_NE(lines.find("6 QP(s)"), std::string::npos) << lines;
 }
 

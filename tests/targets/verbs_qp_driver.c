@@ -5,8 +5,9 @@
  * QP in turn posts a chain of two sends (the first unsignaled, as NCCL and
  * UCX batch them) through the inline ibv_post_send and polls its CQ with
  * ibv_poll_cq until the signaled one completes. Every QP's completions take
- * 200 us but SLOW_QP's (its index), which take 2 ms. The first QP's last
- * request completes with IBV_WC_RETRY_EXC_ERR.
+ * 200 us but SLOW_QP's (its index), which take 4 ms. The first QP's last
+ * request completes with IBV_WC_RETRY_EXC_ERR, the second's with
+ * IBV_WC_WR_FLUSH_ERR. Every unsignaled request has wr_id 0, as NCCL's do.
  *
  *   verbs_qp_driver GO_FILE QPS SECONDS SLOW_QP
  */
@@ -49,9 +50,9 @@ static int send_one(struct ibv_qp *qp, struct ibv_cq *cq, uint64_t wr_id)
 
 	memset(&first, 0, sizeof(first));
 	memset(&second, 0, sizeof(second));
-	first.wr_id = wr_id * 2;
+	first.wr_id = 0;
 	first.next = &second;
-	second.wr_id = wr_id * 2 + 1;
+	second.wr_id = wr_id;
 	second.send_flags = IBV_SEND_SIGNALED;
 	if (ibv_post_send(qp, &first, &bad))
 		return -1;
@@ -105,7 +106,7 @@ int main(int argc, char **argv)
 		if (!qps[i] || to_state(qps[i], IBV_QPS_INIT) || to_state(qps[i], IBV_QPS_RTR) ||
 		    to_state(qps[i], IBV_QPS_RTS))
 			return 1;
-		sb_provider_set_delay_us(qps[i]->qp_num, i == slow ? 2000 : 200);
+		sb_provider_set_delay_us(qps[i]->qp_num, i == slow ? 4000 : 200);
 	}
 	end = seconds_now() + seconds;
 	while (seconds_now() < end)
@@ -115,6 +116,11 @@ int main(int argc, char **argv)
 	sb_provider_fail_next(qps[0]->qp_num, IBV_WC_RETRY_EXC_ERR);
 	if (send_one(qps[0], &cq, wr_id++))
 		return 1;
+	if (count > 1) {
+		sb_provider_fail_next(qps[1]->qp_num, IBV_WC_WR_FLUSH_ERR);
+		if (send_one(qps[1], &cq, wr_id++))
+			return 1;
+	}
 	printf("%llu requests\n", (unsigned long long)wr_id - 1);
 	return 0;
 }

@@ -23,6 +23,9 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	qp = calloc(1, sizeof(*qp));
 	qp->context = pd->context;
 	qp->pd = pd;
+	qp->send_cq = init->send_cq;
+	qp->recv_cq = init->recv_cq;
+	qp->srq = init->srq;
 	qp->qp_num = ++next_qp_num;
 	qp->state = IBV_QPS_RESET;
 	qp->qp_type = init->qp_type;

@@ -37,6 +37,11 @@ static_assert(offsetof(ibv_wc, wr_id) == 0);
 static_assert(offsetof(ibv_wc, status) == SB_IBV_WC_STATUS_OFFSET);
 static_assert(offsetof(ibv_wc, qp_num) == SB_IBV_WC_QP_NUM_OFFSET);
 static_assert(IBV_WC_WR_FLUSH_ERR == SB_IBV_WC_WR_FLUSH_ERR);
+static_assert(offsetof(ibv_wc, opcode) == SB_IBV_WC_OPCODE_OFFSET);
+static_assert(IBV_WC_RECV == SB_IBV_WC_RECV);
+static_assert(offsetof(ibv_qp, send_cq) == SB_IBV_QP_SEND_CQ_OFFSET);
+static_assert(offsetof(ibv_send_wr, send_flags) == SB_IBV_SEND_WR_FLAGS_OFFSET);
+static_assert(IBV_SEND_SIGNALED == SB_IBV_SEND_SIGNALED);
 static_assert(IBV_QP_STATE == SB_IBV_QP_STATE && IBV_QP_AV == SB_IBV_QP_AV && IBV_QP_DEST_QPN == SB_IBV_QP_DEST_QPN);
 static_assert(IBV_QPS_SQE == 5 && IBV_QPS_ERR == 6 && IBV_EVENT_DEVICE_FATAL == 8 && IBV_EVENT_WQ_FATAL == 19);
 

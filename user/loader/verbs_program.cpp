@@ -56,8 +56,9 @@ Result<void> VerbsProgram::attach_data_path(const std::string& path, int32_t pid
   UprobeLinks& links = skel_.links().uprobes(uprobes_);
   const UprobeSite post[] = {{post_send_offset, 0}};
   const UprobeSite poll[] = {{poll_cq_offset, 0}};
-  if (auto attached = links.attach(skel_->progs.post_send, false, path, pid, post); !attached) return attached;
-  return links.attach_pair(skel_->progs.poll_cq, skel_->progs.poll_cq_return, path, pid, poll);
+  if (auto attached = links.attach_pair(skel_->progs.poll_cq, skel_->progs.poll_cq_return, path, pid, poll); !attached)
+    return attached;
+  return links.attach(skel_->progs.post_send, false, path, pid, post);
 }
 
 std::vector<IbConnectionStats> VerbsProgram::qp_stats() const {
@@ -82,8 +83,9 @@ int VerbsProgram::events_fd() const { return bpf_map__fd(skel_->maps.verbs_event
 VerbsCounters VerbsProgram::counters() const {
   const auto& c = skel_->bss->verbs_counters;
   auto load = [](const __u64& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
-  return {load(c.records),  load(c.ringbuf_drops), load(c.state_failures), load(c.posts),          load(c.completions),
-          load(c.receives), load(c.unmatched),     load(c.stats_full),     load(c.chain_truncated)};
+  return {load(c.records),         load(c.ringbuf_drops), load(c.state_failures), load(c.posts),
+          load(c.completions),     load(c.receives),      load(c.unmatched),      load(c.stats_full),
+          load(c.chain_truncated), load(c.wc_truncated)};
 }
 
 }  // namespace slowburn

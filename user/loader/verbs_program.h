@@ -29,6 +29,7 @@ struct VerbsCounters {
   uint64_t unmatched = 0;
   uint64_t stats_full = 0;
   uint64_t chain_truncated = 0;
+  uint64_t wc_truncated = 0;
 };
 
 class VerbsProgram {
@@ -43,6 +44,8 @@ class VerbsProgram {
   Result<void> attach(const ProbeResolution& probe, int32_t pid);
   // The data path of process `pid`: its provider's post_send and poll_cq,
   // at these offsets of the file `path` (where a context's ops point).
+  // poll_cq first: a post_send probe left alone, should poll_cq's fail,
+  // would stamp requests nothing completes.
   Result<void> attach_data_path(const std::string& path, int32_t pid, uint64_t post_send_offset,
                                 uint64_t poll_cq_offset);
   // Per (process, QP): send completions, post to completion (direction qp).

@@ -116,29 +116,33 @@ Result<void> RdmaSources::add_to(const std::function<Result<void>(int fd, RingBu
     if (!call) return;
     if (call->object && call->result == 0 &&
         (call->kind == VerbsCallKind::create_qp || call->kind == VerbsCallKind::modify_qp))
-      trace_data_path(static_cast<int32_t>(call->pid), call->object);
+      trace_data_path(static_cast<int32_t>(call->pid), call->object, call->qp_num);
     for (const QpEvent& e : inventory_.apply(*call)) pending_.push_back(builder_.qp(e, rank_of(e.pid)));
   });
 }
 
-void RdmaSources::trace_data_path(int32_t pid, uint64_t qp) {
+void RdmaSources::trace_data_path(int32_t pid, uint64_t qp, uint32_t qp_num) {
   auto rank = by_pid_.find(pid);
   if (rank == by_pid_.end() || data_path_given_up_.contains(pid)) return;
   for (const auto& [traced_pid, address] : data_paths_)
     if (traced_pid == pid) return;  // one provider per process is what a job loads
+  DataPathTries& tries = data_path_tries_[pid];
+  // A QP's create and modifies: read once (by number too: a freed QP's
+  // memory is given to the next one).
+  if (!tries.qps.insert({qp, qp_num}).second) return;
   ProbeStatus status;
   status.probe = "verbs.qp_completions";
   status.rank = rank->second;
   status.pid = pid;
-  auto path = find_verbs_data_path(proc_root_, pid, qp);
+  auto path = find_verbs_data_path(proc_root_, pid, qp, qp_num);
   if (!path) {
     // A QP freed before it was read (UCX creates and destroys test QPs
-    // while it opens a device) leaves garbage: the next QP is tried.
-    int failures = ++data_path_failures_[pid];
-    if (failures < kDataPathTries) return;
+    // while it opens a device) is no way in: the next QP is tried.
+    tries.last_error = path.error().message;
+    if (tries.qps.size() < kDataPathTries) return;
     data_path_given_up_.insert(pid);
     status.state = ProbeState::failed;
-    status.detail = fmt::format("{} QPs tried; the last: {}", failures, path.error().message);
+    status.detail = fmt::format("{} QPs tried; the last: {}", tries.qps.size(), tries.last_error);
   } else {
     data_paths_.insert({pid, path->post_send});
     status.library = path->library;
@@ -206,6 +210,13 @@ std::vector<std::string> RdmaSources::qp_lifecycles() const {
     lines.push_back(fmt::format("{}pid {} libibverbs: {}", rank ? fmt::format("rank {} ", *rank) : "", pid,
                                 qp_totals_text(totals)));
   }
+  for (const auto& [pid, tries] : data_path_tries_) {
+    bool traced = std::any_of(data_paths_.begin(), data_paths_.end(), [&](const auto& p) { return p.first == pid; });
+    if (traced || data_path_given_up_.contains(pid)) continue;
+    auto rank = rank_of(static_cast<uint32_t>(pid));
+    lines.push_back(fmt::format("{}pid {} libibverbs data path not traced: {} QP(s) tried; the last: {}",
+                                rank ? fmt::format("rank {} ", *rank) : "", pid, tries.qps.size(), tries.last_error));
+  }
   if (verbs_ && !data_paths_.empty()) {
     VerbsCounters c = verbs_->counters();
     std::string line = fmt::format(
@@ -224,6 +235,9 @@ std::vector<std::string> RdmaSources::qp_lifecycles() const {
     if (c.chain_truncated)
       line += fmt::format("; {} post chain(s) longer than {} requests, the rest not timed", c.chain_truncated,
                           SB_VERBS_MAX_CHAIN);
+    if (c.wc_truncated)
+      line += fmt::format("; {} poll(s) returned more than {} completions, the rest not seen", c.wc_truncated,
+                          SB_VERBS_MAX_WC);
     lines.push_back(line);
   }
   return lines;

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -72,7 +73,7 @@ class RdmaSources {
  private:
   RdmaSources(const std::vector<RankIdentity>& ranks, const Topology* topology);
   std::optional<int> rank_of(uint32_t pid) const;
-  void trace_data_path(int32_t pid, uint64_t qp);
+  void trace_data_path(int32_t pid, uint64_t qp, uint32_t qp_num);
   void report_slow(const std::vector<IbConnectionStats>& stats, uint64_t now_ns);
 
   std::map<int32_t, RankIdentity> by_pid_;
@@ -86,10 +87,14 @@ class RdmaSources {
   std::vector<ProbeStatus> statuses_;
   std::vector<ProbeStatus> new_statuses_;
   std::filesystem::path proc_root_;
-  static constexpr int kDataPathTries = 8;             // QPs read before a process's data path is given up
+  static constexpr size_t kDataPathTries = 8;  // QPs read before a process's data path is given up
+  struct DataPathTries {
+    std::set<std::pair<uint64_t, uint32_t>> qps;  // (struct ibv_qp*, its number) read
+    std::string last_error;
+  };
   std::set<std::pair<int32_t, uint64_t>> data_paths_;  // (pid, post_send's address) attached
-  std::map<int32_t, int> data_path_failures_;          // QPs whose context could not be followed
-  std::set<int32_t> data_path_given_up_;               // said once, not tried again
+  std::map<int32_t, DataPathTries> data_path_tries_;
+  std::set<int32_t> data_path_given_up_;  // said once, not tried again
   size_t attached_ = 0;
   uint64_t next_ib_check_ns_ = 0;
 };

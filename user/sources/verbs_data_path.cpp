@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "probes/resolver.h"
 #include "procfs/maps.h"
@@ -24,7 +25,13 @@ Result<uint64_t> read_word(int32_t pid, uint64_t address) {
 
 }  // namespace
 
-Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_root, int32_t pid, uint64_t qp) {
+Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_root, int32_t pid, uint64_t qp,
+                                           uint32_t qp_num) {
+  // qp_num and state share a word: the number is the low half (x86-64).
+  auto number = read_word(pid, qp + SB_IBV_QP_NUM_OFFSET);
+  if (!number) return number.error();
+  if (static_cast<uint32_t>(*number) != qp_num)
+    return make_error("pid {}'s QP {:#x} at {:#x} is gone (freed before it was read)", pid, qp_num, qp);
   auto context = read_word(pid, qp + SB_IBV_QP_CONTEXT_OFFSET);
   if (!context) return context.error();
   if (*context % alignof(uint64_t))
@@ -38,8 +45,11 @@ Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_roo
   if (!maps) return maps.error();
   auto post_map = mapping_at(*maps, *post_send);
   auto poll_map = mapping_at(*maps, *poll_cq);
-  if (!post_map || !poll_map || post_map->path.empty() || post_map->perms.find('x') == std::string::npos ||
-      poll_map->path != post_map->path || poll_map->perms.find('x') == std::string::npos)
+  auto executable_file = [](const std::optional<MapEntry>& m) {
+    return m && m->inode != 0 && !m->path.empty() && m->perms.find('x') != std::string::npos;
+  };
+  if (!executable_file(post_map) || !executable_file(poll_map) || poll_map->inode != post_map->inode ||
+      poll_map->dev_major != post_map->dev_major || poll_map->dev_minor != post_map->dev_minor)
     return make_error(
         "pid {}'s verbs context (QP {:#x}) has post_send {:#x} and poll_cq {:#x}, not in one executable file "
         "mapping: its provider's data path is not traced",

@@ -25,9 +25,11 @@ struct VerbsDataPath {
   uint64_t poll_cq_offset = 0;
 };
 
-// From `qp` (a struct ibv_qp* of process `pid`). Fails, saying why, when
-// the process is gone, the memory unreadable, or a pointer leads outside an
-// executable file mapping.
-Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_root, int32_t pid, uint64_t qp);
+// From `qp` (a struct ibv_qp* of process `pid`, whose number the control
+// path read as `qp_num`). Fails, saying why, when the process is gone, the
+// QP freed (its number no longer there), the memory unreadable, or a
+// pointer leads outside an executable file mapping.
+Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_root, int32_t pid, uint64_t qp,
+                                           uint32_t qp_num);
 
 }  // namespace slowburn
