@@ -270,8 +270,12 @@ TEST(VerbsDataPath, ASlowQpIsFoundThroughTheContextsOpsAndNamed) {
       std::find_if(events.begin(), events.end(), [](const DeviceEvent& e) { return e.type == "rdma.slow_qp"; });
   EXPECT_EQ(&*first, slow_qps[0]) << first->summary;
   EXPECT_EQ(slow_qps[0]->ranks, (std::vector<int>{3}));
+  EXPECT_EQ(slow_qps[0]->pid, child->pid()) << "a QP is its process's";
+  EXPECT_TRUE(slow_qps[0]->device.empty()) << "not joined through the NIC, which serves every rank on it";
+  EXPECT_EQ(slow_qps[0]->fields.at("nic"), "rxe0");
   EXPECT_EQ(slow_qps[0]->fields.at("qp_num"), 0x105);
-  EXPECT_NE(slow_qps[0]->summary.find("rank 3 pid " + std::to_string(child->pid()) + ": QP 0x105's sends complete"),
+  EXPECT_NE(slow_qps[0]->summary.find("rank 3 pid " + std::to_string(child->pid()) +
+                                      ": QP 0x105 on rxe0: its sends complete"),
             std::string::npos)
       << slow_qps[0]->summary;
   std::string lines;

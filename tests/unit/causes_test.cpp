@@ -186,11 +186,22 @@ TEST(DeviceEventBuilder, ASlowQpIsADataPathCauseNamedByItsNumber) {
   EXPECT_EQ(e.fields.at("qp_num"), 0x105);
   EXPECT_EQ(e.fields.at("direction"), "qp");
   EXPECT_FALSE(e.fields.contains("comm"));
-  EXPECT_NE(e.summary.find("rank 3 pid 4242: QP 0x105's sends complete 2.10 ms after posting on average over 900 "
+  EXPECT_NE(e.summary.find("rank 3 pid 4242: QP 0x105: its sends complete 2.10 ms after posting on average over 900 "
                            "requests, 8.4x the job's median 250.00 us"),
             std::string::npos)
       << e.summary;
   EXPECT_TRUE(data_path_cause(e));
+  EXPECT_EQ(e.pid, 4242);
+  // Where the control path saw it connect: its NIC and peer.
+  DeviceEvent connected = DeviceEventBuilder(nullptr).slow_connection(
+      c, 3, 7, DeviceEventBuilder::QpPath{"mlx5_1", 0x2222, "fe80:0000:0000:0000:0000:0000:0000:0007"});
+  EXPECT_NE(connected.summary.find(
+                "QP 0x105 on mlx5_1 (to QP 0x2222 at GID fe80:0000:0000:0000:0000:0000:0000:0007): its sends"),
+            std::string::npos)
+      << connected.summary;
+  EXPECT_EQ(connected.fields.at("nic"), "mlx5_1");
+  EXPECT_EQ(connected.fields.at("dest_qp_num"), 0x2222);
+  EXPECT_TRUE(connected.device.empty());
 }
 
 TEST(DeviceEventBuilder, FabricAndQpEventsJoinTheTopology) {

@@ -227,8 +227,8 @@ DeviceEvent DeviceEventBuilder::qp(const QpEvent& qp, std::optional<int> rank) c
   return event;
 }
 
-DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::optional<int> rank,
-                                                uint64_t ts_ns) const {
+DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::optional<int> rank, uint64_t ts_ns,
+                                                const std::optional<QpPath>& path) const {
   DeviceEvent event;
   event.ts_ns = ts_ns;
   if (rank) event.ranks = {*rank};
@@ -237,17 +237,29 @@ DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::
   if (c.direction == IbDirection::qp) {
     // A send completes once the peer's NIC acknowledged it: a slow path to
     // that peer, retransmissions on it, or a NIC that completes late.
+    // The QP is its process's: joined by pid, not through the NIC (which
+    // serves every rank on it), so event.device stays empty.
     event.type = "rdma.slow_qp";
+    event.pid = static_cast<int32_t>(c.pid);
     event.label = fmt::format("pid {} qp {:#x}", c.pid, c.comm);
+    std::string where;
+    if (path && !path->nic.empty()) where += " on " + path->nic;
+    if (path && path->dest_qp_num)
+      where +=
+          fmt::format(" (to QP {:#x}{})", path->dest_qp_num, path->dest_gid.empty() ? "" : " at GID " + path->dest_gid);
     event.summary = fmt::format(
-        "rdma.slow_qp {}pid {}: QP {:#x}'s sends complete {} after posting on average over {} requests, {:.1f}x "
-        "the job's median {} (z {:.1f}): a slow path to its peer (retransmissions, a degraded link), or a NIC that "
-        "completes late",
-        who, c.pid, c.comm, format_ns(c.mean_latency_ns), c.requests, times, format_ns(c.median_latency_ns), c.z);
+        "rdma.slow_qp {}pid {}: QP {:#x}{}: its sends complete {} after posting on average over {} requests, "
+        "{:.1f}x the job's median {} (z {:.1f}): a slow path to its peer (retransmissions, a degraded link), or a "
+        "NIC that completes late",
+        who, c.pid, c.comm, where, format_ns(c.mean_latency_ns), c.requests, times, format_ns(c.median_latency_ns),
+        c.z);
     event.fields = connection_fields(c);
     event.fields.erase("connection");
     event.fields.erase("comm");
     event.fields["qp_num"] = c.comm;
+    if (path && !path->nic.empty()) event.fields["nic"] = path->nic;
+    if (path && path->dest_qp_num) event.fields["dest_qp_num"] = path->dest_qp_num;
+    if (path && !path->dest_gid.empty()) event.fields["dest_gid"] = path->dest_gid;
     return event;
   }
   event.type = "ib.slow_connection";

@@ -34,7 +34,15 @@ class DeviceEventBuilder {
   // rank behind the NIC.
   DeviceEvent qp(const QpEvent& event, std::optional<int> rank) const;
   // An NCCL IB connection of a rank much slower than the job's others.
-  DeviceEvent slow_connection(const IbSlowConnection& connection, std::optional<int> rank, uint64_t ts_ns) const;
+  // A slow QP's NIC and peer, where the control path saw them (a QP
+  // created before the trace has none).
+  struct QpPath {
+    std::string nic;  // "mlx5_0"
+    uint32_t dest_qp_num = 0;
+    std::string dest_gid;  // empty: a LID-only path, or not connected while traced
+  };
+  DeviceEvent slow_connection(const IbSlowConnection& connection, std::optional<int> rank, uint64_t ts_ns,
+                              const std::optional<QpPath>& path = std::nullopt) const;
 
  private:
   // Fills device, role, label and ranks; returns "label (BDF, ranks ...)".

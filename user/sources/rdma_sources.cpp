@@ -10,6 +10,7 @@
 #include "loader/verbs_program.h"
 #include "procfs/maps.h"
 #include "rdma/ib_connections.h"
+#include "rdma/verbs_names.h"
 #include "slowburn/verbs.h"
 #include "sources/verbs_data_path.h"
 
@@ -167,7 +168,15 @@ void RdmaSources::report_slow(const std::vector<IbConnectionStats>& stats, uint6
       continue;
     IbSlowConnection c{v.stats->tgid,     v.stats->direction,  v.index,        v.stats->comm, v.stats->requests,
                        v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
-    pending_.push_back(builder_.slow_connection(c, v.rank, now_ns));
+    std::optional<DeviceEventBuilder::QpPath> path;
+    if (c.direction == IbDirection::qp)
+      for (const QpInfo& q : inventory_.qps())
+        if (q.pid == c.pid && q.qp_num == c.comm) {
+          path = DeviceEventBuilder::QpPath{q.device, q.dest_qp_num,
+                                            gid_is_zero(q.dest_gid) ? "" : format_gid(q.dest_gid)};
+          break;
+        }
+    pending_.push_back(builder_.slow_connection(c, v.rank, now_ns, path));
   }
 }
 
