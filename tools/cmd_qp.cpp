@@ -2,22 +2,29 @@
 // control path: creation, every state transition (with the peer's QPN and
 // GID once connected), destruction, and asynchronous events. A QP moved to
 // ERR or SQE, a failed transition and a QP_FATAL / PORT_ERR / DEVICE_FATAL
-// are events naming the process, its rank and its NIC.
+// are events naming the process, its rank and its NIC. From the first QP
+// seen in a process, its data path too: each QP's send completion latency
+// (sources/verbs_data_path.h), a QP far slower than the others an event.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/command.h"
+#include "core/format.h"
 #include "events/decoder.h"
 #include "loader/privileges.h"
 #include "loader/ring_buffer.h"
 #include "loader/verbs_program.h"
 #include "procfs/ranks.h"
+#include "rdma/ib_connections.h"
 #include "rdma/qp_inventory.h"
 #include "rdma/verbs_names.h"
 #include "sources/device_events.h"
+#include "sources/verbs_data_path.h"
 #include "sysfs/topology.h"
 #include "tools/rdma_tool.h"
 #include "trace/trace_session.h"
@@ -85,6 +92,54 @@ void print_inventory(const QpInventory& inventory, const RdmaTargets& targets, b
                              t.destroyed, t.error_transitions, t.failed_calls, t.async_errors);
 }
 
+// Each QP's send completions (the data path), beside the live QPs' table.
+// `nics`: (pid, QP number) -> NIC, read before an exited process's QPs were forgotten.
+void print_latencies(const std::vector<IbConnectionView>& views,
+                     const std::map<std::pair<uint32_t, uint64_t>, std::string>& nics, const RdmaTargets& targets,
+                     bool json) {
+  auto nic_of = [&](uint32_t pid, uint64_t qp_num) {
+    auto it = nics.find({pid, qp_num});
+    return it == nics.end() ? std::string() : it->second;
+  };
+  auto bound = [](std::optional<uint64_t> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
+  if (json) {
+    for (const IbConnectionView& v : views) {
+      const IbConnectionStats& s = *v.stats;
+      std::string nic = nic_of(s.tgid, s.comm);
+      std::cout << nlohmann::json{{"kind", "qp_latency"},
+                                  {"pid", s.tgid},
+                                  {"rank", v.rank ? nlohmann::json(*v.rank) : nlohmann::json(nullptr)},
+                                  {"qp_num", s.comm},
+                                  {"nic", nic.empty() ? nlohmann::json(nullptr) : nlohmann::json(nic)},
+                                  {"sends", s.requests},
+                                  {"errors", s.errors},
+                                  {"latency_mean_us", v.mean_latency_ns / 1e3},
+                                  {"latency_p50_us_max", bound(s.latency.quantile_bound(0.5))},
+                                  {"latency_p99_us_max", bound(s.latency.quantile_bound(0.99))},
+                                  {"z", v.z ? nlohmann::json(*v.z) : nlohmann::json(nullptr)},
+                                  {"slow", v.slow}}
+                       .dump()
+                << '\n';
+    }
+    return;
+  }
+  if (views.empty()) return;
+  std::cout << fmt::format("\n{} QP(s) with send completions timed (post to completion)\n", views.size());
+  std::cout << fmt::format("{:>8} {:>5} {:<8} {:>8} {:>8} {:>7} {:>10} {:>9} {:>9}\n", "PID", "RANK", "NIC", "QPN",
+                           "SENDS", "ERRORS", "MEAN LAT", "P50<=", "P99<=");
+  for (const IbConnectionView& v : views) {
+    const IbConnectionStats& s = *v.stats;
+    auto rank = rank_for(targets, s.tgid);
+    std::string nic = nic_of(s.tgid, s.comm);
+    auto us = [](std::optional<uint64_t> b) { return b ? fmt::format("{} us", *b) : std::string("-"); };
+    std::cout << fmt::format("{:>8} {:>5} {:<8} {:>#8x} {:>8} {:>7} {:>10} {:>9} {:>9}{}\n", s.tgid,
+                             rank ? std::to_string(*rank) : "-", nic.empty() ? "-" : nic, s.comm, s.requests, s.errors,
+                             format_ns(v.mean_latency_ns), us(s.latency.quantile_bound(0.5)),
+                             us(s.latency.quantile_bound(0.99)),
+                             v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
+  }
+}
+
 }  // namespace
 
 Command add_qp_command(CLI::App& app) {
@@ -94,12 +149,15 @@ Command add_qp_command(CLI::App& app) {
       "RDMA queue pairs from libibverbs' control path (ibv_create_qp, ibv_modify_qp, ibv_destroy_qp, "
       "ibv_get_async_event): every QP with its NIC, state and peer, and as events: a QP moved to ERR or SQE, a "
       "transition that failed, QP_FATAL / PORT_ERR / DEVICE_FATAL. By default system-wide in this host's "
-      "libibverbs.so.1 (processes started later included); a container's job maps its own copy: use -p.\n\n"
+      "libibverbs.so.1 (processes started later included); a container's job maps its own copy: use -p. From the "
+      "first QP seen in a process, its provider's post_send and poll_cq are probed too (found through the QP's "
+      "context): each QP's send completion latency, and a QP far slower than the others as an event "
+      "(rdma.slow_qp).\n\n"
       "Examples:\n  slowburn qp\n  slowburn qp -p 4242 -d 60 --json\n"
       "  slowburn qp --lib /opt/conda/lib/libibverbs.so.1\n\n"
       "Exit status: 0 the trace ended, 1 an error, 2 nothing to watch (no libibverbs, no rank, nothing "
       "attached).");
-  add_rdma_options(sub, *args, false, "qp, qp_totals, event, status");
+  add_rdma_options(sub, *args, false, "qp, qp_totals, qp_latency, event, status");
   return {sub, [args] {
             if (auto ok = check_tracing_privileges(); !ok) return fail(ok.error());
             auto program = VerbsProgram::load();
@@ -122,17 +180,50 @@ Command add_qp_command(CLI::App& app) {
             DeviceEventBuilder builder(topology.get());
             QpInventory inventory;
             EventDecoder decoder;
+            VerbsDataPathTracer data_path(**program, args->proc_root);
+            auto rank_of = [&](uint32_t pid) { return rank_for(*targets, pid); };
             auto reader = RingBufferReader::open((*program)->events_fd(), [&](std::span<const std::byte> record) {
               auto call = decoder.decode_verbs(record);
               if (!call) return;
+              if (call->object && call->result == 0 &&
+                  (call->kind == VerbsCallKind::create_qp || call->kind == VerbsCallKind::modify_qp)) {
+                auto pid = static_cast<int32_t>(call->pid);
+                auto it = targets->rank_of.find(pid);
+                std::optional<RankIdentity> rank;
+                if (it != targets->rank_of.end()) rank = it->second;
+                if (auto status = data_path.saw_qp(pid, call->object, call->qp_num, rank)) sink->probe_status(*status);
+              }
               for (const QpEvent& e : inventory.apply(*call))
                 sink->device_event(builder.qp(e, rank_for(*targets, e.pid)));
             });
             if (!reader) return fail(reader.error());
             const auto& stop = install_stop_handlers();
             uint64_t end = args->duration_s > 0 ? monotonic_ns() + static_cast<uint64_t>(args->duration_s * 1e9) : 0;
+            // A QP far slower than the others, checked once a second and said once.
+            std::set<std::pair<uint32_t, uint64_t>> said_slow;
+            auto report_slow = [&](uint64_t now_ns) {
+              if (!data_path.any()) return;
+              auto stats = (*program)->qp_stats();
+              for (const IbConnectionView& v : analyze_ib_connections(stats, rank_of)) {
+                if (!v.slow || !said_slow.insert({v.stats->tgid, v.stats->comm}).second) continue;
+                std::optional<DeviceEventBuilder::QpPath> path;
+                for (const QpInfo& q : inventory.qps())
+                  if (q.pid == v.stats->tgid && q.qp_num == v.stats->comm)
+                    path = DeviceEventBuilder::QpPath{q.device, q.dest_qp_num,
+                                                      gid_is_zero(q.dest_gid) ? "" : format_gid(q.dest_gid)};
+                sink->device_event(builder.slow_connection(
+                    IbSlowConnection{v.stats->tgid, IbDirection::qp, v.index, v.stats->comm, v.stats->requests,
+                                     v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)},
+                    v.rank, now_ns, path));
+              }
+            };
+            uint64_t next_check = monotonic_ns() + 1'000'000'000;
             for (;;) {
               if (auto polled = (*reader)->poll(100); !polled) return fail(polled.error());
+              if (monotonic_ns() >= next_check) {
+                report_slow(monotonic_ns());
+                next_check = monotonic_ns() + 1'000'000'000;
+              }
               if (stop.load() || (end && monotonic_ns() >= end)) break;
               if (!targets->pids.empty() && std::none_of(targets->pids.begin(), targets->pids.end(), [&](int32_t pid) {
                     return process_alive(args->proc_root, pid);
@@ -142,11 +233,18 @@ Command add_qp_command(CLI::App& app) {
               }
             }
             (void)(*reader)->drain();
+            report_slow(monotonic_ns());
+            auto latencies = (*program)->qp_stats();
+            auto latency_views = analyze_ib_connections(latencies, rank_of);
+            std::map<std::pair<uint32_t, uint64_t>, std::string> nics;
+            for (const QpInfo& q : inventory.qps()) nics[{q.pid, q.qp_num}] = q.device;
             size_t gone = 0;
             for (const auto& [pid, totals] : inventory.totals())
               if (!process_alive(args->proc_root, static_cast<int32_t>(pid))) gone += inventory.forget_process(pid);
             if (gone) sink->note(fmt::format("{} QP(s) of processes that exited without destroying them", gone));
             print_inventory(inventory, *targets, args->json);
+            print_latencies(latency_views, nics, *targets, args->json);
+            for (const std::string& line : data_path.summary_lines(rank_of)) sink->note(line);
             VerbsCounters c = (*program)->counters();
             sink->note(fmt::format("{} verbs calls traced; {} lost (ring buffer full), {} undecodable", c.records,
                                    c.ringbuf_drops + c.state_failures, decoder.stats().rejected()));

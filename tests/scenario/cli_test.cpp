@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "probes/resolver.h"
+#include "procfs/maps.h"
 #include "support/test_support.h"
 
 namespace slowburn::cli_test {
@@ -410,6 +412,53 @@ TEST(Cli, QpToolReportsTransitionsAndAsyncErrorsSystemWide) {
   EXPECT_EQ(totals[0]["created"], 2);
   EXPECT_EQ(totals[0]["destroyed"], 2);
   EXPECT_TRUE(testing::bpf_program_ids_named("modify_qp").empty()) << "probes left behind";
+}
+
+TEST(Cli, QpToolTimesEveryQpsSendsThroughItsProvidersDataPath) {
+  // A stripped stand-in provider (tests/targets/verbs_provider_standin.c):
+  // six QPs, 0x105's sends completing in 4 ms, the others' in 200 us.
+  SKIP_UNLESS_ROOT();
+  TempDir dir;
+  auto driver =
+      Subprocess::spawn({testing::target_path("verbs_qp_driver").string(), (dir / "go").string(), "6", "3", "4"});
+  ASSERT_TRUE(driver.ok());
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto maps = read_process_maps("/proc", driver->pid());
+        return maps && find_library(*maps, "libibverbs.so");
+      },
+      10s));
+  auto qp = Subprocess::spawn(
+      {testing::slowburn_binary().string(), "qp", "--json", "-p", std::to_string(driver->pid()), "-d", "60"},
+      {(dir / "out").string(), {}});
+  ASSERT_TRUE(qp.ok());
+  ASSERT_TRUE(wait_until([&] { return tracing_started(dir / "out"); }, 20s));
+  testing::touch(dir / "go");
+  ASSERT_EQ(driver->wait_for(30s), 0);
+  ASSERT_EQ(qp->wait_for(20s), 0) << "ends when its process has exited";
+  std::string out = read_text(dir / "out");
+  EXPECT_EQ(testing::schema_errors(out, "qp_latency,qp_totals,event,status"), "");
+  std::map<uint64_t, nlohmann::json> by_qp;
+  for (const auto& j : json_lines(out, "qp_latency")) by_qp[j["qp_num"].get<uint64_t>()] = j;
+  ASSERT_EQ(by_qp.size(), 6u) << out;
+  const auto& slow = by_qp.at(0x105);
+  EXPECT_TRUE(slow["slow"].get<bool>()) << slow;
+  EXPECT_EQ(slow["nic"], "rxe0");
+  for (const auto& [num, j] : by_qp) {
+    EXPECT_GE(j["sends"].get<uint64_t>(), 100u) << j;
+    if (num != 0x105) {
+      EXPECT_LT(j["latency_mean_us"].get<double>() * 3, slow["latency_mean_us"].get<double>()) << j;
+    }
+  }
+  EXPECT_EQ(by_qp.at(0x101)["errors"], 1) << "its last request completed in error";
+  bool said = false;
+  for (const auto& e : json_lines(out, "event")) said |= e["type"] == "rdma.slow_qp" && e["qp_num"] == 0x105;
+  EXPECT_TRUE(said) << out;
+  bool attached = false;
+  for (const auto& p : json_lines(out, "status"))
+    attached |= p.value("probe", "") == "verbs.qp_completions" && p.value("state", "") == "attached";
+  EXPECT_TRUE(attached) << out;
+  EXPECT_TRUE(testing::bpf_program_ids_named("poll_cq_return").empty()) << "probes left behind";
 }
 
 TEST(Cli, IbToolPerConnectionRequestsAndLatency) {

@@ -11,7 +11,6 @@
 #include "procfs/maps.h"
 #include "rdma/ib_connections.h"
 #include "rdma/verbs_names.h"
-#include "slowburn/verbs.h"
 #include "sources/verbs_data_path.h"
 
 namespace slowburn {
@@ -124,42 +123,13 @@ Result<void> RdmaSources::add_to(const std::function<Result<void>(int fd, RingBu
 
 void RdmaSources::trace_data_path(int32_t pid, uint64_t qp, uint32_t qp_num) {
   auto rank = by_pid_.find(pid);
-  if (rank == by_pid_.end() || data_path_given_up_.contains(pid)) return;
-  for (const auto& [traced_pid, address] : data_paths_)
-    if (traced_pid == pid) return;  // one provider per process is what a job loads
-  DataPathTries& tries = data_path_tries_[pid];
-  // A QP's create and modifies: read once (by number too: a freed QP's
-  // memory is given to the next one).
-  if (!tries.qps.insert({qp, qp_num}).second) return;
-  ProbeStatus status;
-  status.probe = "verbs.qp_completions";
-  status.rank = rank->second;
-  status.pid = pid;
-  auto path = find_verbs_data_path(proc_root_, pid, qp, qp_num);
-  if (!path) {
-    // A QP freed before it was read (UCX creates and destroys test QPs
-    // while it opens a device) is no way in: the next QP is tried.
-    tries.last_error = path.error().message;
-    if (tries.qps.size() < kDataPathTries) return;
-    data_path_given_up_.insert(pid);
-    status.state = ProbeState::failed;
-    status.detail = fmt::format("{} QPs tried; the last: {}", tries.qps.size(), tries.last_error);
-  } else {
-    data_paths_.insert({pid, path->post_send});
-    status.library = path->library;
-    status.sites = {AttachSite{"post_send", "", path->post_send, path->post_send_offset},
-                    AttachSite{"poll_cq", "", path->poll_cq, path->poll_cq_offset}};
-    auto attached =
-        verbs_->attach_data_path(path->file.path.string(), pid, path->post_send_offset, path->poll_cq_offset);
-    status.state = attached ? ProbeState::attached : ProbeState::failed;
-    if (!attached) {
-      data_path_given_up_.insert(pid);
-      status.detail = attached.error().message;
-    }
-    attached_ += status.state == ProbeState::attached;
-  }
-  statuses_.push_back(status);
-  new_statuses_.push_back(status);
+  if (rank == by_pid_.end()) return;
+  if (!data_path_) data_path_ = std::make_unique<VerbsDataPathTracer>(*verbs_, proc_root_);
+  auto status = data_path_->saw_qp(pid, qp, qp_num, rank->second);
+  if (!status) return;
+  attached_ += status->state == ProbeState::attached;
+  statuses_.push_back(*status);
+  new_statuses_.push_back(*status);
 }
 
 void RdmaSources::report_slow(const std::vector<IbConnectionStats>& stats, uint64_t now_ns) {
@@ -181,10 +151,10 @@ void RdmaSources::report_slow(const std::vector<IbConnectionStats>& stats, uint6
 }
 
 std::vector<DeviceEvent> RdmaSources::poll(uint64_t now_ns, bool final) {
-  if ((ib_ || !data_paths_.empty()) && (final || now_ns >= next_ib_check_ns_)) {
+  if ((ib_ || (data_path_ && data_path_->any())) && (final || now_ns >= next_ib_check_ns_)) {
     next_ib_check_ns_ = now_ns + 1'000'000'000;
     if (ib_) report_slow(ib_->stats(), now_ns);
-    if (!data_paths_.empty()) report_slow(verbs_->qp_stats(), now_ns);
+    if (data_path_ && data_path_->any()) report_slow(verbs_->qp_stats(), now_ns);
   }
   return std::exchange(pending_, {});
 }
@@ -207,7 +177,7 @@ std::vector<HistogramReport> ib_histograms(const std::vector<IbConnectionView>& 
 std::vector<HistogramReport> RdmaSources::ib_histograms() const {
   std::vector<IbConnectionStats> stats;
   if (ib_) stats = ib_->stats();
-  if (verbs_ && !data_paths_.empty())
+  if (data_path_ && data_path_->any())
     for (IbConnectionStats& s : verbs_->qp_stats()) stats.push_back(std::move(s));
   return slowburn::ib_histograms(analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); }), by_pid_);
 }
@@ -219,36 +189,9 @@ std::vector<std::string> RdmaSources::qp_lifecycles() const {
     lines.push_back(fmt::format("{}pid {} libibverbs: {}", rank ? fmt::format("rank {} ", *rank) : "", pid,
                                 qp_totals_text(totals)));
   }
-  for (const auto& [pid, tries] : data_path_tries_) {
-    bool traced = std::any_of(data_paths_.begin(), data_paths_.end(), [&](const auto& p) { return p.first == pid; });
-    if (traced || data_path_given_up_.contains(pid)) continue;
-    auto rank = rank_of(static_cast<uint32_t>(pid));
-    lines.push_back(fmt::format("{}pid {} libibverbs data path not traced: {} QP(s) tried; the last: {}",
-                                rank ? fmt::format("rank {} ", *rank) : "", pid, tries.qps.size(), tries.last_error));
-  }
-  if (verbs_ && !data_paths_.empty()) {
-    VerbsCounters c = verbs_->counters();
-    std::string line = fmt::format(
-        "libibverbs data path: {} work request(s) posted, {} send completion(s) timed on {} QP(s) (a signaled "
-        "request's: unsignaled ones complete with it), {} receive(s), {} send completion(s) unmatched (posted "
-        "before the probe)",
-        c.posts, c.completions, verbs_->qp_stats().size(), c.receives, c.unmatched);
-    for (const IbConnectionStats& qp : verbs_->qp_stats())
-      if (qp.errors) {
-        auto rank = rank_of(qp.tgid);
-        line += fmt::format("; {} completion(s) in error on {}pid {} QP {:#x}", qp.errors,
-                            rank ? fmt::format("rank {} ", *rank) : "", qp.tgid, qp.comm);
-      }
-    if (c.stats_full)
-      line += fmt::format("; {} completion(s) not counted (more than {} QPs)", c.stats_full, SB_VERBS_MAX_QPS);
-    if (c.chain_truncated)
-      line += fmt::format("; {} post chain(s) longer than {} requests, the rest not timed", c.chain_truncated,
-                          SB_VERBS_MAX_CHAIN);
-    if (c.wc_truncated)
-      line += fmt::format("; {} poll(s) returned more than {} completions, the rest not seen", c.wc_truncated,
-                          SB_VERBS_MAX_WC);
-    lines.push_back(line);
-  }
+  if (data_path_)
+    for (std::string& line : data_path_->summary_lines([this](uint32_t pid) { return rank_of(pid); }))
+      lines.push_back(std::move(line));
   return lines;
 }
 

@@ -32,6 +32,7 @@ namespace slowburn {
 
 class VerbsProgram;
 class NcclIbProgram;
+class VerbsDataPathTracer;
 class RingBufferReader;
 
 // Latency histograms of NCCL IB connections and verbs QPs, one per
@@ -87,14 +88,7 @@ class RdmaSources {
   std::vector<ProbeStatus> statuses_;
   std::vector<ProbeStatus> new_statuses_;
   std::filesystem::path proc_root_;
-  static constexpr size_t kDataPathTries = 8;  // QPs read before a process's data path is given up
-  struct DataPathTries {
-    std::set<std::pair<uint64_t, uint32_t>> qps;  // (struct ibv_qp*, its number) read
-    std::string last_error;
-  };
-  std::set<std::pair<int32_t, uint64_t>> data_paths_;  // (pid, post_send's address) attached
-  std::map<int32_t, DataPathTries> data_path_tries_;
-  std::set<int32_t> data_path_given_up_;  // said once, not tried again
+  std::unique_ptr<VerbsDataPathTracer> data_path_;  // from the first QP seen
   size_t attached_ = 0;
   uint64_t next_ib_check_ns_ = 0;
 };

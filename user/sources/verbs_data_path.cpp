@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 
+#include "loader/verbs_program.h"
 #include "probes/resolver.h"
 #include "procfs/maps.h"
 #include "slowburn/verbs.h"
@@ -64,6 +66,75 @@ Result<VerbsDataPath> find_verbs_data_path(const std::filesystem::path& proc_roo
   out.post_send_offset = *post_send - post_map->start + post_map->offset;
   out.poll_cq_offset = *poll_cq - poll_map->start + poll_map->offset;
   return out;
+}
+
+std::optional<ProbeStatus> VerbsDataPathTracer::saw_qp(int32_t pid, uint64_t qp, uint32_t qp_num,
+                                                       std::optional<RankIdentity> rank) {
+  if (traced_.contains(pid) || given_up_.contains(pid)) return std::nullopt;
+  Tries& tries = tries_[pid];
+  // A QP's create and modifies: read once (by number too: a freed QP's
+  // memory is given to the next one).
+  if (!tries.qps.insert({qp, qp_num}).second) return std::nullopt;
+  ProbeStatus status;
+  status.probe = "verbs.qp_completions";
+  status.rank = std::move(rank);
+  status.pid = pid;
+  auto path = find_verbs_data_path(proc_root_, pid, qp, qp_num);
+  if (!path) {
+    tries.last_error = path.error().message;
+    if (tries.qps.size() < kTries) return std::nullopt;
+    given_up_.insert(pid);
+    status.state = ProbeState::failed;
+    status.detail = fmt::format("{} QPs tried; the last: {}", tries.qps.size(), tries.last_error);
+    return status;
+  }
+  status.library = path->library;
+  status.sites = {AttachSite{"post_send", "", path->post_send, path->post_send_offset},
+                  AttachSite{"poll_cq", "", path->poll_cq, path->poll_cq_offset}};
+  auto attached =
+      program_.attach_data_path(path->file.path.string(), pid, path->post_send_offset, path->poll_cq_offset);
+  if (attached) {
+    traced_.insert(pid);
+    status.state = ProbeState::attached;
+  } else {
+    given_up_.insert(pid);
+    status.state = ProbeState::failed;
+    status.detail = attached.error().message;
+  }
+  return status;
+}
+
+std::vector<std::string> VerbsDataPathTracer::summary_lines(
+    const std::function<std::optional<int>(uint32_t)>& rank_of) const {
+  std::vector<std::string> lines;
+  auto who = [&](uint32_t pid) {
+    auto rank = rank_of(pid);
+    return fmt::format("{}pid {}", rank ? fmt::format("rank {} ", *rank) : "", pid);
+  };
+  for (const auto& [pid, tries] : tries_)
+    if (!traced_.contains(pid) && !given_up_.contains(pid))
+      lines.push_back(fmt::format("{} libibverbs data path not traced: {} QP(s) tried; the last: {}",
+                                  who(static_cast<uint32_t>(pid)), tries.qps.size(), tries.last_error));
+  if (traced_.empty()) return lines;
+  VerbsCounters c = program_.counters();
+  auto qps = program_.qp_stats();
+  std::string line = fmt::format(
+      "libibverbs data path: {} work request(s) posted, {} send completion(s) timed on {} QP(s) (a signaled "
+      "request's: unsignaled ones complete with it), {} receive(s), {} send completion(s) unmatched (posted "
+      "before the probe)",
+      c.posts, c.completions, qps.size(), c.receives, c.unmatched);
+  for (const IbConnectionStats& qp : qps)
+    if (qp.errors) line += fmt::format("; {} completion(s) in error on {} QP {:#x}", qp.errors, who(qp.tgid), qp.comm);
+  if (c.stats_full)
+    line += fmt::format("; {} completion(s) not counted (more than {} QPs)", c.stats_full, SB_VERBS_MAX_QPS);
+  if (c.chain_truncated)
+    line += fmt::format("; {} post chain(s) longer than {} requests, the rest not timed", c.chain_truncated,
+                        SB_VERBS_MAX_CHAIN);
+  if (c.wc_truncated)
+    line += fmt::format("; {} poll(s) returned more than {} completions, the rest not seen", c.wc_truncated,
+                        SB_VERBS_MAX_WC);
+  lines.push_back(line);
+  return lines;
 }
 
 }  // namespace slowburn
