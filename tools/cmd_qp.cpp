@@ -93,13 +93,12 @@ void print_inventory(const QpInventory& inventory, const RdmaTargets& targets, b
 }
 
 // Each QP's send completions (the data path), beside the live QPs' table.
-// `nics`: (pid, QP number) -> NIC, read before an exited process's QPs were forgotten.
-void print_latencies(const std::vector<IbConnectionView>& views,
-                     const std::map<std::pair<uint32_t, uint64_t>, std::string>& nics, const RdmaTargets& targets,
-                     bool json) {
+// Each QP's NIC as last seen (destroyed QPs' too: QpInventory::last_known).
+void print_latencies(const std::vector<IbConnectionView>& views, const QpInventory& inventory,
+                     const RdmaTargets& targets, bool json) {
   auto nic_of = [&](uint32_t pid, uint64_t qp_num) {
-    auto it = nics.find({pid, qp_num});
-    return it == nics.end() ? std::string() : it->second;
+    auto q = inventory.last_known(pid, static_cast<uint32_t>(qp_num));
+    return q ? q->device : std::string();
   };
   auto bound = [](std::optional<uint64_t> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
   if (json) {
@@ -138,6 +137,13 @@ void print_latencies(const std::vector<IbConnectionView>& views,
                              us(s.latency.quantile_bound(0.99)),
                              v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
   }
+}
+
+std::string data_path_status_text(const ProbeStatus& s) {
+  if (s.state == ProbeState::attached && s.sites.size() == 2)
+    return fmt::format("pid {}: its data path traced in {} (post_send {:#x}, poll_cq {:#x})", s.pid, s.library,
+                       s.sites[0].file_offset, s.sites[1].file_offset);
+  return fmt::format("pid {}: its data path not traced: {}", s.pid, s.detail);
 }
 
 }  // namespace
@@ -191,7 +197,13 @@ Command add_qp_command(CLI::App& app) {
                 auto it = targets->rank_of.find(pid);
                 std::optional<RankIdentity> rank;
                 if (it != targets->rank_of.end()) rank = it->second;
-                if (auto status = data_path.saw_qp(pid, call->object, call->qp_num, rank)) sink->probe_status(*status);
+                if (auto status = data_path.saw_qp(pid, call->object, call->qp_num, rank)) {
+                  // A text sink prints probe lines only with the first table.
+                  if (args->json)
+                    sink->probe_status(*status);
+                  else
+                    sink->note(data_path_status_text(*status));
+                }
               }
               for (const QpEvent& e : inventory.apply(*call))
                 sink->device_event(builder.qp(e, rank_for(*targets, e.pid)));
@@ -207,10 +219,8 @@ Command add_qp_command(CLI::App& app) {
               for (const IbConnectionView& v : analyze_ib_connections(stats, rank_of)) {
                 if (!v.slow || !said_slow.insert({v.stats->tgid, v.stats->comm}).second) continue;
                 std::optional<DeviceEventBuilder::QpPath> path;
-                for (const QpInfo& q : inventory.qps())
-                  if (q.pid == v.stats->tgid && q.qp_num == v.stats->comm)
-                    path = DeviceEventBuilder::QpPath{q.device, q.dest_qp_num,
-                                                      gid_is_zero(q.dest_gid) ? "" : format_gid(q.dest_gid)};
+                if (auto q = inventory.last_known(v.stats->tgid, static_cast<uint32_t>(v.stats->comm)))
+                  path = DeviceEventBuilder::QpPath::of(*q);
                 sink->device_event(builder.slow_connection(
                     IbSlowConnection{v.stats->tgid, IbDirection::qp, v.index, v.stats->comm, v.stats->requests,
                                      v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)},
@@ -236,14 +246,12 @@ Command add_qp_command(CLI::App& app) {
             report_slow(monotonic_ns());
             auto latencies = (*program)->qp_stats();
             auto latency_views = analyze_ib_connections(latencies, rank_of);
-            std::map<std::pair<uint32_t, uint64_t>, std::string> nics;
-            for (const QpInfo& q : inventory.qps()) nics[{q.pid, q.qp_num}] = q.device;
             size_t gone = 0;
             for (const auto& [pid, totals] : inventory.totals())
               if (!process_alive(args->proc_root, static_cast<int32_t>(pid))) gone += inventory.forget_process(pid);
             if (gone) sink->note(fmt::format("{} QP(s) of processes that exited without destroying them", gone));
             print_inventory(inventory, *targets, args->json);
-            print_latencies(latency_views, nics, *targets, args->json);
+            print_latencies(latency_views, inventory, *targets, args->json);
             for (const std::string& line : data_path.summary_lines(rank_of)) sink->note(line);
             VerbsCounters c = (*program)->counters();
             sink->note(fmt::format("{} verbs calls traced; {} lost (ring buffer full), {} undecodable", c.records,

@@ -44,11 +44,15 @@ void expect_cpu_starved(const Finding& f) {
     // Its thread waited for a CPU most of its time inside; its peers far less.
     EXPECT_GT(f.inside->runq_share, f.inside->peers_runq_share.value_or(1) + 0.1) << f.summary;
     EXPECT_NE(f.summary.find("is the straggler inside mpi.allreduce"), std::string::npos) << f.summary;
+    EXPECT_GT(f.cost_share, 0.05) << f.summary;
   } else {
+    // Its cost then is its late arrivals' alone, a part of what its waits
+    // inside cost: 2.2% in 2 of 8 runs of the busy-process test (stop 60),
+    // where the inside finding's is 5%+. Named, it is at least minor.
     EXPECT_EQ(f.where, "arrival") << f.summary;
     EXPECT_GE(f.blame_leaving_share, kMostlyLeaving) << f.summary;
+    EXPECT_GE(f.cost_share, 0.01) << f.summary;
   }
-  EXPECT_GT(f.cost_share, 0.05) << f.summary;
 }
 
 // Rank 1 of `job` into `group`, the job traced for 10 s, then stopped.

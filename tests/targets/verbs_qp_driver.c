@@ -5,9 +5,11 @@
  * QP in turn posts a chain of two sends (the first unsignaled, as NCCL and
  * UCX batch them) through the inline ibv_post_send and polls its CQ with
  * ibv_poll_cq until the signaled one completes. Every QP's completions take
- * 200 us but SLOW_QP's (its index), which take 4 ms. The first QP's last
+ * 200 us but SLOW_QP's (its index), which take 12 ms (a margin for nanosleep's
+ * overshoot on a loaded VM). The first QP's last
  * request completes with IBV_WC_RETRY_EXC_ERR, the second's with
  * IBV_WC_WR_FLUSH_ERR. Every unsignaled request has wr_id 0, as NCCL's do.
+ * The QPs are destroyed at the end, as a job tears them down.
  *
  *   verbs_qp_driver GO_FILE QPS SECONDS SLOW_QP
  */
@@ -106,7 +108,7 @@ int main(int argc, char **argv)
 		if (!qps[i] || to_state(qps[i], IBV_QPS_INIT) || to_state(qps[i], IBV_QPS_RTR) ||
 		    to_state(qps[i], IBV_QPS_RTS))
 			return 1;
-		sb_provider_set_delay_us(qps[i]->qp_num, i == slow ? 4000 : 200);
+		sb_provider_set_delay_us(qps[i]->qp_num, i == slow ? 12000 : 200);
 	}
 	end = seconds_now() + seconds;
 	while (seconds_now() < end)
@@ -121,6 +123,9 @@ int main(int argc, char **argv)
 		if (send_one(qps[1], &cq, wr_id++))
 			return 1;
 	}
+	for (int i = 0; i < count; i++)
+		if (ibv_destroy_qp(qps[i]))
+			return 1;
 	printf("%llu requests\n", (unsigned long long)wr_id - 1);
 	return 0;
 }

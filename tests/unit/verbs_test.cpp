@@ -181,8 +181,17 @@ TEST(QpInventory, LifecycleErrorsAndFailures) {
   EXPECT_EQ(failed[0].summary, "pid 7 mlx5_1: QP 0x101 ERR -> RTS failed (error 22)");
   EXPECT_EQ(inventory.qps()[0].state, IBV_QPS_ERR);  // unchanged
 
+  ASSERT_TRUE(inventory.last_known(7, 0x101).has_value());
   EXPECT_TRUE(inventory.apply(make(VerbsCallKind::destroy_qp, 0x1000, 0x101)).empty());
   EXPECT_TRUE(inventory.qps().empty());
+  // Destroyed, still known by its number: its NIC and peer for a slow QP
+  // said after the job tore it down.
+  auto known = inventory.last_known(7, 0x101);
+  ASSERT_TRUE(known.has_value());
+  EXPECT_EQ(known->device, "mlx5_1");
+  EXPECT_EQ(known->dest_qp_num, 0x2222u);
+  EXPECT_FALSE(inventory.last_known(7, 0x102).has_value());
+  EXPECT_FALSE(inventory.last_known(8, 0x101).has_value());
   const QpTotals& t = inventory.totals().at(7);
   EXPECT_EQ(t.created, 1u);
   EXPECT_EQ(t.destroyed, 1u);

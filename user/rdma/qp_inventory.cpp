@@ -106,6 +106,8 @@ std::vector<QpEvent> QpInventory::apply(const VerbsCall& call) {
               fmt::format("{}: destroying {} failed (error {})", where(call), qp_label(call.qp_num), call.result));
         break;
       }
+      if (auto it = qps_.find({call.pid, call.object}); it != qps_.end())
+        last_known_[{call.pid, it->second.qp_num}] = it->second;
       qps_.erase({call.pid, call.object});
       ++totals.destroyed;
       break;
@@ -149,7 +151,16 @@ std::string qp_totals_text(const QpTotals& t) {
   return text + fmt::format("; {} destroyed", t.destroyed);
 }
 
+std::optional<QpInfo> QpInventory::last_known(uint32_t pid, uint32_t qp_num) const {
+  for (const auto& [key, q] : qps_)
+    if (key.first == pid && q.qp_num == qp_num) return q;
+  auto it = last_known_.find({pid, qp_num});
+  return it == last_known_.end() ? std::nullopt : std::optional<QpInfo>(it->second);
+}
+
 size_t QpInventory::forget_process(uint32_t pid) {
+  for (const auto& [key, q] : qps_)
+    if (key.first == pid) last_known_[{pid, q.qp_num}] = q;
   return std::erase_if(qps_, [pid](const auto& entry) { return entry.first.first == pid; });
 }
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -71,13 +72,17 @@ class QpInventory {
   std::vector<QpEvent> apply(const VerbsCall& call);
 
   std::vector<QpInfo> qps() const;  // live QPs, by pid then QP number
+  // A QP as last seen, live or destroyed since (a slow QP is reported after
+  // its job tore it down): its NIC and peer. The latest by that number.
+  std::optional<QpInfo> last_known(uint32_t pid, uint32_t qp_num) const;
   // A process that exited: its QPs went with it. Returns how many.
   size_t forget_process(uint32_t pid);
   const std::map<uint32_t, QpTotals>& totals() const { return totals_; }  // by pid
 
  private:
   QpInfo& qp_for(const VerbsCall& call);
-  std::map<std::pair<uint32_t, uint64_t>, QpInfo> qps_;  // (pid, object)
+  std::map<std::pair<uint32_t, uint64_t>, QpInfo> qps_;         // (pid, object)
+  std::map<std::pair<uint32_t, uint32_t>, QpInfo> last_known_;  // (pid, QP number), destroyed ones too
   std::map<uint32_t, QpTotals> totals_;
 };
 

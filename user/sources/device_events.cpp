@@ -227,6 +227,10 @@ DeviceEvent DeviceEventBuilder::qp(const QpEvent& qp, std::optional<int> rank) c
   return event;
 }
 
+DeviceEventBuilder::QpPath DeviceEventBuilder::QpPath::of(const QpInfo& qp) {
+  return {qp.device, qp.dest_qp_num, gid_is_zero(qp.dest_gid) ? "" : format_gid(qp.dest_gid)};
+}
+
 DeviceEvent DeviceEventBuilder::slow_connection(const IbSlowConnection& c, std::optional<int> rank, uint64_t ts_ns,
                                                 const std::optional<QpPath>& path) const {
   DeviceEvent event;

@@ -40,6 +40,7 @@ class DeviceEventBuilder {
     std::string nic;  // "mlx5_0"
     uint32_t dest_qp_num = 0;
     std::string dest_gid;  // empty: a LID-only path, or not connected while traced
+    static QpPath of(const QpInfo& qp);
   };
   DeviceEvent slow_connection(const IbSlowConnection& connection, std::optional<int> rank, uint64_t ts_ns,
                               const std::optional<QpPath>& path = std::nullopt) const;

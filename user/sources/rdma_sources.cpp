@@ -140,12 +140,8 @@ void RdmaSources::report_slow(const std::vector<IbConnectionStats>& stats, uint6
                        v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
     std::optional<DeviceEventBuilder::QpPath> path;
     if (c.direction == IbDirection::qp)
-      for (const QpInfo& q : inventory_.qps())
-        if (q.pid == c.pid && q.qp_num == c.comm) {
-          path = DeviceEventBuilder::QpPath{q.device, q.dest_qp_num,
-                                            gid_is_zero(q.dest_gid) ? "" : format_gid(q.dest_gid)};
-          break;
-        }
+      if (auto q = inventory_.last_known(c.pid, static_cast<uint32_t>(c.comm)))
+        path = DeviceEventBuilder::QpPath::of(*q);
     pending_.push_back(builder_.slow_connection(c, v.rank, now_ns, path));
   }
 }

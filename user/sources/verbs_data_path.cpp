@@ -100,6 +100,7 @@ std::optional<ProbeStatus> VerbsDataPathTracer::saw_qp(int32_t pid, uint64_t qp,
     given_up_.insert(pid);
     status.state = ProbeState::failed;
     status.detail = attached.error().message;
+    tries.last_error = status.detail;
   }
   return status;
 }
@@ -112,7 +113,7 @@ std::vector<std::string> VerbsDataPathTracer::summary_lines(
     return fmt::format("{}pid {}", rank ? fmt::format("rank {} ", *rank) : "", pid);
   };
   for (const auto& [pid, tries] : tries_)
-    if (!traced_.contains(pid) && !given_up_.contains(pid))
+    if (!traced_.contains(pid))
       lines.push_back(fmt::format("{} libibverbs data path not traced: {} QP(s) tried; the last: {}",
                                   who(static_cast<uint32_t>(pid)), tries.qps.size(), tries.last_error));
   if (traced_.empty()) return lines;
