@@ -60,6 +60,7 @@ int main(int argc, char **argv)
 	qp.qp_num = 0x42;
 	memset(&cq, 0, sizeof(cq));
 	cq.context = &context;
+	qp.send_cq = &cq; /* as libibverbs sets it: the probes key a request by it */
 	memset(&wr, 0, sizeof(wr));
 	wr.send_flags = IBV_SEND_SIGNALED;
 	clock_gettime(CLOCK_MONOTONIC, &start);

@@ -195,7 +195,7 @@ TEST(VerbsDataPath, ASlowQpIsFoundThroughTheContextsOpsAndNamed) {
   // (tests/targets/verbs_provider_standin.c), reached only through the
   // inline ibv_post_send / ibv_poll_cq: the session finds them from the
   // first QP the control path sees, and times every QP's sends. Six QPs,
-  // one completing in 2 ms where the others take 200 us.
+  // one completing in 12 ms where the others take 200 us.
   SKIP_UNLESS_ROOT();
   TempDir dir;
   auto child =
