@@ -28,24 +28,18 @@ void print_connections(const std::vector<IbConnectionView>& views, bool json, do
   if (json) {
     for (const IbConnectionView& v : views) {
       const IbConnectionStats& s = *v.stats;
-      auto bound = [](std::optional<uint64_t> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
-      std::cout << nlohmann::json{{"kind", "ib"},
-                                  {"pid", s.tgid},
-                                  {"rank", v.rank ? nlohmann::json(*v.rank) : nlohmann::json(nullptr)},
-                                  {"direction", ib_direction_name(s.direction)},
-                                  {"connection", v.index},
-                                  {"comm", fmt::format("{:#x}", s.comm)},
-                                  {"requests", s.requests},
-                                  {"bytes", s.bytes},
-                                  {"bytes_per_s", elapsed_s > 0 ? static_cast<double>(s.bytes) / elapsed_s : 0.0},
-                                  {"in_flight_bytes_per_s", v.in_flight_bytes_per_s},
-                                  {"latency_mean_us", v.mean_latency_ns / 1e3},
-                                  {"latency_p50_us_max", bound(s.latency.quantile_bound(0.5))},
-                                  {"latency_p99_us_max", bound(s.latency.quantile_bound(0.99))},
-                                  {"z", v.z ? nlohmann::json(*v.z) : nlohmann::json(nullptr)},
-                                  {"slow", v.slow}}
-                       .dump()
-                << '\n';
+      nlohmann::json line{{"kind", "ib"},
+                          {"pid", s.tgid},
+                          {"rank", v.rank ? nlohmann::json(*v.rank) : nlohmann::json(nullptr)},
+                          {"direction", ib_direction_name(s.direction)},
+                          {"connection", v.index},
+                          {"comm", fmt::format("{:#x}", s.comm)},
+                          {"requests", s.requests},
+                          {"bytes", s.bytes},
+                          {"bytes_per_s", elapsed_s > 0 ? static_cast<double>(s.bytes) / elapsed_s : 0.0},
+                          {"in_flight_bytes_per_s", v.in_flight_bytes_per_s}};
+      line.update(latency_json(v));
+      std::cout << line.dump() << '\n';
     }
     std::cout.flush();
     return;
@@ -54,13 +48,13 @@ void print_connections(const std::vector<IbConnectionView>& views, bool json, do
                            "REQUESTS", "BYTES", "RATE", "MEAN LAT", "P50<=", "P99<=", "IN-FLIGHT");
   for (const IbConnectionView& v : views) {
     const IbConnectionStats& s = *v.stats;
-    auto us = [](std::optional<uint64_t> b) { return b ? fmt::format("{} us", *b) : std::string("-"); };
-    std::cout << fmt::format(
-        "{:>5} {:>8} {:<9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>11}{}\n", v.rank ? std::to_string(*v.rank) : "-",
-        s.tgid, ib_connection_label(v), s.requests, format_bytes(static_cast<double>(s.bytes)),
-        elapsed_s > 0 ? format_bytes_per_s(static_cast<double>(s.bytes) / elapsed_s) : "-",
-        format_ns(v.mean_latency_ns), us(s.latency.quantile_bound(0.5)), us(s.latency.quantile_bound(0.99)),
-        format_bytes_per_s(v.in_flight_bytes_per_s), v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
+    std::cout << fmt::format("{:>5} {:>8} {:<9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>11}{}\n",
+                             v.rank ? std::to_string(*v.rank) : "-", s.tgid, ib_connection_label(v), s.requests,
+                             format_bytes(static_cast<double>(s.bytes)),
+                             elapsed_s > 0 ? format_bytes_per_s(static_cast<double>(s.bytes) / elapsed_s) : "-",
+                             format_ns(v.mean_latency_ns), bound_text(s.latency.quantile_bound(0.5)),
+                             bound_text(s.latency.quantile_bound(0.99)), format_bytes_per_s(v.in_flight_bytes_per_s),
+                             v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
   }
   std::cout.flush();
 }

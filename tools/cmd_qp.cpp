@@ -100,25 +100,19 @@ void print_latencies(const std::vector<IbConnectionView>& views, const QpInvento
     auto q = inventory.last_known(pid, static_cast<uint32_t>(qp_num));
     return q ? q->device : std::string();
   };
-  auto bound = [](std::optional<uint64_t> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
   if (json) {
     for (const IbConnectionView& v : views) {
       const IbConnectionStats& s = *v.stats;
       std::string nic = nic_of(s.tgid, s.comm);
-      std::cout << nlohmann::json{{"kind", "qp_latency"},
-                                  {"pid", s.tgid},
-                                  {"rank", v.rank ? nlohmann::json(*v.rank) : nlohmann::json(nullptr)},
-                                  {"qp_num", s.comm},
-                                  {"nic", nic.empty() ? nlohmann::json(nullptr) : nlohmann::json(nic)},
-                                  {"sends", s.requests},
-                                  {"errors", s.errors},
-                                  {"latency_mean_us", v.mean_latency_ns / 1e3},
-                                  {"latency_p50_us_max", bound(s.latency.quantile_bound(0.5))},
-                                  {"latency_p99_us_max", bound(s.latency.quantile_bound(0.99))},
-                                  {"z", v.z ? nlohmann::json(*v.z) : nlohmann::json(nullptr)},
-                                  {"slow", v.slow}}
-                       .dump()
-                << '\n';
+      nlohmann::json line{{"kind", "qp_latency"},
+                          {"pid", s.tgid},
+                          {"rank", v.rank ? nlohmann::json(*v.rank) : nlohmann::json(nullptr)},
+                          {"qp_num", s.comm},
+                          {"nic", nic.empty() ? nlohmann::json(nullptr) : nlohmann::json(nic)},
+                          {"sends", s.requests},
+                          {"errors", s.errors}};
+      line.update(latency_json(v));
+      std::cout << line.dump() << '\n';
     }
     return;
   }
@@ -130,11 +124,10 @@ void print_latencies(const std::vector<IbConnectionView>& views, const QpInvento
     const IbConnectionStats& s = *v.stats;
     auto rank = rank_for(targets, s.tgid);
     std::string nic = nic_of(s.tgid, s.comm);
-    auto us = [](std::optional<uint64_t> b) { return b ? fmt::format("{} us", *b) : std::string("-"); };
     std::cout << fmt::format("{:>8} {:>5} {:<8} {:>#8x} {:>8} {:>7} {:>10} {:>9} {:>9}{}\n", s.tgid,
                              rank ? std::to_string(*rank) : "-", nic.empty() ? "-" : nic, s.comm, s.requests, s.errors,
-                             format_ns(v.mean_latency_ns), us(s.latency.quantile_bound(0.5)),
-                             us(s.latency.quantile_bound(0.99)),
+                             format_ns(v.mean_latency_ns), bound_text(s.latency.quantile_bound(0.5)),
+                             bound_text(s.latency.quantile_bound(0.99)),
                              v.slow ? fmt::format("  < slow (z {:.1f})", *v.z) : "");
   }
 }
@@ -221,10 +214,7 @@ Command add_qp_command(CLI::App& app) {
                 std::optional<DeviceEventBuilder::QpPath> path;
                 if (auto q = inventory.last_known(v.stats->tgid, static_cast<uint32_t>(v.stats->comm)))
                   path = DeviceEventBuilder::QpPath::of(*q);
-                sink->device_event(builder.slow_connection(
-                    IbSlowConnection{v.stats->tgid, IbDirection::qp, v.index, v.stats->comm, v.stats->requests,
-                                     v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)},
-                    v.rank, now_ns, path));
+                sink->device_event(builder.slow_connection(slow_connection_of(v), v.rank, now_ns, path));
               }
             };
             uint64_t next_check = monotonic_ns() + 1'000'000'000;

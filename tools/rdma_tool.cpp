@@ -81,6 +81,19 @@ Error nothing_attached(const RdmaTargets& targets, const std::string& what, cons
   return e;
 }
 
+nlohmann::json latency_json(const IbConnectionView& v) {
+  auto bound = [](std::optional<uint64_t> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
+  return {{"latency_mean_us", v.mean_latency_ns / 1e3},
+          {"latency_p50_us_max", bound(v.stats->latency.quantile_bound(0.5))},
+          {"latency_p99_us_max", bound(v.stats->latency.quantile_bound(0.99))},
+          {"z", v.z ? nlohmann::json(*v.z) : nlohmann::json(nullptr)},
+          {"slow", v.slow}};
+}
+
+std::string bound_text(std::optional<uint64_t> bound_us) {
+  return bound_us ? fmt::format("{} us", *bound_us) : std::string("-");
+}
+
 std::optional<int> rank_for(const RdmaTargets& targets, uint32_t pid) {
   auto it = targets.rank_of.find(static_cast<int32_t>(pid));
   if (it == targets.rank_of.end()) return std::nullopt;

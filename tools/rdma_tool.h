@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "core/rank_identity.h"
 #include "probes/resolver.h"
+#include "rdma/ib_connections.h"
 #include "sinks/sink.h"
 
 namespace slowburn::cli {
@@ -55,5 +57,11 @@ Result<RdmaTargets> attach_rdma_probes(const RdmaToolArgs& args, const std::vect
                                        const std::string& default_lib, const AttachFn& attach, Sink& sink);
 
 std::optional<int> rank_for(const RdmaTargets& targets, uint32_t pid);
+
+// The latency fields an `ib` and a `qp_latency` line share: latency_mean_us,
+// latency_p50_us_max, latency_p99_us_max (log2 bounds), z, slow.
+nlohmann::json latency_json(const IbConnectionView& view);
+// A log2 quantile bound in a table: "255 us", or "-".
+std::string bound_text(std::optional<uint64_t> bound_us);
 
 }  // namespace slowburn::cli

@@ -30,6 +30,11 @@ std::string ib_connection_label(const IbConnectionView& view) {
   return std::string(ib_direction_name(view.stats->direction)) + " #" + std::to_string(view.index);
 }
 
+IbSlowConnection slow_connection_of(const IbConnectionView& v) {
+  return {v.stats->tgid,     v.stats->direction,  v.index,        v.stats->comm, v.stats->requests,
+          v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
+}
+
 std::vector<IbConnectionView> analyze_ib_connections(const std::vector<IbConnectionStats>& stats,
                                                      const std::function<std::optional<int>(uint32_t)>& rank_of,
                                                      const IbSlowness& slowness) {

@@ -67,6 +67,9 @@ struct IbSlowConnection {
   double z = 0;
 };
 
+// A slow connection's evidence from its view (`view.slow`).
+IbSlowConnection slow_connection_of(const IbConnectionView& view);
+
 // Every connection with requests, by rank (then pid), direction and comm.
 std::vector<IbConnectionView> analyze_ib_connections(const std::vector<IbConnectionStats>& stats,
                                                      const std::function<std::optional<int>(uint32_t)>& rank_of,

@@ -136,8 +136,7 @@ void RdmaSources::report_slow(const std::vector<IbConnectionStats>& stats, uint6
   for (const IbConnectionView& v : analyze_ib_connections(stats, [this](uint32_t pid) { return rank_of(pid); })) {
     if (!v.slow || !reported_slow_.insert({v.stats->tgid, static_cast<int>(v.stats->direction), v.stats->comm}).second)
       continue;
-    IbSlowConnection c{v.stats->tgid,     v.stats->direction,  v.index,        v.stats->comm, v.stats->requests,
-                       v.mean_latency_ns, v.median_latency_ns, v.z.value_or(0)};
+    IbSlowConnection c = slow_connection_of(v);
     std::optional<DeviceEventBuilder::QpPath> path;
     if (c.direction == IbDirection::qp)
       if (auto q = inventory_.last_known(c.pid, static_cast<uint32_t>(c.comm)))
