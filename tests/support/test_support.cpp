@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "core/files.h"
@@ -69,6 +71,16 @@ bool in_kernel_matrix_guest() { return (" " + read_text("/proc/cmdline")).find("
 std::string read_text(const std::filesystem::path& path) {
   auto text = read_file(path);
   return text ? *text : std::string();
+}
+
+void replace_text(const std::filesystem::path& path, const std::string& text) {
+  std::string next = (std::filesystem::temp_directory_path() / "slowburn-counter-XXXXXX").string();
+  int fd = mkstemp(next.data());
+  if (fd < 0) throw std::runtime_error("mkstemp: " + std::string(strerror(errno)));
+  bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written) throw std::runtime_error("writing " + next + " failed");
+  std::filesystem::rename(next, path);
 }
 
 std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind) {

@@ -80,6 +80,14 @@ size_t bpf_links_of_program(const std::string& name);
 // A whole file as text ("" when it cannot be read).
 std::string read_text(const std::filesystem::path& path);
 
+// Replaces a file's content at once, as a sysfs or ethtool counter reads
+// whole: a reader never sees the empty file a truncating write leaves between
+// its open and its write. The new content is written in the temp directory
+// (not beside the file, where a reader listing counters would see it) and
+// renamed over the file, so the file must be under the temp directory too,
+// as a TempDir's are.
+void replace_text(const std::filesystem::path& path, const std::string& text);
+
 // The JSON lines of a session's output (other lines skipped); with a kind,
 // only the lines of that "kind".
 std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind = "");
