@@ -340,11 +340,11 @@ TEST(Cli, FabricReplaysACapturedTreeWithScriptedCounters) {
   std::atomic<bool> done{false};
   std::thread nic([&] {
     for (uint64_t step = 1; !done.load(); ++step) {
-      testing::replace_text(copy / "ethtool/ib0",
-                            "NIC statistics:\n     tx_prio3_pause: " + std::to_string(step * 100) +
-                                "\n     tx_prio3_pause_duration: " + std::to_string(step * 100'000) + "\n");
-      testing::replace_text(copy / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent",
-                            std::to_string(step * 2000) + "\n");
+      EXPECT_TRUE(testing::replace_text(
+          copy / "ethtool/ib0", "NIC statistics:\n     tx_prio3_pause: " + std::to_string(step * 100) +
+                                    "\n     tx_prio3_pause_duration: " + std::to_string(step * 100'000) + "\n"));
+      EXPECT_TRUE(testing::replace_text(copy / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/np_cnp_sent",
+                                        std::to_string(step * 2000) + "\n"));
       std::this_thread::sleep_for(200ms);
     }
   });

@@ -58,7 +58,7 @@ TEST(HealthCli, JsonLinesAndACounterRisingDuringTheInterval) {
     return number == 35 || number == 230;
   };
   ASSERT_TRUE(testing::wait_until(asleep, 10s));
-  testing::replace_text(tree.dir / "sys/devices/system/edac/mc/mc0/ue_count", "2\n");
+  ASSERT_TRUE(testing::replace_text(tree.dir / "sys/devices/system/edac/mc/mc0/ue_count", "2\n"));
   auto status = health->wait_for(30s);
   ASSERT_TRUE(status.has_value());
   std::string output = testing::read_text(out / "out");

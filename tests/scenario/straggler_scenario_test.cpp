@@ -136,8 +136,8 @@ TEST(CulpritWithARetransmittingNic, TheRetransmissionsAreNamedAsTheLikelyCause) 
   std::atomic<bool> done{false};
   std::thread nic([&] {
     for (uint64_t value = 0; !done.load(); value += 5) {
-      testing::replace_text(counter, std::to_string(value) + "\n");
-      testing::replace_text(mc0 / "ce_count", std::to_string(value) + "\n");
+      EXPECT_TRUE(testing::replace_text(counter, std::to_string(value) + "\n"));
+      EXPECT_TRUE(testing::replace_text(mc0 / "ce_count", std::to_string(value) + "\n"));
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });

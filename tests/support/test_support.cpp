@@ -9,7 +9,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 
 #include "core/files.h"
@@ -73,14 +72,16 @@ std::string read_text(const std::filesystem::path& path) {
   return text ? *text : std::string();
 }
 
-void replace_text(const std::filesystem::path& path, const std::string& text) {
+bool replace_text(const std::filesystem::path& path, const std::string& text) {
   std::string next = (std::filesystem::temp_directory_path() / "slowburn-counter-XXXXXX").string();
   int fd = mkstemp(next.data());
-  if (fd < 0) throw std::runtime_error("mkstemp: " + std::string(strerror(errno)));
+  if (fd < 0) return false;
   bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   close(fd);
-  if (!written) throw std::runtime_error("writing " + next + " failed");
-  std::filesystem::rename(next, path);
+  std::error_code ec;
+  if (written) std::filesystem::rename(next, path, ec);
+  if (!written || ec) unlink(next.c_str());
+  return written && !ec;
 }
 
 std::vector<nlohmann::json> json_lines(const std::string& text, const std::string& kind) {

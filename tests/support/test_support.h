@@ -85,8 +85,9 @@ std::string read_text(const std::filesystem::path& path);
 // its open and its write. The new content is written in the temp directory
 // (not beside the file, where a reader listing counters would see it) and
 // renamed over the file, so the file must be under the temp directory too,
-// as a TempDir's are.
-void replace_text(const std::filesystem::path& path, const std::string& text);
+// as a TempDir's are. False when it could not (nothing left behind); it
+// never throws, as the counter threads that call it must not.
+bool replace_text(const std::filesystem::path& path, const std::string& text);
 
 // The JSON lines of a session's output (other lines skipped); with a kind,
 // only the lines of that "kind".

@@ -101,6 +101,28 @@ TEST(Causes, TheDataPathsCausesAreEvidenceInsideTheCollectiveNotTheCpus) {
   EXPECT_FALSE(data_path_cause(event("link.recovered", "0000:02:00.0", {1}))) << "not a cause";
 }
 
+// rdma.retrans "rx" (gaps in what a port received) is a peer's packets lost:
+// a weaker cause of this rank's slowness, and not its data path's evidence;
+// a replay, which has the recorded cause rank and not the fields, agrees.
+TEST(Causes, GapsInWhatARanksNicReceivedAreAPeersPathNotItsOwn) {
+  FabricEvent retrans;
+  retrans.type = "rdma.retrans";
+  retrans.nic = "rxe_nic2";
+  retrans.direction = "rx";
+  DeviceEvent gaps = DeviceEventBuilder(nullptr).fabric(retrans);
+  EXPECT_EQ(cause_rank(gaps), 4);
+  EXPECT_FALSE(data_path_cause(gaps)) << "gaps in what it received: a peer's packets lost";
+  retrans.direction = "tx";
+  DeviceEvent own = DeviceEventBuilder(nullptr).fabric(retrans);
+  EXPECT_EQ(cause_rank(own), 3);
+  EXPECT_TRUE(data_path_cause(own)) << "its own sends resent";
+  DeviceEvent replayed = event("rdma.retrans", "rxe_nic2", {1});  // no fields, as a recording reads back
+  replayed.cause_rank = 4;
+  EXPECT_FALSE(data_path_cause(replayed));
+  replayed.cause_rank = 3;  // before stop 61 every rdma.retrans was recorded at 3
+  EXPECT_TRUE(data_path_cause(replayed));
+}
+
 TEST(Causes, AnEventIsSaidOfItsRankAsIts) {
   RankIdentity rank = finding_for(1).culprit;
   DeviceEvent e = event("host.tcp_retrans", "", {1});

@@ -208,8 +208,11 @@ TEST(FabricMonitor, CongestionRetransmissionsFlapsAndErrors) {
                                                      "link.errors/warning"}));
   EXPECT_DOUBLE_EQ(events[0].value, 5000);
   EXPECT_DOUBLE_EQ(events[1].value, 6);
-  EXPECT_EQ(events[1].summary,
-            "mlx5_0 port 1 (eth0): 6.0 retransmissions/s (local_ack_timeout_err +2, out_of_sequence +4)");
+  EXPECT_EQ(
+      events[1].summary,
+      "mlx5_0 port 1 (eth0): 6.0 retransmissions/s (local_ack_timeout_err +2, out_of_sequence +4): gaps in what it "
+      "received, a peer's packets lost on their way");
+  EXPECT_EQ(events[1].direction, "rx") << "more gaps than own resends";
   EXPECT_EQ(events[3].value, 7);  // symbol_error and the PHY's count are one family: the larger
   EXPECT_EQ(monitor.rates()[0].link_downs, 1u);
 
@@ -239,6 +242,7 @@ TEST(FabricMonitor, SoftRoceRetransmissionsAndExhaustedRetries) {
   ASSERT_EQ(types(events), (std::vector<std::string>{"rdma.retrans/warning"}));
   EXPECT_DOUBLE_EQ(events[0].value, 4);
   EXPECT_EQ(events[0].summary, "mlx5_0 port 1 (eth0): 4.0 retransmissions/s (completer_retry_err +6, rcvd_seq_err +2)");
+  EXPECT_EQ(events[0].direction, "tx") << "its own resends";
   port.add("retry_exceeded_err", 1);
   auto exhausted = monitor.update(port.at(3 * kSecond));
   ASSERT_EQ(types(exhausted), (std::vector<std::string>{"rdma.retrans/error"}));
@@ -246,6 +250,48 @@ TEST(FabricMonitor, SoftRoceRetransmissionsAndExhaustedRetries) {
   EXPECT_NE(exhausted[0].summary.find("ran out of retries"), std::string::npos);
   port.add("link_downed", 1);
   EXPECT_EQ(types(monitor.update(port.at(4 * kSecond))), (std::vector<std::string>{"link.flap/error"}));
+}
+
+// The responder's gaps alone are a peer's packets lost on their way here
+// ("rx"); with this port's own resends past the threshold too, "tx". As the
+// 6.1 guest's two rxe ports counted a loss on rank 0's egress (RESULTS 40).
+TEST(FabricMonitor, GapsInWhatAPortReceivedAreToldFromItsOwnResends) {
+  FabricMonitor monitor;
+  std::map<std::string, uint64_t> rxe;
+  for (const char* n : {"out_of_seq_request", "completer_retry_err", "rcvd_seq_err", "retry_exceeded_err"}) rxe[n] = 0;
+  Port port(rxe);
+  monitor.update(port.at(0));
+  port.add("out_of_seq_request", 40).add("completer_retry_err", 1);  // one resend in 2 s: under 1/s
+  auto gaps = monitor.update(port.at(2 * kSecond));
+  ASSERT_EQ(types(gaps), (std::vector<std::string>{"rdma.retrans/warning"}));
+  EXPECT_EQ(gaps[0].direction, "rx");
+  EXPECT_DOUBLE_EQ(gaps[0].value, 20.5);
+  EXPECT_EQ(gaps[0].summary,
+            "mlx5_0 port 1 (eth0): 20.5 retransmissions/s (completer_retry_err +1, out_of_seq_request +40): gaps in "
+            "what it received, a peer's packets lost on their way");
+  port.add("out_of_seq_request", 10).add("completer_retry_err", 12);  // its own resends outnumber the gaps
+  auto both = monitor.update(port.at(3 * kSecond));
+  ASSERT_EQ(types(both), (std::vector<std::string>{"rdma.retrans/warning"}));
+  EXPECT_EQ(both[0].direction, "tx");
+  port.add("out_of_seq_request", 40).add("retry_exceeded_err", 1);
+  EXPECT_EQ(monitor.update(port.at(4 * kSecond))[0].direction, "tx") << "its own QPs ran out of retries";
+
+  // mlx5's names: out_of_sequence is the responder's gaps; an ACK timeout
+  // beside more gaps is still "rx" (an ACK lost on the way in times out
+  // too), and resends that outnumber the gaps are "tx".
+  FabricMonitor mlx5;
+  Port cx(mlx5_baseline());
+  mlx5.update(cx.at(0));
+  cx.add("out_of_sequence", 5);
+  auto rx = mlx5.update(cx.at(kSecond));
+  ASSERT_EQ(types(rx), (std::vector<std::string>{"rdma.retrans/warning"}));
+  EXPECT_EQ(rx[0].direction, "rx");
+  cx.add("out_of_sequence", 5).add("local_ack_timeout_err", 2);
+  auto timeout = mlx5.update(cx.at(2 * kSecond));
+  ASSERT_EQ(types(timeout), (std::vector<std::string>{"rdma.retrans/error"}));
+  EXPECT_EQ(timeout[0].direction, "rx");
+  cx.add("out_of_sequence", 2).add("packet_seq_err", 3);
+  EXPECT_EQ(mlx5.update(cx.at(3 * kSecond))[0].direction, "tx") << "sequence NAKs it received: its sends lost";
 }
 
 TEST(FabricMonitor, ThresholdsAreConfigurable) {

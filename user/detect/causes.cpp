@@ -22,7 +22,15 @@ int cause_rank(const DeviceEvent& e) {
   if (e.type == "link.flap") return 2;
   // (qp.error, a move to ERR the process asked for, is not one: a flush
   // before destroying a QP looks the same; the provider's async errors are.)
-  if (e.type == "rdma.retrans" || e.type == "pfc.pause_storm" || e.type == "host.tcp_retrans") return 3;
+  // Gaps a port saw in what it received (rdma.retrans "rx") are a peer's
+  // packets lost on their way: weaker as this rank's cause, and not its data
+  // path's evidence (data_path_cause). A recording keeps this rank, not the
+  // event's fields, so a replay tells them apart by it.
+  if (e.type == "rdma.retrans") {
+    auto direction = e.fields.is_object() ? e.fields.find("direction") : e.fields.end();
+    return direction != e.fields.end() && *direction == "rx" ? 4 : 3;
+  }
+  if (e.type == "pfc.pause_storm" || e.type == "host.tcp_retrans") return 3;
   // A connection slower than its peers' (its round trips, not its losses):
   // ranked below a CPU cause, which also slows the ACKs of a starved rank.
   if (e.type == "ib.slow_connection" || e.type == "rdma.slow_qp" || e.type == "host.tcp_rtt") return 4;
@@ -41,6 +49,11 @@ int cause_rank(const DeviceEvent& e) {
 
 bool data_path_cause(const DeviceEvent& e) {
   if (cause_rank(e) < 0) return false;
+  // Gaps a port saw in what it received (cause rank 4, above) are a peer's
+  // packets lost on their way: that peer's path, not this rank's (a lossy
+  // egress at rank 0 raised rank 1's out_of_seq_request beside rank 0's own
+  // resends, and the rule saw evidence on both members: RESULTS 40).
+  if (e.type == "rdma.retrans" && cause_rank(e) > 3) return false;
   // What loses or slows the rank's own frames. Not pause storms or CNP
   // surges (a NIC told to slow down is congestion's victim as often as its
   // cause: "slower for everyone" says that), not an Xid (its GPU computes

@@ -43,7 +43,8 @@ int cause_rank(const DeviceEvent& event);
 // Whether the event is a cause that loses or slows a rank's own data (its
 // TCP sockets retransmitting, its NIC's retransmissions or errors, its
 // link down, flapping or trained down, AER errors): the collective's data
-// after the last arrival waits for it.
+// after the last arrival waits for it. Not gaps its NIC saw in what it
+// received (rdma.retrans "rx"): those are a peer's packets lost.
 bool data_path_cause(const DeviceEvent& event);
 
 // The event's summary as said of the rank: "rank 1 (pid 7)'s TCP sockets

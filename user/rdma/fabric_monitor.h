@@ -49,9 +49,12 @@ struct FabricEvent {
   uint32_t port = 1;
   std::string netdev;
   std::string device;
-  std::string priority;   // pause storms: "0".."7" or "global"; else empty
-  std::string direction;  // pause storms: "rx" (the peer paused us) or "tx" (we paused the peer)
-  double value = 0;       // what crossed the threshold: share, per second or count
+  std::string priority;  // pause storms: "0".."7" or "global"; else empty
+  // pause storms: "rx" (the peer paused us) or "tx" (we paused the peer);
+  // rdma.retrans: "tx" (this port's sends were resent) or "rx" (only gaps
+  // in what it received: a peer's packets lost on their way here)
+  std::string direction;
+  double value = 0;  // what crossed the threshold: share, per second or count
   double threshold = 0;
   std::map<std::string, uint64_t> deltas;  // the counters behind it, over the interval
   std::string summary;

@@ -1,8 +1,9 @@
-"""Assert ucx_loss.sh's verdict: with 20% netem loss on nic1 (rank 0's
-rxe_nic1) and no compute slowdown, `slowburn trace --json` names rank 0
-and never rank 1, and rxe_nic1's retransmissions (an rdma.retrans event
-for ranks [0]) are what names it: its evidence.transport, or among its
-likely causes.
+"""Assert ucx_loss.sh's verdict: with netem loss on nic1 (rank 0's
+rxe_nic1; 5% by default) and no compute slowdown, `slowburn trace --json`
+names rank 0 and never rank 1, and rxe_nic1's retransmissions (an
+rdma.retrans event for ranks [0], direction "tx": its own resends) are
+what names it: its evidence.transport, or among its likely causes.
+rxe_nic2's, if any, are "rx" (gaps in what it received).
 
   ucx_loss_check.py OUT JOB_EXIT RXE_NIC1_RETRIES"""
 import sys
@@ -25,6 +26,13 @@ if retries <= 0:
 if not retrans or retrans[0].get("ranks") != [0]:
     problems.append("rxe_nic1's rdma.retrans event: %s (want ranks [0])" % (
         "%s ranks %s" % (retrans[0]["type"], retrans[0].get("ranks")) if retrans else "none"))
+if retrans and any(e.get("direction") != "tx" for e in retrans):
+    problems.append("rxe_nic1's rdma.retrans not all tx (its own resends): %s" % sorted(
+        {str(e.get("direction")) for e in retrans}))
+gaps = [e for e in events if e["type"] == "rdma.retrans" and e.get("nic") == "rxe_nic2"]
+if any(e.get("direction") != "rx" for e in gaps):
+    problems.append("rxe_nic2's rdma.retrans said tx (its own resends) %d time(s) of %d" % (
+        sum(e.get("direction") != "rx" for e in gaps), len(gaps)))
 rank0 = [f for f in named if f.get("rank") == 0]
 if any(f.get("rank") == 1 for f in named):
     problems.append("rank 1 (rxe_nic2, no loss) named: %s" % "; ".join(brief(f) for f in named))
