@@ -55,6 +55,10 @@ struct RankWindowStats {
   std::optional<double> inside_peers_runq_share;
   double inside_cost_ns = 0;
   double inside_cost_share = 0;
+  // How long it stayed after the release (its exit - the first exit) in
+  // the lane's stalled instances (a lost frame's retransmission: the inside
+  // rule's stalls), summed: a receiver waiting for the resent frame.
+  double stall_stay_ns = 0;
   bool inside_flagged = false;
   // Flagged by its data path (detect/inside.h judge_transport): what the
   // node said of it; empty when by its CPU or not flagged.
@@ -77,6 +81,10 @@ struct WindowReport {
   std::optional<double> after_last_arrival_ns;
   uint64_t after_last_arrival_size = 0;  // that size argument, raw
   std::optional<double> after_last_arrival_ratio;
+  // The instances' time after their last arrival beyond the usual, summed,
+  // for the size above (0 where a rank's CPU explains it, no usual is known
+  // yet, or the inside test is off).
+  double after_last_arrival_excess_ns = 0;
 };
 
 // A straggler inside the collective: what its thread did in its calls.

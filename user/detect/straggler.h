@@ -257,6 +257,9 @@ class StragglerDetector {
   // window judged (who waited for a CPU inside, set apart from its peers).
   void account_inside(LaneAccum& accum, const CollectiveInstance& instance, uint64_t last_arrival_ns);
   void judge_lane_inside(Lane& lane, const LaneAccum& accum, WindowReport& report, uint64_t elapsed_ns);
+  // Once every lane of a window is judged: a rank late because another's
+  // data path held it, on any lane of the communicator, is not flagged.
+  void clear_held_by_data_path(std::vector<WindowReport>& reports, size_t first);
   // The collective slower for everyone: said when it holds in persistence_m of persistence_n windows.
   void judge_slow_for_all(Lane& lane, const WindowReport& report, bool anyone_apart);
   std::vector<std::string> inside_notes_;  // emitted by the window's close

@@ -18,37 +18,77 @@
 namespace slowburn {
 
 namespace {
-// A rank flagged late whose lateness came mostly from leaving its previous
-// collective late, in a window where another rank is flagged by its data
-// path: it was held inside by that path (a lost frame's receiver waits for
-// the retransmission), the victim, not a straggler of its own. Only as
-// late as the window's time beyond the usual could hold it: a rank that
-// left later than that explains (descheduled at its release, its CPU quota
-// spent) keeps its flag. Counted per rank in `held` for the verdict.
-void clear_held_by_data_path(const std::vector<InsideJudgement>& judged, double excess_ns, WindowReport& report,
-                             std::map<int32_t, HeldByPath>& held) {
-  std::set<int32_t> by_path;
-  for (const InsideJudgement& j : judged)
-    if (j.apart && !j.transport.empty()) by_path.insert(j.pid);
-  if (by_path.empty()) return;
-  for (RankWindowStats& s : report.ranks) {
-    if (!s.flagged || by_path.contains(s.identity.pid)) continue;
-    double leaving_ns = s.blame_ns * s.blame_leaving_share;
-    if (s.blame_leaving_share < kMostlyLeaving || leaving_ns > excess_ns) {
-      ++held[s.identity.pid].flagged_beside;
-      continue;
+bool by_path(const RankWindowStats& s) { return s.inside_flagged && !s.inside_transport.empty(); }
+
+// Whether a rank flagged late owes it to a rank flagged by its data path
+// (that rank's lane's report: `path`): its lateness came mostly from
+// leaving its previous collective late, and no later than the path held it
+// there: the path lane's time beyond the usual after the last arrival (every
+// member waited) and its own stays after the release in that lane's stalled
+// instances (a lost frame's receiver waits for the retransmission after the
+// sender, who does not wait, has left: the UCX guest's receiver, 1 s a stall,
+// RESULTS 43). A rank that left late elsewhere (descheduled at another
+// release, its CPU quota spent) keeps its flag.
+bool held_by_path(const RankWindowStats& late, const WindowReport& path) {
+  if (late.blame_leaving_share < kMostlyLeaving) return false;
+  double leaving_ns = late.blame_ns * late.blame_leaving_share;
+  auto there = std::find_if(path.ranks.begin(), path.ranks.end(),
+                            [&](const RankWindowStats& s) { return s.identity.pid == late.identity.pid; });
+  double stayed_ns = there != path.ranks.end() ? there->stall_stay_ns : 0;
+  return leaving_ns <= path.after_last_arrival_excess_ns + stayed_ns;
+}
+
+// A rank flagged late in a window where another rank is flagged by its data
+// path on a lane of the same communicator (this one or another: the
+// receiver held inside the lossy all-reduce arrives late at the all-gather
+// after it), held by that path: the victim, not a straggler of its own.
+// Lanes without a communicator are matched only with themselves. Counted
+// per rank in `held` for the verdict. `reports`: the window's lanes.
+void clear_held(std::vector<WindowReport>& reports, size_t first, std::map<int32_t, HeldByPath>& held) {
+  auto same_comm = [&](size_t a, size_t b) {
+    return a == b || (reports[a].comm && reports[b].comm && reports[a].comm->key == reports[b].comm->key);
+  };
+  for (size_t i = first; i < reports.size(); ++i) {
+    for (RankWindowStats& s : reports[i].ranks) {
+      if (!s.flagged) continue;
+      // A rank flagged by its own path on any lane of the communicator is not another's victim.
+      bool own_path = false;
+      for (size_t p = first; p < reports.size(); ++p)
+        if (same_comm(i, p))
+          for (const RankWindowStats& o : reports[p].ranks)
+            own_path = own_path || (o.identity.pid == s.identity.pid && by_path(o));
+      if (own_path) continue;
+      bool beside = false;
+      for (size_t p = first; p < reports.size() && s.flagged; ++p) {
+        if (!same_comm(i, p) || !std::any_of(reports[p].ranks.begin(), reports[p].ranks.end(),
+                                             [](const RankWindowStats& o) { return by_path(o); }))
+          continue;
+        beside = true;
+        if (!held_by_path(s, reports[p])) continue;
+        s.flagged = false;
+        s.held_by_data_path = true;
+      }
+      if (s.held_by_data_path)
+        ++held[s.identity.pid].held;
+      else if (beside)
+        ++held[s.identity.pid].flagged_beside;
     }
-    s.flagged = false;
-    s.held_by_data_path = true;
-    ++held[s.identity.pid].held;
   }
 }
 }  // namespace
+
+void StragglerDetector::clear_held_by_data_path(std::vector<WindowReport>& reports, size_t first) {
+  clear_held(reports, first, held_by_path_);
+}
 
 void StragglerDetector::account_inside(LaneAccum& accum, const CollectiveInstance& instance, uint64_t last_arrival_ns) {
   uint64_t after = instance.release_ns > last_arrival_ns ? instance.release_ns - last_arrival_ns : 0;
   uint64_t size = instance.calls.empty() ? 0 : instance.calls.front().size_arg;
   accum.after_last_arrival_ns[size].push_back(static_cast<double>(after));
+  std::vector<std::pair<int32_t, double>>& stays = accum.stays_after_release_ns[size].emplace_back();
+  for (const RankCall& call : instance.calls)
+    if (call.exit_ns > instance.release_ns)
+      stays.emplace_back(call.pid, static_cast<double>(call.exit_ns - instance.release_ns));
   accum.after_last_arrival_total_ns += after;
   for (const RankCall& call : instance.calls)
     if (call.oncpu_ns) accum.ranks[call.pid].inside.add(call.exit_ns - call.entry_ns, *call.oncpu_ns, call.runq_ns);
@@ -77,15 +117,20 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
   // Before the late rank outweighs it: a rank's CPU wait that stretched
   // the time after the last arrival is no "slower for everyone".
   bool anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
-  double excess = 0;   // the instances' time beyond the usual
-  double stalled = 0;  // the part of it in stalls
+  double excess = 0;                      // the instances' time beyond the usual
+  double stalled = 0;                     // the part of it in stalls
+  std::map<int32_t, double> stall_stays;  // each rank's stays after the release in them
   if (!anyone_apart && most != accum.after_last_arrival_ns.end() && report.after_last_arrival_ratio &&
       *report.after_last_arrival_ratio > 0) {
     // The usual, and what the instances took beyond it.
     double usual = *report.after_last_arrival_ns / *report.after_last_arrival_ratio;
-    for (double v : most->second) {
+    const auto& stays = accum.stays_after_release_ns.at(most->first);
+    for (size_t i = 0; i < most->second.size(); ++i) {
+      double v = most->second[i];
       excess += std::max(0.0, v - usual);
-      if (v >= config_.inside_thresholds.stall_times * usual) stalled += v - usual;
+      if (v < config_.inside_thresholds.stall_times * usual) continue;
+      stalled += v - usual;
+      for (const auto& [pid, stay] : stays[i]) stall_stays[pid] += stay;
     }
     for (InsideJudgement& t :
          judge_transport(transport_in(accum, report), accum.ranks.size(), report.after_last_arrival_ratio, excess,
@@ -104,7 +149,9 @@ void StragglerDetector::judge_lane_inside(Lane& lane, const LaneAccum& accum, Wi
     anyone_apart = std::any_of(judged.begin(), judged.end(), [](const InsideJudgement& j) { return j.apart; });
   }
   outweigh_by_late_arrivals(judged, late_blame_ns(report));
-  clear_held_by_data_path(judged, excess, report, held_by_path_);
+  report.after_last_arrival_excess_ns = excess;
+  for (RankWindowStats& s : report.ranks)
+    if (auto stay = stall_stays.find(s.identity.pid); stay != stall_stays.end()) s.stall_stay_ns = stay->second;
   for (const InsideJudgement& j : judged)
     if (j.apart && !j.transport.empty())
       path_flagged_end_ns_[report.comm ? report.comm->key : std::string()][j.pid] = report.end_ns;

@@ -106,6 +106,9 @@ struct StragglerDetector::LaneAccum {
   std::map<int32_t, RankAccum> ranks;
   // Each instance's time from its last arrival to its release, by message size.
   std::map<uint64_t, std::vector<double>> after_last_arrival_ns;
+  // Beside each of those: how long each rank stayed after the release
+  // (its exit - the first exit), where it stayed at all.
+  std::map<uint64_t, std::vector<std::vector<std::pair<int32_t, double>>>> stays_after_release_ns;
   uint64_t after_last_arrival_total_ns = 0;
 };
 

@@ -131,6 +131,7 @@ void StragglerDetector::close_window(Window& window, uint64_t now_ns, DetectorOu
   size_t first_report = out.windows.size();
   for (const auto& [key, accum] : window.lanes)
     out.windows.push_back(evaluate(window, key, accum, pools[pool_key(key)], elapsed));
+  clear_held_by_data_path(out.windows, first_report);
 
   std::map<int32_t, WindowBest> ranks;
   bool judged = false;
