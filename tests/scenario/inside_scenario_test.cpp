@@ -116,6 +116,19 @@ TEST(InsideCollective, AHealthyCommunicationBoundJobNamesNobody) {
   Traced t = trace(job->pids(), {"mpi.*"}, 8);
   job->stop();
   EXPECT_TRUE(t.result.verdict.judged) << t.summaries;
+  // Beside other processes that take whole CPUs, the rank that shares its
+  // CPU with one waits for it more than its peers (CI's busy run, stop 61:
+  // rank 2 97% of its time inside against 69%, beside a busy loop on CPU 1)
+  // and the inside rule names it with that contention: a noisy neighbour,
+  // not a wrong name. There a name with any other cause fails.
+  if (node_was_busy(t)) {
+    for (const Finding& f : t.result.verdict.stragglers)
+      EXPECT_EQ(f.likely_cause_type, "host.cpu_contention") << "named with what took its CPU: " << f.summary;
+    GTEST_SKIP() << fmt::format(
+        "other load on the node: {:.0f}% of its CPU went to other processes or steal; a healthy job naming "
+        "nobody is an idle node's claim (checked: a rank named only with the contention for its CPU)",
+        *t.others_cpu_share * 100);
+  }
   EXPECT_TRUE(t.named.empty()) << t.summaries << runq(t);
 }
 
