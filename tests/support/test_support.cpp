@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -73,12 +72,14 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 bool replace_text(const std::filesystem::path& path, const std::string& text) {
-  std::string next = (std::filesystem::temp_directory_path() / "slowburn-counter-XXXXXX").string();
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) return false;
+  std::string next = (dir / "slowburn-counter-XXXXXX").string();
   int fd = mkstemp(next.data());
   if (fd < 0) return false;
   bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   close(fd);
-  std::error_code ec;
   if (written) std::filesystem::rename(next, path, ec);
   if (!written || ec) unlink(next.c_str());
   return written && !ec;

@@ -47,7 +47,12 @@ echo "trace up, job released at $(cut -d' ' -f1 /proc/uptime)"
 healthy() { [ "$(grep -c '"kind":"window".*"probe":"mpi.allreduce"' "$OUT/ucx_loss.trace.jsonl")" -ge 8 ]; }
 wait_for 80 healthy || echo "fewer than 4 windows of the all-reduce in 80 s"
 loss=${SB_UCX_LOSS_PERCENT:-5}
-tc qdisc add dev "$nic1_dev" root netem loss $loss%
+if ! tc qdisc add dev "$nic1_dev" root netem loss "$loss%" 2>"$OUT/ucx_loss.netem.err"; then
+	fail ucx.loss "netem loss '$loss%' on $nic1_dev: $(cat "$OUT/ucx_loss.netem.err")"
+	kill $job $tracer 2>/dev/null
+	wait
+	return 0
+fi
 echo "netem loss $loss% on $nic1_dev at $(cut -d' ' -f1 /proc/uptime)"
 # Bounded: a rank stalled inside a collective under the loss never reaches
 # its --seconds, and the netem qdisc must go before any test after this one.
